@@ -1,0 +1,187 @@
+"""Choose the processes that matter from the State API and dump them, one round trip per node.
+
+Targets: the job's live actors, the workers running its normal tasks, its driver, and (on the
+node) their child processes. Each node's targets are dumped together: directly with py-spy when
+the node's raylet runs on this machine in this PID namespace, otherwise by one pinned, CPU-free
+Ray helper task on that node. Failures are collected, never raised.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from debug_hang.address import ClusterAddress
+from debug_hang.model import Process, process_from_dict
+from debug_hang.node_probe import local_raylet, probe_node
+from debug_hang.pyspy import DumpOptions
+from debug_hang.timeouts import Deadline
+
+
+@dataclass
+class Target:
+    """A process to dump, with what the State API says about it."""
+
+    pid: int
+    node_id: str | None
+    role: str  # driver | actor | task
+    job_id: str | None = None
+    actor_id: str | None = None
+    actor_class: str | None = None
+    actor_name: str | None = None
+    task_id: str | None = None
+    task_name: str | None = None
+
+
+@dataclass
+class Collection:
+    """Stacks of every sample, per-process evidence, and what went wrong."""
+
+    processes: list[Process] = field(default_factory=list)
+    info: dict[int, dict[str, Any]] = field(default_factory=dict)
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    nodes: int = 0
+    targets: int = 0
+    seconds: float = 0.0
+    paths: dict[str, str] = field(default_factory=dict)  # node_id -> "local" | "ray-task"
+
+    def latest(self) -> list[Process]:
+        """The last sample of each process."""
+        last: dict[tuple[str | None, int | None], Process] = {}
+        for proc in self.processes:
+            key = (proc.node_id, proc.pid)
+            if key not in last or proc.sample >= last[key].sample:
+                last[key] = proc
+        return list(last.values())
+
+
+def select_targets(job: dict[str, Any], actors: list[dict[str, Any]],
+                   tasks: list[dict[str, Any]]) -> list[Target]:
+    """The job's processes worth a stack: live actors, workers of running tasks, the driver."""
+    job_id = job.get("job_id")
+    found: dict[tuple[str | None, int], Target] = {}
+    for actor in actors:
+        if actor.get("job_id") != job_id or actor.get("state") != "ALIVE":
+            continue
+        pid = int(actor.get("pid") or 0)
+        if pid <= 0:
+            continue
+        found[(actor.get("node_id"), pid)] = Target(
+            pid=pid, node_id=actor.get("node_id"), role="actor", job_id=job_id,
+            actor_id=actor.get("actor_id"), actor_class=actor.get("class_name"),
+            actor_name=actor.get("name") or None,
+        )
+    for task in tasks:
+        if task.get("job_id") != job_id or task.get("state") != "RUNNING":
+            continue
+        pid = int(task.get("worker_pid") or 0)
+        key = (task.get("node_id"), pid)
+        if pid <= 0:
+            continue
+        if key in found:
+            target = found[key]
+            if target.role == "actor" and task.get("type") == "ACTOR_TASK":
+                target.task_id, target.task_name = task.get("task_id"), task.get("name")
+            continue
+        found[key] = Target(pid=pid, node_id=task.get("node_id"), role="task", job_id=job_id,
+                            task_id=task.get("task_id"), task_name=task.get("name"))
+    driver = job.get("driver_info") or {}
+    driver_pid = int(driver.get("pid") or 0)
+    if driver_pid > 0:
+        node_id = job.get("driver_node_id")
+        found.setdefault((node_id, driver_pid), Target(pid=driver_pid, node_id=node_id,
+                                                       role="driver", job_id=job_id))
+    return list(found.values())
+
+
+def collect_stacks(address: ClusterAddress, targets: list[Target], options: DumpOptions,
+                   deadline: Deadline, samples: int = 2, interval_s: float = 0.5,
+                   children: bool = True) -> Collection:
+    """Dump every target on its own node; local nodes directly, remote ones by a helper task."""
+    start = time.monotonic()
+    by_node: dict[str, list[Target]] = {}
+    coll = Collection(targets=len(targets))
+    for target in targets:
+        if target.node_id is None:
+            coll.errors.append({"node_id": None, "pid": target.pid,
+                                "error": "node unknown for this process; not dumped"})
+            continue
+        by_node.setdefault(target.node_id, []).append(target)
+    coll.nodes = len(by_node)
+    results: dict[str, dict[str, Any]] = {}
+    local: dict[str, tuple[Any, ...]] = {}
+    remote: dict[str, tuple[Any, ...]] = {}
+    for node_id, node_targets in by_node.items():
+        args = (node_id, [t.pid for t in node_targets], options.to_dict(), samples, interval_s, children)
+        is_local = local_raylet(node_id) is not None
+        coll.paths[node_id] = "local" if is_local else "ray-task"
+        (local if is_local else remote)[node_id] = args
+    with ThreadPoolExecutor(max_workers=max(1, len(local))) as pool:
+        # Local nodes are dumped directly, in parallel with the remote nodes' helper tasks.
+        futures = {node_id: pool.submit(probe_node, *args) for node_id, args in local.items()}
+        if remote:
+            _run_remote(address, remote, deadline, coll, results)
+        for node_id, future in futures.items():
+            try:
+                results[node_id] = future.result(timeout=deadline.remaining())
+            except Exception as exc:  # noqa: BLE001 - one node's failure is data
+                coll.errors.append({"node_id": node_id, "pid": None, "error": f"local dump failed: {exc}"})
+    targets_by_key = {(t.node_id, t.pid): t for t in targets}
+    for node_id, value in results.items():
+        for err in value.get("errors", []):
+            coll.errors.append({"node_id": node_id, **err})
+        for pid_text, info in (value.get("info") or {}).items():
+            coll.info[int(pid_text)] = {"node_id": node_id, **info}
+        for raw in value.get("processes", []):
+            proc = process_from_dict(raw)
+            _tag(proc, targets_by_key, coll.info)
+            coll.processes.append(proc)
+    coll.seconds = time.monotonic() - start
+    return coll
+
+
+def _run_remote(address: ClusterAddress, remote: dict[str, tuple[Any, ...]], deadline: Deadline,
+                coll: Collection, results: dict[str, dict[str, Any]]) -> None:
+    """Probe remote nodes through pinned helper tasks; failures go to `coll.errors`."""
+    from debug_hang.nodes import connect, run_on_nodes
+
+    try:
+        connect(address, timeout_s=deadline.remaining(cap=20.0))
+        runs = run_on_nodes(probe_node, remote, timeout_s=deadline.remaining(cap=45.0))
+    except Exception as exc:  # noqa: BLE001 - report and keep the local results
+        for node_id in remote:
+            coll.errors.append({"node_id": node_id, "pid": None, "error": f"no helper task could run: {exc}"})
+        return
+    for node_id, run in runs.items():
+        if run.error:
+            coll.errors.append({"node_id": node_id, "pid": None, "error": run.error})
+        else:
+            results[node_id] = run.value
+
+
+def _tag(proc: Process, targets: dict[tuple[str | None, int], Target],
+         info: dict[int, dict[str, Any]]) -> None:
+    """Attach Ray identity (actor, task, job) and rank evidence to a dumped process."""
+    pinfo = info.get(proc.pid or -1, {})
+    target = targets.get((proc.node_id, proc.pid or -1))
+    parent = pinfo.get("child_of")
+    if target is None and parent is not None:
+        proc.role = "child"
+        proc.parent_pid = parent
+        target_parent = targets.get((proc.node_id, parent))
+        if target_parent:
+            proc.job_id = target_parent.job_id
+    elif target is not None:
+        proc.role = target.role
+        proc.job_id = target.job_id
+        proc.actor_id = target.actor_id
+        proc.actor_class = target.actor_class
+        proc.actor_name = target.actor_name
+        proc.task_id = target.task_id
+        proc.task_name = target.task_name
+        proc.parent_pid = pinfo.get("ppid")
+    env = pinfo.get("env") or {}
+    if "RANK" in env and env["RANK"].isdigit():
+        proc.rank = int(env["RANK"])

@@ -1,0 +1,311 @@
+"""The whole diagnosis: cluster → job → blocked processes → stacks → graph → root cause → report.
+
+Every phase is bounded by one deadline; a failed phase is recorded and the next one still runs
+on what there is. The output folder holds the phase outputs, `stacks.json`, `report.md` and
+`diagnosis.json` (schema `debug-hang/diagnosis/v1`), all rendered from one `Diagnosis`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from debug_hang.address import ClusterAddress, check_reachable, parse_address, resolve_dashboard
+from debug_hang.collect import Collection, collect_stacks, select_targets
+from debug_hang.errors import NotFoundError
+from debug_hang.graph import GraphInputs, RootCause, WaitGraph, build_graph, chains, root_causes
+from debug_hang.model import Process, stacks_to_dict
+from debug_hang.patterns import ProcessVerdict, catalog, match_process
+from debug_hang.pyspy import DumpOptions
+from debug_hang.state import (
+    DashboardClient,
+    Snapshot,
+    available_resources,
+    node_totals,
+    running_jobs,
+    take_snapshot,
+)
+from debug_hang.timeouts import DEFAULT_DEADLINE_S, Deadline
+
+DIAGNOSIS_SCHEMA = "debug-hang/diagnosis/v1"
+# A wait on a task younger than this is not yet evidence of a hang (a healthy step in flight).
+FRESH_TASK_S = 5.0
+
+
+@dataclass
+class Options:
+    address: str | None = None
+    job_id: str | None = None
+    output_dir: Path | None = None
+    deadline_s: float = DEFAULT_DEADLINE_S
+    samples: int = 2
+    interval_s: float = 1.0
+    native: bool = False
+    nonblocking: bool = False
+    locals: bool = False
+
+
+@dataclass
+class Diagnosis:
+    """The one data model both report.md and diagnosis.json are rendered from."""
+
+    address: str
+    job_id: str | None
+    job_choice: str
+    other_jobs: list[dict[str, Any]]
+    verdict: str
+    summary: str
+    snapshot: Snapshot | None
+    collection: Collection
+    verdicts: list[ProcessVerdict]
+    graph: WaitGraph
+    causes: list[RootCause]
+    progress: list[str] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """diagnosis.json, contract v1 (references/diagnosis.schema.json)."""
+        cat = catalog()
+        root = []
+        for cause in self.causes:
+            first = cause.culprits[0]
+            fix = cat[cause.pattern].fix if cause.pattern in cat else ""
+            root.append({
+                "pattern": cause.pattern,
+                "summary": cause.summary,
+                "culprit": {
+                    "kind": first.kind if first.kind != "driver" else "process",
+                    "class_name": first.class_name, "task_name": first.task_name,
+                    "actor_id": first.actor_id, "task_id": first.task_id, "pid": first.pid,
+                    "node_id": first.node_id, "rank": first.rank,
+                },
+                "culprits": [{"kind": c.kind, "class_name": c.class_name, "pid": c.pid,
+                              "actor_id": c.actor_id, "node_id": c.node_id, "rank": c.rank,
+                              "name": c.name} for c in cause.culprits],
+                "confidence": round(cause.confidence, 2),
+                "evidence": cause.evidence,
+                "fix": fix,
+            })
+        chain_json = [
+            [{"kind": n.kind, "name": n.name, "pid": n.pid, "node_id": n.node_id,
+              "pattern": n.pattern, "state": n.state, "waits_on": why} for n, why in chain]
+            for chain in chains(self.graph, self.causes)
+        ]
+        errors = [{"node_id": e.get("node_id"), "pid": e.get("pid"), "error": e.get("error")}
+                  for e in self.collection.errors + self.errors]
+        return {
+            "schema": DIAGNOSIS_SCHEMA,
+            "address": self.address,
+            "job_id": self.job_id,
+            "verdict": self.verdict,
+            "summary": self.summary,
+            "root_causes": root,
+            "chains": chain_json,
+            "collection": {
+                "nodes": self.collection.nodes,
+                "processes": len({(p.node_id, p.pid) for p in self.collection.processes}),
+                "stacks": len(self.collection.processes),
+                "seconds": round(self.seconds, 2),
+                "errors": errors,
+            },
+        }
+
+
+def pick_job(jobs: list[dict[str, Any]], job_id: str | None, own_job: str | None = None) -> tuple[dict[str, Any], str, list[dict[str, Any]]]:
+    """Choose the job to diagnose and say why; raises NotFoundError listing what exists."""
+    if job_id:
+        for job in jobs:
+            if job_id in (job.get("job_id"), job.get("submission_id")):
+                return job, f"job {job_id} was given with --job-id", [j for j in jobs if j is not job]
+        known = ", ".join(f"{j.get('job_id')} ({j.get('status')})" for j in jobs) or "none"
+        raise NotFoundError(f"no job {job_id!r} in this cluster; jobs: {known}")
+    running = [j for j in running_jobs(jobs) if j.get("job_id") != own_job and j.get("job_id")]
+    if not running:
+        known = ", ".join(f"{j.get('job_id')} ({j.get('status')})" for j in jobs) or "none"
+        raise NotFoundError(f"no RUNNING job to diagnose; jobs: {known}. Pass --job-id to pick one")
+    choice = running[0]
+    why = (f"the only RUNNING job" if len(running) == 1 else
+           f"the most recently started of {len(running)} RUNNING jobs (pass --job-id to choose another)")
+    return choice, why, [j for j in jobs if j is not choice]
+
+
+def detect_progress(before: list[dict[str, Any]], after: list[dict[str, Any]], since_ms: float) -> list[str]:
+    """Tasks that finished between two task listings: evidence the job moves.
+
+    Only completions count: at the onset of a hang, calls still start (and then block).
+    Actor creation is set-up, not progress.
+    """
+    was = {(t.get("task_id"), t.get("attempt_number")): t.get("state") for t in before}
+    moved: list[str] = []
+    for task in after:
+        if task.get("state") != "FINISHED" or task.get("type") == "ACTOR_CREATION_TASK":
+            continue
+        key = (task.get("task_id"), task.get("attempt_number"))
+        if (key in was and was[key] != "FINISHED") or (key not in was and (task.get("end_time_ms") or 0) >= since_ms):
+            moved.append(f"{task.get('name')} finished during the diagnosis")
+    return moved
+
+
+def stuck_processes(collection: Collection) -> dict[tuple[str | None, int | None], bool]:
+    """Per process: True when every sample shows the same non-housekeeping stacks."""
+    sigs: dict[tuple[str | None, int | None], set[tuple[Any, ...]]] = {}
+    for proc in collection.processes:
+        sig = tuple(sorted(
+            tuple((f.function, f.line) for f in t.frames if not f.native)
+            for t in proc.threads if t.name not in ("PythonGCThread", "ray_print_logs", "ray_listen_error_messages")
+        ))
+        sigs.setdefault((proc.node_id, proc.pid), set()).add(sig)
+    return {key: len(values) == 1 for key, values in sigs.items()}
+
+
+def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_after: list[dict[str, Any]] | None,
+            address: str, job_choice: str, other_jobs: list[dict[str, Any]], errors: list[dict[str, Any]],
+            started: float) -> Diagnosis:
+    """Everything after collection: match, graph, root causes, verdict. Pure: reruns on captures."""
+    latest = collection.latest()
+    verdicts = [match_process(p) for p in latest]
+    graph = build_graph(GraphInputs(
+        job=job, actors=snap.actors, tasks=snap.tasks, placement_groups=snap.placement_groups,
+        node_totals=node_totals(snap), verdicts=verdicts, info=collection.info,
+        available=available_resources(snap),
+    ))
+    causes = root_causes(graph)
+    since_ms = snap.taken_at * 1000.0
+    progress = detect_progress(snap.tasks, tasks_after, since_ms) if tasks_after is not None else []
+    stuck = stuck_processes(collection)
+    moving = [p for p in latest if not stuck.get((p.node_id, p.pid), True)
+              and any(v.process is p and v.verdict in ("blocked", "busy") for v in verdicts)]
+    verdict, summary = _verdict(job, causes, progress, moving, graph, verdicts)
+    return Diagnosis(address=address, job_id=job.get("job_id"), job_choice=job_choice, other_jobs=other_jobs,
+                     verdict=verdict, summary=summary, snapshot=snap, collection=collection,
+                     verdicts=verdicts, graph=graph, causes=causes, progress=progress, errors=errors,
+                     seconds=time.monotonic() - started)
+
+
+def youngest_task_age_s(job: dict[str, Any], tasks: list[dict[str, Any]], now_s: float) -> float | None:
+    """Age of the most recently started RUNNING task of the job (None if none runs)."""
+    starts = [t.get("start_time_ms") or 0 for t in tasks if t.get("job_id") == job.get("job_id")
+              and t.get("state") == "RUNNING" and t.get("type") != "ACTOR_CREATION_TASK"]
+    return (now_s * 1000.0 - max(starts)) / 1000.0 if starts else None
+
+
+def _verdict(job: dict[str, Any], causes: list[RootCause], progress: list[str], moving: list[Process],
+             graph: WaitGraph, verdicts: list[ProcessVerdict]) -> tuple[str, str]:
+    job_id = job.get("job_id")
+    if progress and not any(c.cycle for c in causes):
+        return "no-hang", (f"Job {job_id} is making progress: {progress[0]}"
+                           f"{f' (and {len(progress) - 1} more)' if len(progress) > 1 else ''}. "
+                           "Its processes wait only for work in flight.")
+    if not causes:
+        blocked = [v for v in verdicts if v.verdict in ("blocked", "busy")]
+        if not blocked:
+            return "no-hang", (f"Job {job_id}: no process is blocked or busy in job code; "
+                               "nothing waits on anything (idle, or between steps).")
+        return "inconclusive", (f"Job {job_id}: {len(blocked)} process(es) wait, but the wait could not be "
+                                "followed to a cause; see the blocked-task table and collect with --samples 5.")
+    top = causes[0]
+    names = ", ".join(c.label() for c in top.culprits)
+    moving_note = (f" Note: {len(moving)} process(es) changed stack between samples." if moving else "")
+    title = catalog()[top.pattern].title if top.pattern in catalog() else top.pattern
+    victims = len(top.victims)
+    return "hang", (f"Job {job_id} is hung: {title.lower()} — culprit {names}; "
+                    f"{victims} process(es) wait on it.{moving_note}")
+
+
+def run(opts: Options) -> Diagnosis:
+    """Diagnose one job end to end (see module docstring); raises only when nothing can be done."""
+    started = time.monotonic()
+    deadline = Deadline(opts.deadline_s)
+    addr: ClusterAddress = parse_address(opts.address)
+    check_reachable(addr)
+    addr = resolve_dashboard(addr, timeout_s=deadline.remaining(cap=5.0))
+    assert addr.dashboard_url
+    snap = take_snapshot(addr.dashboard_url, None, timeout_s=deadline.remaining(cap=10.0))
+    job, why, others = pick_job(snap.jobs, opts.job_id, own_job=_own_job_id())
+    targets = select_targets(job, snap.actors, snap.tasks)
+    collection = collect_stacks(
+        addr, targets, DumpOptions(native=opts.native, nonblocking=opts.nonblocking, locals=opts.locals,
+                                   timeout_s=min(10.0, deadline.remaining())),
+        deadline, samples=opts.samples, interval_s=opts.interval_s,
+    )
+    errors: list[dict[str, Any]] = []
+    # Progress is judged on the task states between the first listing and a second one. When a
+    # task started moments ago, stretch that window to FRESH_TASK_S so that a healthy job's next
+    # step has time to show (a hung job costs at most those few seconds more).
+    age = youngest_task_age_s(job, snap.tasks, snap.taken_at)
+    if age is not None:
+        window = time.time() - snap.taken_at
+        wait = min(FRESH_TASK_S - max(age, window), deadline.remaining() - 5.0)
+        if wait > 0:
+            time.sleep(wait)
+    client = DashboardClient(addr.dashboard_url, timeout_s=deadline.remaining(cap=10.0))
+    after = client.list_state("tasks", [("job_id", "=", str(job.get("job_id")))])
+    if after.error:
+        errors.append({"node_id": None, "pid": None, "error": f"second task listing failed: {after.error}"})
+    diag = analyse(job, snap, collection, None if after.error else after.rows, addr.gcs, why, others,
+                   errors + [{"node_id": None, "pid": None, "error": e} for e in snap.errors], started)
+    if opts.output_dir is not None:
+        write_outputs(diag, opts.output_dir, after.rows)
+    return diag
+
+
+def _own_job_id() -> str | None:
+    """The job id of this process when it is itself a Ray driver (so it never diagnoses itself)."""
+    try:
+        import ray
+
+        if ray.is_initialized():
+            return str(ray.get_runtime_context().get_job_id())
+    except Exception:  # noqa: BLE001 - best effort
+        return None
+    return None
+
+
+def write_outputs(diag: Diagnosis, out: Path, tasks_after: list[dict[str, Any]] | None = None) -> None:
+    """The phase outputs (as the seed's script left them), stacks.json, report.md, diagnosis.json."""
+    from debug_hang.report import render_markdown, render_stacks_text
+
+    out.mkdir(parents=True, exist_ok=True)
+    snap = diag.snapshot
+    if snap is not None:
+        (out / "01_cluster.txt").write_text((snap.cluster_status_text or "(cluster status unavailable)") + "\n")
+        (out / "02_jobs.json").write_text(json.dumps(snap.jobs, indent=1, default=str))
+        job_tasks = [t for t in snap.tasks if t.get("job_id") == diag.job_id]
+        (out / "03_tasks.json").write_text(json.dumps(job_tasks, indent=1, default=str))
+        job_actors = [a for a in snap.actors if a.get("job_id") == diag.job_id]
+        (out / "04_actors.json").write_text(json.dumps(job_actors, indent=1, default=str))
+        (out / "snapshot.json").write_text(json.dumps(snap.to_dict(), default=str))
+    (out / "05_stacks.txt").write_text(render_stacks_text(diag.collection.processes))
+    meta = {"job_id": diag.job_id, "info": {str(k): v for k, v in diag.collection.info.items()},
+            "errors": diag.collection.errors, "nodes": diag.collection.nodes,
+            "targets": diag.collection.targets, "seconds": diag.collection.seconds,
+            "paths": diag.collection.paths, "job_choice": diag.job_choice, "address": diag.address}
+    (out / "stacks.json").write_text(json.dumps(stacks_to_dict(diag.collection.processes, meta)))
+    if tasks_after is not None:
+        (out / "tasks_after.json").write_text(json.dumps(tasks_after, default=str))
+    (out / "report.md").write_text(render_markdown(diag))
+    (out / "diagnosis.json").write_text(json.dumps(diag.to_json(), indent=2, default=str))
+
+
+def reanalyse(folder: Path) -> Diagnosis:
+    """Re-run the analysis on a recorded output folder (snapshot.json + stacks.json)."""
+    from debug_hang.collect import Collection
+    from debug_hang.model import stacks_from_dict
+
+    snap = Snapshot.from_dict(json.loads((folder / "snapshot.json").read_text()))
+    doc = json.loads((folder / "stacks.json").read_text())
+    processes: list[Process] = stacks_from_dict(doc)
+    meta = doc.get("meta") or {}
+    coll = Collection(processes=processes, info={int(k): v for k, v in (meta.get("info") or {}).items()},
+                      errors=list(meta.get("errors") or []), nodes=int(meta.get("nodes") or 0),
+                      targets=int(meta.get("targets") or 0), seconds=float(meta.get("seconds") or 0.0),
+                      paths=dict(meta.get("paths") or {}))
+    job = next((j for j in snap.jobs if j.get("job_id") == meta.get("job_id")), {"job_id": meta.get("job_id")})
+    after_path = folder / "tasks_after.json"
+    after = json.loads(after_path.read_text()) if after_path.exists() else None
+    return analyse(job, snap, coll, after, str(meta.get("address") or ""), str(meta.get("job_choice") or ""),
+                   [j for j in snap.jobs if j is not job], [], time.monotonic())

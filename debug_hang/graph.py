@@ -1,0 +1,600 @@
+"""The wait-for graph: from the visible victim to the culprit, across actors, tasks and ranks.
+
+Nodes are processes (drivers, actors, task workers, children), actors without a process (dead,
+pending), placement groups and resource demands. Every edge comes from evidence: a thread in
+`ray.get` → the unfinished tasks its running task submitted (`parent_task_id`) → the actor or
+worker running them; a rank in a collective → the peers not in it; a pending task → the
+resource it needs; and so on. A cycle is a deadlock; otherwise chains end at a culprit that
+waits on nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from debug_hang.model import Frame, Process
+from debug_hang.patterns import ProcessVerdict, catalog
+
+DONE_STATES = {"FINISHED", "FAILED"}
+PENDING_SCHED = {"PENDING_NODE_ASSIGNMENT", "PENDING_ARGS_AVAIL", "PENDING_NODE_ASSIGNMENT_FOR_ACTOR"}
+QUEUED_STATES = {"SUBMITTED_TO_WORKER", "PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY"}
+DRIVER_TASK_PREFIX = "f" * 40  # the driver's task id is 40 f's + the job id
+_RANK_IN_NAME = re.compile(r"rank[-_ ]?(\d+)", re.IGNORECASE)
+
+
+@dataclass
+class GNode:
+    """A vertex of the wait-for graph."""
+
+    key: str
+    kind: str  # actor | task | driver | process | rank | placement_group | resource
+    name: str
+    state: str  # blocked | busy | idle | dead | pending | infeasible | starved | unknown
+    pid: int | None = None
+    node_id: str | None = None
+    actor_id: str | None = None
+    task_id: str | None = None
+    class_name: str | None = None
+    task_name: str | None = None
+    rank: int | None = None
+    pattern: str | None = None  # what this node is doing / why it is stuck
+    frame: Frame | None = None  # the deciding frame, when it comes from a stack
+    evidence: list[str] = field(default_factory=list)
+
+    def label(self) -> str:
+        where = f"pid {self.pid}" if self.pid else self.state
+        return f"{self.name} ({where})"
+
+
+@dataclass
+class Edge:
+    src: str
+    dst: str
+    why: str  # pattern id of the wait (ray-get-wait, collective-wait, ...)
+    evidence: str
+
+
+@dataclass
+class RootCause:
+    pattern: str
+    culprits: list[GNode]
+    victims: list[str]  # node keys that (transitively) wait on the culprits
+    confidence: float
+    evidence: list[str]
+    summary: str
+    cycle: list[str] = field(default_factory=list)
+
+
+@dataclass
+class WaitGraph:
+    nodes: dict[str, GNode] = field(default_factory=dict)
+    edges: list[Edge] = field(default_factory=list)
+
+    def out(self, key: str) -> list[Edge]:
+        return [e for e in self.edges if e.src == key]
+
+    def into(self, key: str) -> list[Edge]:
+        return [e for e in self.edges if e.dst == key]
+
+    def add_edge(self, src: str, dst: str, why: str, evidence: str) -> None:
+        if src == dst and why != "ray-get-wait":
+            return
+        if not any(e.src == src and e.dst == dst for e in self.edges):
+            self.edges.append(Edge(src, dst, why, evidence))
+
+
+@dataclass
+class GraphInputs:
+    """What the graph is built from: one job's state and the latest stack of each process."""
+
+    job: dict[str, Any]
+    actors: list[dict[str, Any]]
+    tasks: list[dict[str, Any]]
+    placement_groups: list[dict[str, Any]]
+    node_totals: list[dict[str, float]]
+    verdicts: list[ProcessVerdict]
+    available: dict[str, float] | None = None  # cluster-wide free resources, when known
+    info: dict[int, dict[str, Any]] = field(default_factory=dict)  # per-pid evidence from nodes
+
+
+def proc_key(proc: Process) -> str:
+    return f"proc:{proc.node_id}:{proc.pid}"
+
+
+def _frame_text(frame: Frame | None) -> str:
+    if frame is None:
+        return "?"
+    where = f"{frame.short_file}:{frame.line}" if frame.line else frame.short_file
+    code = f" `{frame.code}`" if frame.code else ""
+    return f"{frame.function} ({where}){code}"
+
+
+def _rank_of(proc: Process, actor: dict[str, Any] | None) -> int | None:
+    if proc.rank is not None:
+        return proc.rank
+    name = (actor or {}).get("name") or (actor or {}).get("repr_name") or ""
+    match = _RANK_IN_NAME.search(name)
+    return int(match.group(1)) if match else None
+
+
+def build_graph(inp: GraphInputs) -> WaitGraph:
+    """Build the wait-for graph for one job."""
+    g = WaitGraph()
+    job_id = inp.job.get("job_id")
+    actors = {a["actor_id"]: a for a in inp.actors if a.get("job_id") == job_id}
+    tasks = [t for t in inp.tasks if t.get("job_id") == job_id]
+    by_pid: dict[tuple[str | None, int | None], str] = {}
+    actor_node: dict[str, str] = {}
+
+    for verdict in inp.verdicts:
+        proc = verdict.process
+        actor = actors.get(proc.actor_id or "")
+        kind = proc.role if proc.role in ("driver", "actor", "task") else "process"
+        name = proc.actor_class or proc.task_name or (proc.title or f"pid {proc.pid}")
+        if proc.role == "driver":
+            name = f"driver ({(proc.title or '').strip()[:60]})"
+        rank = _rank_of(proc, actor)
+        if rank is not None:
+            kind = "rank"
+        node = GNode(
+            key=proc_key(proc), kind=kind, name=name, pid=proc.pid, node_id=proc.node_id,
+            actor_id=proc.actor_id, task_id=proc.task_id, class_name=proc.actor_class,
+            task_name=proc.task_name, rank=rank,
+            state={"blocked": "blocked", "busy": "busy", "idle": "idle"}.get(verdict.verdict, "unknown"),
+            pattern=verdict.pattern if verdict.pattern != "unknown" else None,
+            frame=verdict.main.frame if verdict.main else None,
+        )
+        if verdict.main and verdict.main.frame is not None and verdict.verdict != "idle":
+            node.evidence.append(f"stack: {verdict.main.pattern} at {_frame_text(verdict.main.frame)}")
+        g.nodes[node.key] = node
+        by_pid[(proc.node_id, proc.pid)] = node.key
+        if proc.actor_id:
+            actor_node[proc.actor_id] = node.key
+
+    for actor_id, actor in actors.items():
+        if actor_id in actor_node:
+            continue
+        state = actor.get("state")
+        if state == "ALIVE":
+            continue  # alive but not dumped: reported as a collection error elsewhere
+        node = GNode(
+            key=f"actor:{actor_id}", kind="actor", name=str(actor.get("class_name")),
+            state="dead" if state == "DEAD" else "pending", actor_id=actor_id,
+            class_name=actor.get("class_name"), node_id=actor.get("node_id"),
+            pid=int(actor.get("pid") or 0) or None,
+        )
+        rank_match = _RANK_IN_NAME.search(actor.get("name") or "")
+        node.rank = int(rank_match.group(1)) if rank_match else None
+        if state == "DEAD":
+            cause = _death_text(actor.get("death_cause"))
+            node.evidence.append(f"actor DEAD: {cause}")
+        else:
+            node.evidence.append(f"actor {state}, required resources {actor.get('required_resources')}")
+        g.nodes[node.key] = node
+        actor_node[actor_id] = node.key
+
+    running_tasks: dict[str, list[dict[str, Any]]] = {}
+    for task in tasks:
+        if task.get("state") == "RUNNING" and task.get("worker_pid"):
+            key = by_pid.get((task.get("node_id"), int(task["worker_pid"])))
+            if key:
+                running_tasks.setdefault(key, []).append(task)
+    _add_dead_ranks_history(g, tasks, actors, actor_node)
+
+    for verdict in inp.verdicts:
+        key = proc_key(verdict.process)
+        node = g.nodes[key]
+        pattern = catalog().get(node.pattern or "")
+        edge = pattern.edge if pattern else "none"
+        if edge == "submitted-tasks" or (node.pattern == "async-loop-blocked"):
+            _edges_submitted(g, inp, key, verdict.process, tasks, running_tasks, actor_node, by_pid)
+        elif edge == "placement-group":
+            _edges_pg(g, inp, key)
+        elif edge == "child-process":
+            _edges_children(g, inp, key, verdict.process, by_pid)
+        elif edge == "queue-producers":
+            _edges_queue(g, key, tasks, actors, actor_node)
+    _edges_collectives(g, inp, actors, tasks, actor_node)
+    _edges_pending_actors(g, inp, actors, actor_node, tasks, running_tasks)
+    _mark_queued(g, tasks, actor_node, running_tasks)
+    return g
+
+
+def _death_text(cause: Any) -> str:
+    if not isinstance(cause, dict):
+        return "no death cause recorded"
+    for ctx in cause.values():
+        if isinstance(ctx, dict):
+            reason = ctx.get("reason") or ""
+            msg = (ctx.get("error_message") or "").strip().splitlines()
+            return f"{reason} {msg[0][:200] if msg else ''}".strip()
+    return str(cause)[:200]
+
+
+def _add_dead_ranks_history(g: WaitGraph, tasks: list[dict[str, Any]], actors: dict[str, dict[str, Any]],
+                            actor_node: dict[str, str]) -> None:
+    """Record each actor's last finished/failed task as evidence (a rank that finished early)."""
+    last: dict[str, dict[str, Any]] = {}
+    for task in tasks:
+        aid = task.get("actor_id")
+        if not aid or task.get("state") not in DONE_STATES or task.get("type") != "ACTOR_TASK":
+            continue
+        if aid not in last or (task.get("end_time_ms") or 0) > (last[aid].get("end_time_ms") or 0):
+            last[aid] = task
+    for aid, task in last.items():
+        key = actor_node.get(aid)
+        if key is None:
+            continue
+        node = g.nodes[key]
+        text = f"last finished call: {task.get('name')} {task.get('state')}"
+        if task.get("state") == "FAILED":
+            err = (task.get("error_message") or "").strip().splitlines()
+            text += f" ({task.get('error_type')}: {err[-1][:200] if err else ''})"
+        node.evidence.append(text)
+
+
+def _node_for_task(g: WaitGraph, task: dict[str, Any], actor_node: dict[str, str],
+                   by_pid: dict[tuple[str | None, int | None], str], node_totals: list[dict[str, float]],
+                   available: dict[str, float] | None) -> str | None:
+    """The graph node a waiting thread depends on, for one unfinished task it submitted."""
+    if task.get("actor_id") and task.get("type") == "ACTOR_TASK":
+        return actor_node.get(task["actor_id"])
+    if task.get("state") == "RUNNING" and task.get("worker_pid"):
+        return by_pid.get((task.get("node_id"), int(task["worker_pid"])))
+    if task.get("state") in PENDING_SCHED:
+        return _resource_node(g, task.get("required_resources") or {}, node_totals,
+                              f"task {task.get('name')}", available)
+    return None
+
+
+def _resource_node(g: WaitGraph, demand: dict[str, float], node_totals: list[dict[str, float]], who: str,
+                   available: dict[str, float] | None = None) -> str:
+    """The node for a pending resource demand: infeasible (no node has it), starved (all of it is
+    held), or pending (free capacity exists: the scheduler has simply not placed it yet)."""
+    demand = {k: float(v) for k, v in demand.items() if float(v) > 0}
+    text = ", ".join(f"{k}: {v:g}" for k, v in sorted(demand.items())) or "no resources"
+    key = f"resource:{text}"
+    feasible = any(all(totals.get(k, 0.0) >= v for k, v in demand.items()) for totals in node_totals)
+    exhausted = available is None or any(available.get(k, 0.0) < v for k, v in demand.items())
+    state = "infeasible" if not feasible else ("starved" if exhausted else "pending")
+    if key not in g.nodes:
+        g.nodes[key] = GNode(key=key, kind="resource", name=f"{{{text}}}", state=state,
+                             pattern={"infeasible": "infeasible-resource", "starved": "resource-starvation"}.get(state))
+        largest = max(node_totals, key=lambda t: t.get("CPU", 0.0), default={})
+        shown = {k: v for k, v in largest.items() if k in ("CPU", "GPU") or k in demand}
+        g.nodes[key].evidence.append(
+            f"{'feasible' if feasible else 'no node can satisfy'} {{{text}}}; largest node has {shown}")
+    g.nodes[key].evidence.append(f"requested by {who}")
+    return key
+
+
+def _edges_submitted(g: WaitGraph, inp: GraphInputs, key: str, proc: Process, tasks: list[dict[str, Any]],
+                     running: dict[str, list[dict[str, Any]]], actor_node: dict[str, str],
+                     by_pid: dict[tuple[str | None, int | None], str]) -> None:
+    own_ids = {t["task_id"] for t in running.get(key, [])}
+    if proc.role == "driver":
+        own_ids.add(DRIVER_TASK_PREFIX + str(inp.job.get("job_id")))
+    for task in tasks:
+        if task.get("parent_task_id") not in own_ids or task.get("state") in DONE_STATES:
+            continue
+        dst = _node_for_task(g, task, actor_node, by_pid, inp.node_totals, inp.available)
+        if dst is None:
+            continue
+        state = task.get("state")
+        g.add_edge(key, dst, "ray-get-wait", f"waits for {task.get('name')} ({state})")
+
+
+def _edges_pg(g: WaitGraph, inp: GraphInputs, key: str) -> None:
+    job_id = inp.job.get("job_id")
+    for pg in inp.placement_groups:
+        if pg.get("creator_job_id") not in (job_id, None) or pg.get("state") != "PENDING":
+            continue
+        pg_key = f"pg:{pg.get('placement_group_id')}"
+        bundles = [b.get("unit_resources") or {} for b in pg.get("bundles") or []]
+        stats = pg.get("stats") or {}
+        infeasible = stats.get("scheduling_state") == "INFEASIBLE" or any(
+            not any(all(t.get(k, 0.0) >= float(v) for k, v in b.items()) for t in inp.node_totals) for b in bundles)
+        if pg_key not in g.nodes:
+            g.nodes[pg_key] = GNode(
+                key=pg_key, kind="placement_group", name=f"placement group {pg.get('name') or pg.get('placement_group_id', '')[:12]}",
+                state="infeasible" if infeasible else "pending",
+                pattern="placement-group-infeasible" if infeasible else "resource-starvation",
+                evidence=[f"PENDING, scheduling_state {stats.get('scheduling_state')}, strategy "
+                          f"{pg.get('strategy')}, bundles {bundles}"],
+            )
+        g.add_edge(key, pg_key, "pg-ready-wait", "waits in pg.ready() for this placement group")
+
+
+def _edges_children(g: WaitGraph, inp: GraphInputs, key: str, proc: Process,
+                    by_pid: dict[tuple[str | None, int | None], str]) -> None:
+    for pid, info in inp.info.items():
+        if info.get("child_of") != proc.pid or info.get("node_id") != proc.node_id:
+            continue
+        child_key = by_pid.get((proc.node_id, pid))
+        if child_key is None:
+            child_key = f"proc:{proc.node_id}:{pid}"
+            g.nodes[child_key] = GNode(key=child_key, kind="process", name=str(info.get("title") or f"pid {pid}"),
+                                       state="unknown", pid=pid, node_id=proc.node_id,
+                                       evidence=["child process (no Python stack: not a Python process "
+                                                 "or not dumpable)"])
+        g.add_edge(key, child_key, "child-process-wait", f"waits for child pid {pid}")
+
+
+def _edges_queue(g: WaitGraph, key: str, tasks: list[dict[str, Any]], actors: dict[str, dict[str, Any]],
+                 actor_node: dict[str, str]) -> None:
+    me = g.nodes[key]
+    failed = {t.get("actor_id") for t in tasks if t.get("state") == "FAILED" and t.get("actor_id")}
+    for actor_id, actor in actors.items():
+        if actor_id == me.actor_id or actor.get("class_name") == "_QueueActor":
+            continue
+        node_key = actor_node.get(actor_id)
+        if node_key is None:
+            continue
+        node = g.nodes[node_key]
+        if node.state == "dead" or (actor_id in failed and node.state == "idle"):
+            node.pattern = "producer-gone"
+            g.add_edge(key, node_key, "queue-get-wait", "waits on a queue this actor should fill")
+
+
+def _collective_group(g: WaitGraph, actors: dict[str, dict[str, Any]], actor_node: dict[str, str]) -> dict[str, list[str]]:
+    """Ranks grouped by actor class: the processes that share a process group."""
+    groups: dict[str, list[str]] = {}
+    for key, node in g.nodes.items():
+        if node.pattern in ("collective-wait", "rendezvous-wait") and node.class_name:
+            groups.setdefault(node.class_name, [])
+    for cls in groups:
+        for actor_id, actor in actors.items():
+            if actor.get("class_name") == cls and actor_id in actor_node:
+                groups[cls].append(actor_node[actor_id])
+    return groups
+
+
+def _edges_collectives(g: WaitGraph, inp: GraphInputs, actors: dict[str, dict[str, Any]],
+                       tasks: list[dict[str, Any]], actor_node: dict[str, str]) -> None:
+    for _cls, members in _collective_group(g, actors, actor_node).items():
+        waiting = [k for k in members if g.nodes[k].pattern in ("collective-wait", "rendezvous-wait")]
+        others = [k for k in members if k not in waiting]
+        for peer in others:
+            node = g.nodes[peer]
+            if node.state == "dead":
+                node.pattern = "peer-rank-dead"
+            elif node.state == "idle" or node.pattern in (None, "idle-worker"):
+                node.pattern = "collective-skipped"
+                node.evidence.append("not in any collective while its peers are")
+            for w in waiting:
+                g.add_edge(w, peer, "collective-wait",
+                           f"in {g.nodes[w].frame.function if g.nodes[w].frame else 'a collective'}; "
+                           f"{node.name}{'' if node.rank is None else f' rank {node.rank}'} is not")
+        if not others and len(waiting) > 1:
+            _mark_mismatch(g, waiting)
+
+
+def _mark_mismatch(g: WaitGraph, waiting: list[str]) -> None:
+    """All ranks are in collectives: the minority deciding line is the odd one out."""
+    def where(k: str) -> tuple[str, int | None]:
+        frame = g.nodes[k].frame
+        return (frame.function, frame.line) if frame else ("?", None)
+
+    counts: dict[tuple[str, int | None], list[str]] = {}
+    for k in waiting:
+        counts.setdefault(where(k), []).append(k)
+    if len(counts) < 2:
+        return
+    majority = max(counts.values(), key=len)
+    for keys in counts.values():
+        if keys is majority:
+            continue
+        for odd in keys:
+            g.nodes[odd].pattern = "collective-mismatch"
+            g.nodes[odd].evidence.append(f"in {where(odd)} while {len(majority)} peers are in {where(majority[0])}")
+            for k in majority:
+                g.add_edge(k, odd, "collective-wait", "peer is in a different collective")
+
+
+def _edges_pending_actors(g: WaitGraph, inp: GraphInputs, actors: dict[str, dict[str, Any]],
+                          actor_node: dict[str, str], tasks: list[dict[str, Any]],
+                          running: dict[str, list[dict[str, Any]]]) -> None:
+    """A pending actor waits for its resources; a starved resource waits for its holders."""
+    for actor_id, actor in actors.items():
+        key = actor_node.get(actor_id)
+        if key is None or g.nodes[key].state != "pending":
+            continue
+        demand = dict(actor.get("required_resources") or {})
+        creation = next((t for t in tasks if t.get("actor_id") == actor_id
+                         and t.get("type") == "ACTOR_CREATION_TASK"), None)
+        if creation and creation.get("required_resources"):
+            demand = dict(creation["required_resources"])
+        res = _resource_node(g, demand, inp.node_totals, f"actor {actor.get('class_name')}", inp.available)
+        g.add_edge(key, res, "infeasible-resource", "waits to be scheduled")
+    for key, node in list(g.nodes.items()):
+        if node.kind != "resource" or node.state != "starved":
+            continue
+        wanted = set(re.findall(r"([A-Za-z_][\w:]*): ", node.name))
+        for holder_key, holder in g.nodes.items():
+            if holder.kind == "resource" or holder.state not in ("blocked", "busy"):
+                continue
+            actor = actors.get(holder.actor_id or "")
+            held = dict((actor or {}).get("required_resources") or {})
+            for task in running.get(holder_key, []):
+                if task.get("type") == "NORMAL_TASK":
+                    held.update(task.get("required_resources") or {})
+            if any(float(held.get(r, 0)) > 0 for r in wanted):
+                g.add_edge(key, holder_key, "resource-starvation",
+                           f"{holder.name} holds {{{', '.join(f'{r}: {held[r]:g}' for r in wanted if r in held)}}}")
+
+
+def _mark_queued(g: WaitGraph, tasks: list[dict[str, Any]], actor_node: dict[str, str],
+                 running: dict[str, list[dict[str, Any]]]) -> None:
+    for task in tasks:
+        if task.get("state") not in QUEUED_STATES or task.get("worker_pid"):
+            continue
+        key = actor_node.get(task.get("actor_id") or "")
+        if key is None:
+            continue
+        busy_with = ", ".join(t.get("name", "?") for t in running.get(key, [])) or "another call"
+        g.nodes[key].evidence.append(f"call {task.get('name')} queued (actor-call-queued) behind {busy_with}")
+
+
+# ---------------------------------------------------------------------------- analysis
+
+
+def find_cycles(g: WaitGraph) -> list[list[str]]:
+    """Strongly connected components with a cycle (Tarjan), each as a list of node keys."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    counter = [0]
+    succ: dict[str, list[str]] = {}
+    for e in g.edges:
+        succ.setdefault(e.src, []).append(e.dst)
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in succ.get(v, []):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1 or v in succ.get(v, []):
+                cycles.append(list(reversed(comp)))
+
+    for v in list(g.nodes):
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def _upstream(g: WaitGraph, keys: set[str]) -> list[str]:
+    """Every node that transitively waits on one of `keys`."""
+    seen: set[str] = set()
+    todo = list(keys)
+    while todo:
+        k = todo.pop()
+        for e in g.into(k):
+            if e.src not in seen and e.src not in keys:
+                seen.add(e.src)
+                todo.append(e.src)
+    return sorted(seen)
+
+
+_END_PATTERN = {
+    "busy": "busy-loop",
+    "idle": "idle-no-work",
+    "dead": "peer-rank-dead",
+    "infeasible": "infeasible-resource",
+    "starved": "resource-starvation",
+}
+
+
+def root_causes(g: WaitGraph) -> list[RootCause]:
+    """Cycles first (deadlocks), then chain ends that someone waits on, most victims first."""
+    causes: list[RootCause] = []
+    in_cycle: set[str] = set()
+    for cycle in find_cycles(g):
+        in_cycle.update(cycle)
+        members = [g.nodes[k] for k in cycle]
+        has_resource = any(n.kind in ("resource", "placement_group") for n in members)
+        pattern = "resource-starvation" if has_resource else "actor-call-cycle"
+        if not has_resource and any(n.pattern == "lock-order-deadlock" for n in members):
+            pattern = "lock-order-deadlock"
+        culprits = [n for n in members if n.kind != "resource"] if has_resource else members
+        evidence = [f"{e.src.split(':')[0]} {g.nodes[e.src].label()} → {g.nodes[e.dst].label()}: {e.evidence}"
+                    for e in g.edges if e.src in cycle and e.dst in cycle]
+        names = " → ".join(g.nodes[k].label() for k in cycle) + f" → {g.nodes[cycle[0]].label()}"
+        causes.append(RootCause(
+            pattern=pattern, culprits=culprits, victims=_upstream(g, set(cycle)),
+            confidence=0.9 if all(n.state in ("blocked", "starved", "pending") for n in members) else 0.7,
+            evidence=evidence, cycle=list(cycle),
+            summary=f"deadlock cycle: {names}",
+        ))
+    ends: dict[str, list[str]] = {}
+    for key, node in g.nodes.items():
+        if key in in_cycle or not g.into(key):
+            continue
+        if any(e.dst not in in_cycle for e in g.out(key)):
+            continue  # waits on something further down the chain
+        if any(e.dst in in_cycle for e in g.out(key)):
+            continue  # waits on a cycle: a victim, not a cause
+        ends[key] = _upstream(g, {key})
+    for key, node in g.nodes.items():
+        # A process with a root-cause pattern is a culprit even when nobody visibly waits on it
+        # (a lock-order deadlock inside one actor, a blocked event loop).
+        if key in ends or key in in_cycle or g.out(key):
+            continue
+        pattern = catalog().get(node.pattern or "")
+        if pattern and pattern.kind == "root-cause" and node.kind != "resource":
+            ends[key] = _upstream(g, {key})
+    for key, victims in ends.items():
+        node = g.nodes[key]
+        pattern_id = node.pattern if node.pattern and catalog().get(node.pattern) and \
+            catalog()[node.pattern].kind == "root-cause" else _END_PATTERN.get(node.state)
+        confidence = 0.85
+        if pattern_id is None:
+            pattern_id = node.pattern or "unknown"
+            confidence = 0.4  # the chain ends in a wait we could not follow
+        evidence = [f"{g.nodes[e.src].label()} → {node.label()}: {e.evidence}" for e in g.into(key)][:6]
+        evidence += node.evidence[:6]
+        causes.append(RootCause(
+            pattern=pattern_id, culprits=[node], victims=victims, confidence=confidence,
+            evidence=evidence, summary=f"{node.label()}: {catalog()[pattern_id].title if pattern_id in catalog() else pattern_id}",
+        ))
+    causes.sort(key=lambda c: (-(len(c.victims) + (5 if c.cycle else 0)) * c.confidence, c.summary))
+    if any(c.confidence >= 0.8 for c in causes):
+        # Waits that could not be followed are noise beside a confident finding.
+        causes = [c for c in causes if c.confidence >= 0.5]
+    return causes
+
+
+def chains(g: WaitGraph, causes: list[RootCause]) -> list[list[tuple[GNode, str | None]]]:
+    """For each root cause, one path from its farthest victim down to the culprit."""
+    out: list[list[tuple[GNode, str | None]]] = []
+    for cause in causes:
+        target = {c.key for c in cause.culprits}
+        starts = [v for v in cause.victims if not g.into(v)] or cause.victims or [next(iter(target))]
+        path = _path(g, starts[0], target) if cause.victims else [starts[0]]
+        if cause.cycle:
+            loop = cause.cycle + [cause.cycle[0]]
+            path = (path[:-1] if path else []) + loop
+        steps: list[tuple[GNode, str | None]] = []
+        for i, key in enumerate(path):
+            nxt = path[i + 1] if i + 1 < len(path) else None
+            why = next((e.evidence for e in g.out(key) if e.dst == nxt), None) if nxt else None
+            steps.append((g.nodes[key], why))
+        out.append(steps)
+    return out
+
+
+def _path(g: WaitGraph, start: str, targets: set[str]) -> list[str]:
+    """Shortest path (BFS) from `start` to any of `targets`, following wait edges."""
+    prev: dict[str, str | None] = {start: None}
+    queue = [start]
+    while queue:
+        k = queue.pop(0)
+        if k in targets:
+            path = []
+            cur: str | None = k
+            while cur is not None:
+                path.append(cur)
+                cur = prev[cur]
+            return list(reversed(path))
+        for e in g.out(k):
+            if e.dst not in prev:
+                prev[e.dst] = k
+                queue.append(e.dst)
+    return [start]

@@ -1,0 +1,169 @@
+"""A throw-away Ray cluster on loopback, for the demo and the tests, plus example-job helpers.
+
+Binds to 127.0.0.1 only (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, or Ray swaps in the external
+address) and uses its own ports and temp dir, so it never touches a cluster on the default ports.
+`stop()` kills only this cluster's processes: `ray stop` would kill every Ray on the machine.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from debug_hang.errors import DebugHangError, UnreachableError
+
+EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
+T = TypeVar("T")
+
+
+@dataclass
+class LocalCluster:
+    port: int
+    dashboard_port: int
+    temp_dir: str
+    num_cpus: int
+
+    @property
+    def gcs(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def dashboard(self) -> str:
+        return f"http://127.0.0.1:{self.dashboard_port}"
+
+    def env(self) -> dict[str, str]:
+        """The environment for a command that should talk to this cluster."""
+        env = loopback_env()
+        env["RAY_ADDRESS"] = self.gcs
+        return env
+
+
+def loopback_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    env.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    return env
+
+
+def start(port: int = 6400, num_cpus: int = 4, extra: list[str] | None = None) -> LocalCluster:
+    """Start a head node on 127.0.0.1:`port`; the other ports are derived from it."""
+    base = port - 6400
+    temp_dir = f"/tmp/ray_dh_{port}"
+    shutil.rmtree(temp_dir, ignore_errors=True)
+    cluster = LocalCluster(port=port, dashboard_port=8300 + base, temp_dir=temp_dir, num_cpus=num_cpus)
+    cmd = [
+        str(Path(sys.executable).parent / "ray"), "start", "--head", "--node-ip-address=127.0.0.1",
+        "--dashboard-host=127.0.0.1", "--disable-usage-stats", f"--port={port}",
+        f"--dashboard-port={cluster.dashboard_port}", f"--dashboard-agent-listen-port={52400 + base}",
+        f"--ray-client-server-port={10400 + base}", f"--min-worker-port={25000 + base * 1000}",
+        f"--max-worker-port={25999 + base * 1000}", f"--temp-dir={temp_dir}", f"--num-cpus={num_cpus}",
+        *(extra or []),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=loopback_env(), check=False)
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise DebugHangError(f"ray start failed: {' / '.join(tail)}")
+    wait_for(lambda: _dashboard_up(cluster.dashboard), 60, "the dashboard to come up")
+    return cluster
+
+
+def stop(cluster: LocalCluster) -> None:
+    """Kill this cluster's processes only (found by temp dir and port in their command lines)."""
+    markers = (cluster.temp_dir.encode(), f"--gcs_server_port={cluster.port}".encode(),
+               f"127.0.0.1:{cluster.port}".encode())
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmdline = fh.read()
+        except OSError:
+            continue
+        if any(m in cmdline for m in markers):
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def _dashboard_up(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "/api/version", timeout=2) as resp:
+            return bool(resp.status == 200)
+    except OSError:
+        return False
+
+
+def wait_for(predicate: Callable[[], T], timeout_s: float, what: str, interval_s: float = 0.5) -> T:
+    """Poll `predicate` until truthy; raise UnreachableError naming `what` after `timeout_s`."""
+    end = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= end:
+            raise UnreachableError(f"timed out after {timeout_s:.0f}s waiting for {what}")
+        time.sleep(interval_s)
+
+
+def examples() -> list[str]:
+    """Names of the examples/ scenarios (files that declare EXPECTED)."""
+    return sorted(p.stem for p in EXAMPLES_DIR.glob("*.py") if "EXPECTED" in p.read_text())
+
+
+def expected_of(example: str) -> dict[str, Any]:
+    """The EXPECTED literal an example declares."""
+    tree = ast.parse((EXAMPLES_DIR / f"{example}.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "EXPECTED" for t in node.targets):
+            value = ast.literal_eval(node.value)
+            assert isinstance(value, dict)
+            return value
+    raise DebugHangError(f"{example} declares no EXPECTED")
+
+
+@dataclass
+class SubmittedJob:
+    submission_id: str
+    job_id: str | None
+
+
+def submit_example(cluster: LocalCluster, example: str, ready_timeout_s: float = 90,
+                   settle_s: float = 3.0) -> SubmittedJob:
+    """Submit examples/<example>.py as a job; wait until it prints READY, then `settle_s` more."""
+    from ray.job_submission import JobSubmissionClient
+
+    client = JobSubmissionClient(cluster.dashboard)
+    sub = client.submit_job(entrypoint=f"python {example}.py", runtime_env={"working_dir": str(EXAMPLES_DIR)})
+
+    def ready() -> bool:
+        return "READY" in client.get_job_logs(sub) or client.get_job_status(sub).is_terminal()
+
+    wait_for(ready, ready_timeout_s, f"{example} to print READY")
+    status = client.get_job_status(sub)
+    if status.is_terminal():
+        raise DebugHangError(f"{example} ended early ({status}): {client.get_job_logs(sub)[-500:]}")
+    time.sleep(settle_s)
+    return SubmittedJob(submission_id=sub, job_id=client.get_job_info(sub).job_id)
+
+
+def stop_job(cluster: LocalCluster, job: SubmittedJob) -> None:
+    """Stop a job this harness submitted (never used on a user's job: diagnosis is read-only)."""
+    from ray.job_submission import JobSubmissionClient
+
+    client = JobSubmissionClient(cluster.dashboard)
+    try:
+        client.stop_job(job.submission_id)
+        wait_for(lambda: client.get_job_status(job.submission_id).is_terminal(), 30, "the job to stop")
+    except Exception:  # noqa: BLE001,S110 - best-effort cleanup of our own demo job
+        pass

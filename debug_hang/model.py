@@ -1,0 +1,169 @@
+"""The stack data model shared by every parser, the collector, the matcher and the report.
+
+One model, several renderers: py-spy JSON, py-spy text, faulthandler and `ray stack` output all
+parse into `Process` → `Thread` → `Frame`; `to_dict`/`from_dict` give the versioned JSON form
+(`debug-hang/stacks/v1`) that `parse_stacks.py` prints and `match_patterns.py` reads.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+STACKS_SCHEMA = "debug-hang/stacks/v1"
+
+# Ray sets the process title of a worker to `ray::<Class>.<method>` (actor running a method),
+# `ray::<Class>` (idle actor), `ray::<task_name>` (task) or `ray::IDLE` (pooled worker).
+_RAY_TITLE = re.compile(r"^ray::(?P<rest>[^\s]+)")
+
+
+@dataclass
+class Frame:
+    """One stack frame; `function` is class-qualified when the dumper knows the class."""
+
+    function: str
+    file: str = ""
+    line: int | None = None
+    native: bool = False
+    locals: dict[str, str] | None = None
+    code: str | None = None  # the source line, read on the process's node when available
+
+    @property
+    def short_file(self) -> str:
+        """The file path from the package root on (`ray/_private/worker.py`), as py-spy shows it."""
+        return short_path(self.file)
+
+
+@dataclass
+class Thread:
+    """One thread; `frames` are innermost first, as every dumper prints them."""
+
+    thread_id: str | None = None
+    os_thread_id: int | None = None
+    name: str | None = None
+    active: bool | None = None
+    owns_gil: bool | None = None
+    frames: list[Frame] = field(default_factory=list)
+
+    @property
+    def idle(self) -> bool | None:
+        return None if self.active is None else not self.active
+
+
+@dataclass
+class Process:
+    """One process and what is known about its place in the Ray job."""
+
+    pid: int | None = None
+    title: str | None = None
+    python: str | None = None
+    threads: list[Thread] = field(default_factory=list)
+    node_id: str | None = None
+    node_ip: str | None = None
+    # Ray identity, filled by the collector from the State API (None when unknown).
+    role: str | None = None  # driver | actor | task | child | worker
+    actor_id: str | None = None
+    actor_class: str | None = None
+    actor_name: str | None = None
+    task_id: str | None = None
+    task_name: str | None = None
+    job_id: str | None = None
+    rank: int | None = None
+    parent_pid: int | None = None
+    sample: int = 0  # index of the sample when a process was dumped several times
+    source: str | None = None  # format the stack came from: py-spy-json, py-spy-text, ...
+    error: str | None = None  # set when the dump failed; `threads` is then empty
+
+    @property
+    def title_parts(self) -> tuple[str | None, str | None]:
+        """(actor class or task name, method) from a `ray::...` title; (None, None) otherwise."""
+        return split_ray_title(self.title)
+
+    @property
+    def label(self) -> str:
+        """A short human name: `Consumer(pid 123)`, `rank 2 (pid 9)`, `pid 77`."""
+        name = self.actor_class or self.task_name or ("driver" if self.role == "driver" else None)
+        if name is None:
+            cls, meth = self.title_parts
+            name = cls if meth is None else f"{cls}.{meth}"
+        if self.rank is not None:
+            name = f"{name or 'rank'}[rank {self.rank}]"
+        return f"{name} (pid {self.pid})" if name else f"pid {self.pid}"
+
+
+def split_ray_title(title: str | None) -> tuple[str | None, str | None]:
+    """Split a Ray worker title: `ray::Consumer.consume` → ("Consumer", "consume")."""
+    if not title:
+        return None, None
+    match = _RAY_TITLE.match(title.strip())
+    if not match:
+        return None, None
+    rest = match.group("rest")
+    if rest == "IDLE":
+        return None, None
+    head, _, tail = rest.partition(".")
+    return head, (tail or None)
+
+
+def short_path(path: str) -> str:
+    """Shorten a file path the way py-spy does: from the site-packages/ or lib/pythonX.Y/ root."""
+    for marker in ("/site-packages/", "/dist-packages/"):
+        if marker in path:
+            return path.split(marker, 1)[1]
+    match = re.search(r"/lib/python\d+\.\d+/(.+)$", path)
+    if match:
+        return match.group(1)
+    pkg = re.search(r"/_ray_pkg_[0-9a-f]+/(.+)$", path)
+    if pkg:
+        return pkg.group(1)
+    return path
+
+
+def process_to_dict(proc: Process) -> dict[str, Any]:
+    """The JSON form of one process (fields with value None are kept: unknown is null)."""
+    return asdict(proc)
+
+
+def process_from_dict(data: dict[str, Any]) -> Process:
+    """Inverse of `process_to_dict`; unknown keys are ignored so newer files still load."""
+    threads = [
+        Thread(
+            thread_id=None if t.get("thread_id") is None else str(t.get("thread_id")),
+            os_thread_id=t.get("os_thread_id"),
+            name=t.get("name"),
+            active=t.get("active"),
+            owns_gil=t.get("owns_gil"),
+            frames=[
+                Frame(
+                    function=str(f.get("function", "?")),
+                    file=str(f.get("file") or ""),
+                    line=f.get("line"),
+                    native=bool(f.get("native", False)),
+                    locals=f.get("locals"),
+                    code=f.get("code"),
+                )
+                for f in t.get("frames") or []
+            ],
+        )
+        for t in data.get("threads") or []
+    ]
+    known = {k: v for k, v in data.items() if k in Process.__dataclass_fields__ and k != "threads"}
+    return Process(threads=threads, **known)
+
+
+def stacks_to_dict(processes: list[Process], meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The versioned document `parse_stacks.py` prints: {"schema", "meta", "processes"}."""
+    return {
+        "schema": STACKS_SCHEMA,
+        "meta": meta or {},
+        "processes": [process_to_dict(p) for p in processes],
+    }
+
+
+def stacks_from_dict(doc: dict[str, Any]) -> list[Process]:
+    """Read a `debug-hang/stacks/v1` document; raises ValueError on another schema."""
+    schema = doc.get("schema")
+    if schema != STACKS_SCHEMA:
+        raise ValueError(f"expected schema {STACKS_SCHEMA!r}, got {schema!r}")
+    return [process_from_dict(p) for p in doc.get("processes") or []]

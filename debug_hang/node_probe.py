@@ -1,0 +1,330 @@
+"""What runs on a node: dump its target processes (and their children) and read local evidence.
+
+`probe_node` is called directly when the node is this machine and inside a pinned Ray helper task
+otherwise; it uses only the standard library and `debug_hang.pyspy`, and returns plain JSON-able
+data. All of a node's targets are dumped in parallel, `samples` times, `interval_s` apart, so that
+a stack that moves (a healthy job) can be told from one that is stuck. `run_command` is what
+`run_on_each_ray_node.py COMMAND` runs on each node: one argv, no shell, bounded in time and output.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from typing import Any
+
+from debug_hang.model import Process, process_to_dict
+from debug_hang.pyspy import (
+    NOT_PYTHON,
+    PROCESS_EXITED,
+    PYSPY_MISSING,
+    DumpOptions,
+    child_pids,
+    dump_pids,
+    find_pyspy,
+    pyspy_missing_message,
+    read_title,
+    validate_pid,
+)
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+RANK_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK")
+# Children of a Ray worker worth dumping: a training job's own subprocesses. Ray's own helper
+# processes never appear under a worker, so every child is taken, up to this many per target.
+MAX_CHILDREN_PER_TARGET = 16
+# A command's stdout and stderr are each cut to this many bytes on the node: a few py-spy dumps
+# fit easily, and one runaway command cannot flood the driver or an agent's context.
+MAX_OUTPUT_BYTES = 100_000
+# The helper answers this long before its caller stops waiting, so that a slow command is
+# reported by the helper itself ("timed out after N s") rather than as a silent node.
+HELPER_MARGIN_S = 2.0
+
+# Why a command could not run on a node (a closed vocabulary, like pyspy.DUMP_ERROR_KINDS).
+COMMAND_NOT_FOUND = "command-not-found"
+COMMAND_TIMEOUT = "command-timeout"
+COMMAND_FAILED_TO_START = "command-failed-to-start"
+# Source lines are read for the innermost frames only: the deciding frame is almost always there.
+SOURCE_DEPTH = 12
+
+
+def local_raylet(node_id: str) -> int | None:
+    """PID of this node's raylet if it runs on this machine, in this PID namespace; else None.
+
+    Only then are the PIDs the State API reports for that node valid here: a node in another
+    PID namespace (a pod, `unshare --pid`) shares the IP but not the PIDs.
+    """
+    needle = f"--node_id={node_id}".encode()
+    try:
+        own_ns = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        own_ns = None
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/comm", "rb") as fh:
+                if fh.read().strip() != b"raylet":
+                    continue
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmdline = fh.read()
+        except OSError:
+            continue
+        if needle not in cmdline:
+            continue
+        try:
+            if own_ns is not None and os.readlink(f"/proc/{entry}/ns/pid") != own_ns:
+                return None
+        except OSError:
+            return None
+        # The raylet we see must be the one whose PIDs the State API reports: same namespace.
+        return int(entry)
+    return None
+
+
+def raylet_log_dir(raylet_pid: int | None) -> str | None:
+    """The session log folder of a raylet, from its `--log_dir=` argument."""
+    if raylet_pid is None:
+        return None
+    try:
+        with open(f"/proc/{raylet_pid}/cmdline", "rb") as fh:
+            args = fh.read().split(b"\0")
+    except OSError:
+        return None
+    for arg in args:
+        if arg.startswith(b"--log_dir="):
+            return arg.split(b"=", 1)[1].decode("utf-8", "replace")
+    return None
+
+
+def read_rank_env(pid: int) -> dict[str, str]:
+    """RANK, LOCAL_RANK, WORLD_SIZE... from the process's start-up environment, if set."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return {}
+    found: dict[str, str] = {}
+    for item in raw.split(b"\0"):
+        key, _, value = item.partition(b"=")
+        name = key.decode("ascii", "replace")
+        if name in RANK_VARS:
+            found[name] = value.decode("utf-8", "replace")[:32]
+    return found
+
+
+def cpu_ticks(pid: int) -> int | None:
+    """utime + stime of a process, in clock ticks (None if it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
+            fields = fh.read().rsplit(")", 1)[-1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def parent_pid(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
+            return int(fh.read().rsplit(")", 1)[-1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def add_source_lines(proc: Process, depth: int = SOURCE_DEPTH) -> None:
+    """Attach the source line of the innermost `depth` Python frames of each thread.
+
+    Read here, on the process's own node: a submitted job's code lives in that node's runtime
+    working dir, which the machine running the diagnosis usually does not have.
+    """
+    for thread in proc.threads:
+        for frame in thread.frames[:depth]:
+            if frame.native or not frame.line or not frame.file.endswith(".py"):
+                continue
+            line = linecache.getline(frame.file, frame.line)
+            if line:
+                frame.code = line.strip()[:200]
+
+
+def pid_namespace() -> str | None:
+    """This process's PID namespace (`pid:[4026531836]`), to tell nodes sharing a host apart."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+
+
+def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: int = 2,
+               interval_s: float = 0.5, children: bool = True,
+               budget_s: float | None = None) -> dict[str, Any]:
+    """Dump `pids` (and their children) on this node `samples` times; return JSON-able data.
+
+    Result: {"node_id", "hostname", "pid_namespace", "pyspy", "processes": [stacks/v1 process
+    dicts, one per pid and sample], "info": {pid: {title, ppid, env, cpu_percent, child_of}},
+    "errors": [{"pid", "error", "kind", "sample"}], "samples_taken", "seconds"}.
+    Never raises for a process-level problem: a missing py-spy, a pid that is gone or a
+    permission error lands in "errors" with a `kind` from pyspy.DUMP_ERROR_KINDS. With
+    `budget_s`, later samples are skipped and dumps cut short so that the probe returns in time.
+    """
+    start = time.monotonic()
+    opts = DumpOptions(**options)
+    targets = [validate_pid(p) for p in pids]
+    info: dict[int, dict[str, Any]] = {}
+    errors: list[dict[str, Any]] = []
+    all_pids: list[int] = []
+    # This helper and the py-spy processes it starts are nobody's evidence: never dump them as
+    # "children" (on a node whose targets include the raylet's parent, they would be).
+    own = {os.getpid()}
+    for pid in targets:
+        if not os.path.exists(f"/proc/{pid}"):
+            errors.append({"pid": pid, "kind": PROCESS_EXITED, "sample": 0,
+                           "error": "process not found on this node: it exited after it was "
+                           "listed (or the State API's pid belongs to another PID namespace)"})
+            continue
+        all_pids.append(pid)
+        info[pid] = {"title": read_title(pid), "ppid": parent_pid(pid), "child_of": None}
+        if children:
+            for child in child_pids(pid)[:MAX_CHILDREN_PER_TARGET]:
+                if child not in info and child not in own:
+                    all_pids.append(child)
+                    info[child] = {"title": read_title(child), "ppid": parent_pid(child), "child_of": pid}
+    for pid in all_pids:
+        info[pid]["env"] = read_rank_env(pid)
+    pyspy = find_pyspy()
+    if pyspy is None and all_pids:
+        # One clear node-level error instead of the same message once per process.
+        errors.append({"pid": None, "pids": all_pids, "kind": PYSPY_MISSING, "sample": 0,
+                       "error": pyspy_missing_message()})
+    ticks_before = {pid: cpu_ticks(pid) for pid in all_pids}
+    t_before = time.monotonic()
+    processes: list[dict[str, Any]] = []
+    taken = 0
+    for sample in range(max(1, samples) if pyspy else 0):
+        if sample:
+            if budget_s is not None and _left(start, budget_s) < interval_s + 1.0:
+                break  # no time for another sample: keep what we have
+            time.sleep(interval_s)
+        sample_opts = opts
+        if budget_s is not None:
+            left = _left(start, budget_s)
+            if left < 0.5:
+                break
+            sample_opts = DumpOptions(native=opts.native, nonblocking=opts.nonblocking,
+                                      locals=opts.locals, timeout_s=min(opts.timeout_s, left))
+        taken += 1
+        for result in dump_pids(all_pids, sample_opts):
+            if result.error:
+                if result.kind == NOT_PYTHON and info[result.pid]["child_of"] is not None:
+                    # A child that is not Python (a shell, the raylet, a compiler) is expected.
+                    info[result.pid]["dump"] = result.kind
+                    continue
+                if sample == 0 or not any(e["pid"] == result.pid for e in errors):
+                    errors.append({"pid": result.pid, "error": result.error, "kind": result.kind,
+                                   "sample": sample})
+                continue
+            for proc in result.processes:
+                proc.sample = sample
+                proc.node_id = node_id
+                add_source_lines(proc)
+                processes.append(process_to_dict(proc))
+    window = max(time.monotonic() - t_before, 1e-3)
+    for pid in all_pids:
+        before, after = ticks_before.get(pid), cpu_ticks(pid)
+        if before is not None and after is not None:
+            info[pid]["cpu_percent"] = round(100.0 * (after - before) / CLOCK_TICKS / window, 1)
+
+    return {
+        "node_id": node_id,
+        "hostname": socket.gethostname(),
+        "pid_namespace": pid_namespace(),
+        "pyspy": pyspy,
+        "processes": processes,
+        "info": {str(pid): value for pid, value in info.items()},
+        "errors": errors,
+        "samples_taken": taken,
+        "seconds": round(time.monotonic() - start, 3),
+    }
+
+
+def _left(start: float, budget_s: float) -> float:
+    return budget_s - (time.monotonic() - start)
+
+
+def resolve_command(argv: list[str]) -> list[str]:
+    """argv with its program resolved; `py-spy` is also looked for beside this Python."""
+    if not argv:
+        raise ValueError("empty command")
+    program = argv[0]
+    if os.sep not in program and shutil.which(program) is None and program == "py-spy":
+        found = find_pyspy()
+        if found:
+            return [found, *argv[1:]]
+    return list(argv)
+
+
+def run_command(argv: list[str], timeout_s: float, max_output: int = MAX_OUTPUT_BYTES,
+                deadline: float | None = None) -> dict[str, Any]:
+    """Run one command (an argv list, never through a shell) on this node, bounded.
+
+    `timeout_s` bounds the command; `deadline` (epoch seconds, optional) is when the caller stops
+    waiting, and the command is cut `HELPER_MARGIN_S` before it so that this answer still
+    arrives. On timeout the command's whole process group is killed. stdout and stderr are each
+    cut to `max_output` bytes (0: no cut). Never raises: failures are in "error" and "kind".
+    Result: {"node_id"?, "hostname", "pid_namespace", "argv", "returncode", "stdout", "stderr",
+    "stdout_cut", "stderr_cut", "error", "kind", "seconds"}.
+    """
+    start = time.monotonic()
+    limit = float(timeout_s)
+    if deadline is not None:
+        margin = min(HELPER_MARGIN_S, 0.25 * float(timeout_s))
+        limit = min(limit, deadline - time.time() - margin)
+    limit = max(limit, 1.0)  # a late helper still gets a moment rather than nothing
+    result: dict[str, Any] = {
+        "hostname": socket.gethostname(), "pid_namespace": pid_namespace(), "argv": list(argv),
+        "returncode": None, "stdout": "", "stderr": "", "stdout_cut": 0, "stderr_cut": 0,
+        "error": None, "kind": None, "seconds": 0.0,
+    }
+    try:
+        resolved = resolve_command([str(a) for a in argv])
+    except ValueError as exc:
+        result.update(error=str(exc), kind=COMMAND_FAILED_TO_START)
+        return result
+    try:
+        proc = subprocess.Popen(resolved, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True)
+    except FileNotFoundError:
+        path = os.environ.get("PATH", "")
+        result.update(error=f"command not found on this node: {resolved[0]!r} (PATH={path[:300]}; "
+                      f"Python {sys.executable})", kind=COMMAND_NOT_FOUND)
+        return result
+    except OSError as exc:
+        result.update(error=f"cannot start {resolved[0]!r} on this node: {exc}",
+                      kind=COMMAND_FAILED_TO_START)
+        return result
+    try:
+        out, err = proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        out, err = proc.communicate()
+        result.update(error=f"command did not finish within {limit:.1f}s; its process group was "
+                      "killed", kind=COMMAND_TIMEOUT)
+    result["returncode"] = proc.returncode
+    for name, data in (("stdout", out), ("stderr", err)):
+        cut = max(0, len(data) - max_output) if max_output > 0 else 0
+        kept = data[: len(data) - cut] if cut else data
+        result[name] = kept.decode("utf-8", "replace")
+        result[f"{name}_cut"] = cut
+    result["seconds"] = round(time.monotonic() - start, 3)
+    return result
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        proc.kill()

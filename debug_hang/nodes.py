@@ -1,0 +1,347 @@
+"""Run a function on chosen Ray nodes: one helper task per node, pinned, CPU-free and bounded.
+
+Each helper is a Ray task with `num_cpus=0` (so it runs on a cluster whose CPUs are all taken),
+`NodeAffinitySchedulingStrategy(node_id, soft=False)` (so it runs on that node or not at all) and
+`max_retries=0`. A node whose helper does not finish in time is reported, never waited on.
+This project's package travels with the function (cloudpickle by value): nothing needs to be
+installed on the nodes but Ray itself and py-spy.
+
+The node list is read from the GCS directly (`list_nodes`), without connecting a driver: listing
+nodes registers no job and works while the dashboard is down.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from debug_hang.address import ClusterAddress
+from debug_hang.errors import NotFoundError, UnreachableError, UsageError
+from debug_hang.timeouts import call_with_timeout
+
+# Connecting a driver takes 1-3 s on a healthy cluster; past 20 s the GCS is in trouble.
+CONNECT_TIMEOUT_S = 20.0
+# A helper needs a worker process started on its node (about 1 s, more under load) plus its work.
+NODE_TIMEOUT_S = 30.0
+# Reading the node table is one GCS call (under 10 ms here); 10 s covers a loaded head.
+LIST_TIMEOUT_S = 10.0
+# Fetching a finished helper's value: it is already computed, so this only covers a slow transfer.
+FETCH_TIMEOUT_S = 5.0
+NAMESPACE = "debug-hang"
+
+# Why a node gave no answer: a closed vocabulary (see also pyspy.DUMP_ERROR_KINDS and the
+# COMMAND_* kinds of node_probe for failures inside a node that did answer).
+NODE_DEAD = "node-dead"  # the GCS lists the node as dead (before or during the run)
+NODE_UNKNOWN = "node-unknown"  # the GCS does not know the node id
+NOT_SCHEDULED = "not-scheduled"  # the helper never reported: no worker started in time
+HELPER_CRASHED = "helper-crashed"  # the helper's worker process died (OOM, kill, node loss)
+HELPER_FAILED = "helper-failed"  # the helper raised, or could not be submitted
+NODE_ERROR_KINDS = frozenset({NODE_DEAD, NODE_UNKNOWN, NOT_SCHEDULED, HELPER_CRASHED, HELPER_FAILED})
+
+_NODE_ID = re.compile(r"^[0-9a-fA-F]{1,56}$")
+# Logged by ray.init() when it runs outside the main thread (connect() bounds it with a
+# thread): it concerns Ray's own SIGTERM handling and tells the user nothing here.
+_SIGTERM_NOISE = "SIGTERM handler is not set"
+
+
+@dataclass
+class NodeInfo:
+    node_id: str
+    node_ip: str
+    alive: bool
+    is_head: bool
+    resources: dict[str, float] = field(default_factory=dict)
+    name: str | None = None
+    death_reason: str | None = None  # for a dead node: the GCS's reason and message
+
+    @classmethod
+    def from_state(cls, row: dict[str, Any]) -> NodeInfo:
+        """From a State API node row (`ray list nodes`, /api/v0/nodes)."""
+        return cls(
+            node_id=str(row.get("node_id")),
+            node_ip=str(row.get("node_ip")),
+            alive=row.get("state") == "ALIVE",
+            is_head=bool(row.get("is_head_node")),
+            resources={k: float(v) for k, v in (row.get("resources_total") or {}).items()
+                       if not k.startswith("node:")},
+            name=row.get("node_name"),
+            death_reason=row.get("state_message") or None,
+        )
+
+    @classmethod
+    def from_gcs(cls, info: Any) -> NodeInfo:
+        """From a GCS `GcsNodeInfo` protobuf (what `GcsClient.get_all_node_info` returns)."""
+        alive = int(info.state) == 0  # GcsNodeInfo.ALIVE
+        death = None
+        if not alive and info.HasField("death_info"):
+            reason = type(info.death_info).Reason.Name(info.death_info.reason)
+            message = info.death_info.reason_message.strip()
+            death = f"{reason}: {message}" if message else reason
+        return cls(
+            node_id=info.node_id.hex(),
+            node_ip=str(info.node_manager_address),
+            alive=alive,
+            is_head=bool(info.is_head_node),
+            resources={str(k): float(v) for k, v in info.resources_total.items()
+                       if not str(k).startswith("node:")},
+            name=str(info.node_name) or None,
+            death_reason=death,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"node_id": self.node_id, "node_ip": self.node_ip, "alive": self.alive,
+                "is_head": self.is_head, "resources": self.resources, "name": self.name,
+                "death_reason": self.death_reason}
+
+
+@dataclass
+class NodeRun:
+    """What one node's helper returned, or why it did not (`kind` from NODE_ERROR_KINDS)."""
+
+    node_id: str
+    value: Any = None
+    error: str | None = None
+    seconds: float = 0.0
+    kind: str | None = None
+
+
+def select_nodes(nodes: list[NodeInfo], selectors: list[str]) -> list[NodeInfo]:
+    """Nodes matching each selector (a node id, a unique id prefix, or an IP); all alive if none.
+
+    An ambiguous prefix or IP is refused with the candidates listed; so is an unknown one.
+    """
+    if not selectors:
+        return [n for n in nodes if n.alive]
+    chosen: list[NodeInfo] = []
+    for sel in selectors:
+        sel = sel.strip()
+        by_ip = [n for n in nodes if n.node_ip == sel]
+        if by_ip:
+            matches = by_ip
+        elif _NODE_ID.match(sel):
+            matches = [n for n in nodes if n.node_id.lower().startswith(sel.lower())]
+        else:
+            raise UsageError(f"invalid node selector {sel!r}: give a node id, id prefix or IP")
+        if not matches:
+            known = ", ".join(f"{n.node_id[:12]} ({n.node_ip})" for n in nodes)
+            raise NotFoundError(f"no node matches {sel!r}; nodes: {known}")
+        alive_matches = [n for n in matches if n.alive] or matches
+        if len(alive_matches) > 1 and not by_ip:
+            cands = ", ".join(n.node_id for n in alive_matches)
+            raise UsageError(f"node prefix {sel!r} is ambiguous: {cands}")
+        # Several nodes may share one IP (nodes on one host): an IP selects each of them.
+        chosen.extend(n for n in alive_matches if n not in chosen)
+    return chosen
+
+
+def list_nodes(address: ClusterAddress, timeout_s: float = LIST_TIMEOUT_S) -> list[NodeInfo]:
+    """Every node the GCS knows (alive and dead), head first, read without connecting a driver."""
+
+    def read() -> list[NodeInfo]:
+        from ray._raylet import GcsClient  # type: ignore[attr-defined]  # compiled, no stub
+
+        client = GcsClient(address=address.gcs)
+        infos = client.get_all_node_info(timeout=timeout_s)
+        return [NodeInfo.from_gcs(info) for info in infos.values()]
+
+    try:
+        nodes = call_with_timeout(read, timeout_s + 1.0, what=f"listing nodes from {address.gcs}")
+    except TimeoutError as exc:
+        raise UnreachableError(f"{exc}: the GCS at {address.gcs} accepts connections but does not "
+                               "answer") from None
+    except Exception as exc:  # noqa: BLE001 - Ray raises several unrelated types here
+        raise UnreachableError(f"the GCS at {address.gcs} did not list its nodes: {exc}") from None
+    return sorted(nodes, key=lambda n: (not n.is_head, not n.alive, n.node_id))
+
+
+class _DropSigtermNoise(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(_SIGTERM_NOISE)
+
+
+@contextmanager
+def _quiet_init() -> Iterator[None]:
+    """Drop only Ray's "SIGTERM handler is not set" warning while ray.init() runs in a thread."""
+    logger = logging.getLogger("ray._private.worker")
+    noise = _DropSigtermNoise()
+    logger.addFilter(noise)
+    try:
+        yield
+    finally:
+        logger.removeFilter(noise)
+
+
+def connect(address: ClusterAddress, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Connect this process to the cluster as a quiet driver (no-op when already connected).
+
+    Connected to another cluster already (a long-lived process, a test session), it disconnects
+    first: a helper must never run on the wrong cluster.
+    """
+    import ray
+
+    if ray.is_initialized():
+        try:
+            current = ray.get_runtime_context().gcs_address
+        except Exception:  # noqa: BLE001 - unknown: keep the connection we have
+            return
+        if _same_gcs(current, address.gcs):
+            return
+        ray.shutdown()
+
+    def init() -> None:
+        with _quiet_init():
+            ray.init(
+                address=address.gcs,
+                namespace=NAMESPACE,
+                log_to_driver=False,
+                logging_level=logging.WARNING,
+                configure_logging=False,
+            )
+
+    # Inside a `ray job submit` job, RAY_ADDRESS already points at the cluster; honour it.
+    try:
+        call_with_timeout(init, timeout_s, what=f"connecting to the cluster at {address.gcs}")
+    except TimeoutError as exc:
+        raise UnreachableError(str(exc)) from None
+    except ConnectionError as exc:
+        raise UnreachableError(f"cannot connect to {address.gcs}: {exc}") from None
+
+
+def _same_gcs(current: str | None, wanted: str) -> bool:
+    """True when two host:port GCS addresses name the same server (localhost == 127.0.0.1)."""
+    if not current:
+        return True
+
+    def norm(addr: str) -> str:
+        host, _, port = addr.rpartition(":")
+        return f"{'127.0.0.1' if host in ('localhost', '') else host}:{port}"
+
+    return norm(current) == norm(wanted)
+
+
+def _node_states() -> dict[str, tuple[bool, str | None]]:
+    """{node_id: (alive, death reason)} from the connected driver's GCS view; {} on failure."""
+    import ray
+
+    try:
+        rows = ray.nodes()  # type: ignore[no-untyped-call]
+    except Exception:  # noqa: BLE001 - liveness is a hint for the message, not a requirement
+        return {}
+    states: dict[str, tuple[bool, str | None]] = {}
+    for row in rows:
+        message = str(row.get("DeathReasonMessage") or "").strip() or None
+        states[str(row.get("NodeID"))] = (bool(row.get("Alive")), message)
+    return states
+
+
+def _dead_message(reason: str | None, during: bool) -> str:
+    when = "died during the run" if during else "is dead"
+    return f"node {when} (GCS: {reason or 'no reason recorded'}); nothing could run there"
+
+
+def run_on_nodes(fn: Callable[..., Any], args_by_node: dict[str, tuple[Any, ...]],
+                 timeout_s: float = NODE_TIMEOUT_S) -> dict[str, NodeRun]:
+    """Run `fn(*args)` once on each node in `args_by_node`, in parallel; needs `connect()` first.
+
+    Returns one NodeRun per node: its value, or an error (with a `kind` from NODE_ERROR_KINDS)
+    saying whether the node is dead or unknown, the helper failed or crashed, or it did not
+    report within `timeout_s` (never scheduled: no worker could start there in time).
+    Dead and unknown nodes are reported at once, without submitting anything.
+    """
+    import ray
+    import ray.cloudpickle
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    import debug_hang
+
+    ray.cloudpickle.register_pickle_by_value(debug_hang)  # type: ignore[no-untyped-call]
+    remote_fn = ray.remote(num_cpus=0, max_retries=0)(fn)
+    start = time.monotonic()
+    states = _node_states()
+    refs: dict[Any, str] = {}
+    runs: dict[str, NodeRun] = {}
+    for node_id, args in args_by_node.items():
+        if states and node_id not in states:
+            runs[node_id] = NodeRun(node_id, kind=NODE_UNKNOWN,
+                                    error="node unknown to the GCS (wrong id, or removed)")
+            continue
+        if states and not states[node_id][0]:
+            runs[node_id] = NodeRun(node_id, kind=NODE_DEAD,
+                                    error=_dead_message(states[node_id][1], during=False))
+            continue
+        strategy = NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
+        try:
+            ref = remote_fn.options(scheduling_strategy=strategy,
+                                    name=f"debug-hang:{fn.__name__}").remote(*args)
+        except Exception as exc:  # noqa: BLE001 - submission itself can fail on a dead node
+            runs[node_id] = NodeRun(node_id, kind=HELPER_FAILED,
+                                    error=f"could not submit helper task: {exc}")
+            continue
+        refs[ref] = node_id
+    pending = list(refs)
+    while pending:
+        left = timeout_s - (time.monotonic() - start)
+        if left <= 0:
+            break
+        ready, pending = ray.wait(pending, num_returns=1, timeout=left)
+        for ref in ready:
+            node_id = refs[ref]
+            try:
+                value = ray.get(ref, timeout=FETCH_TIMEOUT_S)
+                runs[node_id] = NodeRun(node_id, value=value, seconds=time.monotonic() - start)
+            except Exception as exc:  # noqa: BLE001 - any failure of the helper is data
+                kind, error = _classify(exc)
+                runs[node_id] = NodeRun(node_id, error=error, kind=kind,
+                                        seconds=time.monotonic() - start)
+    if pending:
+        states = _node_states()
+    for ref in pending:
+        node_id = refs[ref]
+        alive, reason = states.get(node_id, (True, None))
+        if not alive:
+            kind, error = NODE_DEAD, _dead_message(reason, during=True)
+        else:
+            kind, error = NOT_SCHEDULED, (
+                f"helper task did not report within {timeout_s:.0f}s: it was never scheduled or "
+                "never started there (no worker process could start, node overloaded or "
+                "unresponsive); the node is still listed alive")
+        runs[node_id] = NodeRun(node_id, error=error, kind=kind, seconds=time.monotonic() - start)
+        try:
+            ray.cancel(ref, force=True)  # our own helper only; never the job's tasks
+        except Exception:  # noqa: BLE001,S110 - best effort
+            pass
+    return runs
+
+
+def _classify(exc: BaseException) -> tuple[str, str]:
+    """(kind, message) for an exception raised by ray.get on a helper's result."""
+    import ray.exceptions as rex
+
+    short = _short_error(exc)
+    if isinstance(exc, rex.NodeDiedError):
+        return NODE_DEAD, f"node died while the helper ran: {short}"
+    if isinstance(exc, rex.TaskUnschedulableError):
+        return NODE_DEAD, f"helper could not be scheduled there (node gone): {short}"
+    if isinstance(exc, (rex.WorkerCrashedError, rex.LocalRayletDiedError)):
+        return HELPER_CRASHED, f"helper's worker process died (node lost, OOM or killed): {short}"
+    if isinstance(exc, rex.TaskCancelledError):
+        return NOT_SCHEDULED, f"helper was cancelled: {short}"
+    return HELPER_FAILED, f"helper failed: {short}"
+
+
+def _short_error(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    tail = next((line for line in reversed(text) if line.strip()), type(exc).__name__)
+    return f"{type(exc).__name__}: {tail[:300]}"
+
+
+def running_inside_job() -> bool:
+    """True when this process was started by `ray job submit` (the seed's way)."""
+    return bool(os.environ.get("RAY_JOB_ID") or os.environ.get("RAY_SUBMISSION_ID")
+                or os.environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR"))

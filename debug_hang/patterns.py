@@ -1,0 +1,260 @@
+"""The pattern catalog (references/patterns.yaml) and the stack matcher.
+
+Each thread is classified by the patterns whose stack signature finds a *deciding frame* in it;
+a thread that matches nothing is `unknown`, never forced into a pattern. Each process gets a
+verdict: blocked on X, busy, idle.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from debug_hang.errors import BadInputError
+from debug_hang.model import Frame, Process, Thread
+
+CATALOG_PATH = Path(__file__).resolve().parent.parent / "references" / "patterns.yaml"
+CATALOG_SCHEMA = "debug-hang/patterns/v1"
+KINDS = ("symptom", "root-cause", "benign")
+DETECTS = ("stack", "state", "graph")
+EDGES = ("submitted-tasks", "actor-queue", "collective-peers", "placement-group",
+         "queue-producers", "child-process", "lock-holder", "none")
+# Files of the Python runtime and installed packages: never the job's own code.
+_LIBRARY_FILE = re.compile(r"(/site-packages/|/dist-packages/|/lib/python\d+\.\d+/|^<frozen )")
+
+
+@dataclass(frozen=True)
+class FrameRule:
+    function: re.Pattern[str] | None
+    file: re.Pattern[str] | None
+    code: re.Pattern[str] | None
+
+    def matches(self, frame: Frame) -> bool:
+        if self.function and not self.function.search(frame.function):
+            return False
+        if self.file and not self.file.search(frame.file):
+            return False
+        if self.code and not (frame.code and self.code.search(frame.code)):
+            return False
+        return True
+
+
+@dataclass(frozen=True)
+class Pattern:
+    id: str
+    title: str
+    kind: str
+    detect: str
+    meaning: str
+    leads_to: str
+    edge: str
+    root_causes: tuple[str, ...]
+    fixes: tuple[str, ...]
+    references: tuple[str, ...]
+    states: tuple[str, ...] = ()
+    frames: tuple[FrameRule, ...] = ()
+    requires: tuple[FrameRule, ...] = ()
+    excludes: tuple[FrameRule, ...] = ()
+    innermost: bool = False
+    active: bool | None = None
+
+    @property
+    def fix(self) -> str:
+        return self.fixes[0] if self.fixes else ""
+
+
+@dataclass
+class ThreadMatch:
+    """A thread's classification: the best pattern, its deciding frame, and the runners-up."""
+
+    pattern: str  # a catalog id, or "unknown"
+    confidence: float
+    frame: Frame | None
+    frame_index: int | None
+    also: list[str] = field(default_factory=list)
+    user_frame: Frame | None = None  # the innermost frame of the job's own code, if any
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pattern": self.pattern,
+            "confidence": round(self.confidence, 2),
+            "frame": _frame_dict(self.frame),
+            "user_frame": _frame_dict(self.user_frame),
+            "also": self.also,
+        }
+
+
+def _frame_dict(frame: Frame | None) -> dict[str, Any] | None:
+    if frame is None:
+        return None
+    return {"function": frame.function, "file": frame.file, "line": frame.line, "code": frame.code}
+
+
+def _rule(raw: dict[str, Any], where: str) -> FrameRule:
+    try:
+        return FrameRule(
+            function=re.compile(raw["function"]) if raw.get("function") else None,
+            file=re.compile(raw["file"]) if raw.get("file") else None,
+            code=re.compile(raw["code"]) if raw.get("code") else None,
+        )
+    except re.error as exc:
+        raise BadInputError(f"{where}: invalid regular expression: {exc}") from None
+
+
+def load_catalog(path: Path | str = CATALOG_PATH) -> list[Pattern]:
+    """Load and validate the catalog; raises BadInputError naming what is wrong."""
+    try:
+        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInputError(f"cannot read pattern catalog {path}: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise BadInputError(f"pattern catalog {path} is not valid YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(doc, dict) or doc.get("schema") != CATALOG_SCHEMA:
+        raise BadInputError(f"{path}: expected a mapping with schema: {CATALOG_SCHEMA}")
+    patterns: list[Pattern] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(doc.get("patterns") or []):
+        where = f"{path}: pattern #{i + 1}"
+        if not isinstance(raw, dict) or not raw.get("id"):
+            raise BadInputError(f"{where}: needs an id")
+        pid = str(raw["id"])
+        if pid in seen:
+            raise BadInputError(f"{where}: duplicate id {pid}")
+        seen.add(pid)
+        if raw.get("kind") not in KINDS or raw.get("detect") not in DETECTS or raw.get("edge") not in EDGES:
+            raise BadInputError(f"{where} ({pid}): kind, detect and edge must be one of {KINDS}, {DETECTS}, {EDGES}")
+        stack = raw.get("stack") or {}
+        if raw["detect"] == "stack" and not stack.get("frames"):
+            raise BadInputError(f"{where} ({pid}): detect: stack needs stack.frames")
+        for key in ("title", "meaning", "leads_to"):
+            if not raw.get(key):
+                raise BadInputError(f"{where} ({pid}): missing {key}")
+        patterns.append(Pattern(
+            id=pid, title=str(raw["title"]), kind=raw["kind"], detect=raw["detect"],
+            meaning=str(raw["meaning"]).strip(), leads_to=str(raw["leads_to"]), edge=raw["edge"],
+            root_causes=tuple(raw.get("root_causes") or ()), fixes=tuple(raw.get("fixes") or ()),
+            references=tuple(raw.get("references") or ()), states=tuple(raw.get("states") or ()),
+            frames=tuple(_rule(r, where) for r in stack.get("frames") or ()),
+            requires=tuple(_rule(r, where) for r in stack.get("requires") or ()),
+            excludes=tuple(_rule(r, where) for r in stack.get("excludes") or ()),
+            innermost=bool(stack.get("innermost", False)),
+            active=stack.get("active"),
+        ))
+    return patterns
+
+
+@lru_cache(maxsize=1)
+def catalog() -> dict[str, Pattern]:
+    """The shipped catalog by id (loaded once)."""
+    return {p.id: p for p in load_catalog()}
+
+
+def is_library(frame: Frame) -> bool:
+    return bool(_LIBRARY_FILE.search(frame.file)) or frame.native
+
+
+def _python_frames(thread: Thread) -> list[tuple[int, Frame]]:
+    return [(i, f) for i, f in enumerate(thread.frames) if not f.native]
+
+
+def match_thread(thread: Thread, patterns: list[Pattern] | None = None) -> ThreadMatch:
+    """Classify one thread. Specific patterns win over generic ones (catalog order breaks ties)."""
+    patterns = patterns if patterns is not None else list(catalog().values())
+    frames = _python_frames(thread)
+    if not frames:
+        return ThreadMatch("unknown", 0.0, None, None)
+    hits: list[tuple[float, int, Pattern, int, Frame]] = []
+    for order, pattern in enumerate(patterns):
+        if pattern.detect != "stack" or not pattern.frames:
+            continue
+        if pattern.active is not None and thread.active is not None and thread.active != pattern.active:
+            continue
+        if pattern.requires and not all(any(r.matches(f) for _, f in frames) for r in pattern.requires):
+            continue
+        if pattern.excludes and any(r.matches(f) for r in pattern.excludes for _, f in frames):
+            continue
+        candidates = frames[:1] if pattern.innermost else frames
+        found = next(((i, f) for i, f in candidates if any(r.matches(f) for r in pattern.frames)), None)
+        if found is None:
+            continue
+        index, frame = found
+        hits.append((_confidence(pattern, thread, frames, index), order, pattern, index, frame))
+    user = next((f for _, f in frames if not is_library(f)), None)
+    if not hits:
+        return ThreadMatch("unknown", 0.0, frames[0][1], frames[0][0], user_frame=user)
+    hits.sort(key=lambda h: (-h[0], h[1]))
+    best = hits[0]
+    return ThreadMatch(best[2].id, best[0], best[4], best[3], also=[h[2].id for h in hits[1:]], user_frame=user)
+
+
+def _confidence(pattern: Pattern, thread: Thread, frames: list[tuple[int, Frame]], index: int) -> float:
+    """How sure a match is: innermost deciding frames and the expected thread state count most."""
+    score = 0.6
+    position = next(pos for pos, (i, _) in enumerate(frames) if i == index)
+    score += 0.2 if position <= 2 else 0.0  # a wait is decided near the top of the stack
+    if pattern.active is not None and thread.active is not None:
+        score += 0.1
+    if pattern.requires:
+        score += 0.15  # the more specific signature (async-loop-blocked over ray-get-wait)
+    if pattern.kind == "benign":
+        # Ray's own machinery wins outright, unless the job's code is on the stack.
+        score = 0.3 if any(not is_library(f) for _, f in frames) else 0.98
+    if pattern.id == "busy-loop" and is_library(frames[0][1]):
+        score -= 0.3  # spinning inside a library is less telling than in user code
+    if pattern.id == "poll-never-satisfied" and is_library(frames[0][1]):
+        score -= 0.3
+    return max(0.05, min(score, 0.99))
+
+
+@dataclass
+class ProcessVerdict:
+    """One process: its threads' matches and a summary verdict."""
+
+    process: Process
+    threads: list[tuple[Thread, ThreadMatch]]
+    verdict: str  # "blocked" | "busy" | "idle" | "unknown" | "error"
+    main: ThreadMatch | None  # the thread match that decides the verdict
+
+    @property
+    def pattern(self) -> str | None:
+        return self.main.pattern if self.main else None
+
+
+def match_process(proc: Process, patterns: list[Pattern] | None = None) -> ProcessVerdict:
+    """Classify every thread of a process and decide: blocked on X / busy / idle / unknown."""
+    cat = catalog()
+    if proc.error:
+        return ProcessVerdict(proc, [], "error", None)
+    matched = [(t, match_thread(t, patterns)) for t in proc.threads]
+    relevant = [(t, m) for t, m in matched
+                if m.pattern == "unknown" or cat[m.pattern].kind != "benign"]
+    if not relevant:
+        return ProcessVerdict(proc, matched, "idle", _main_thread_match(matched))
+    # Prefer the main thread, then known patterns over unknown, then root causes over symptoms.
+    def rank(item: tuple[Thread, ThreadMatch]) -> tuple[int, int, float]:
+        thread, match = item
+        is_main = thread.name == "MainThread" or (thread.os_thread_id is not None and thread.os_thread_id == proc.pid)
+        known = match.pattern != "unknown"
+        return (0 if known else 1, 0 if is_main else 1, -match.confidence)
+
+    relevant.sort(key=rank)
+    _, main = relevant[0]
+    if main.pattern == "busy-loop" or (main.pattern == "unknown" and relevant[0][0].active):
+        verdict = "busy"
+    elif main.pattern == "unknown":
+        verdict = "unknown"
+    else:
+        verdict = "blocked"
+    return ProcessVerdict(proc, matched, verdict, main)
+
+
+def _main_thread_match(matched: list[tuple[Thread, ThreadMatch]]) -> ThreadMatch | None:
+    for thread, match in matched:
+        if thread.name == "MainThread":
+            return match
+    return matched[0][1] if matched else None

@@ -1,0 +1,284 @@
+"""Run py-spy on local processes, in parallel and bounded, and read its JSON output.
+
+This module runs on whichever node the target lives on: directly when that is this machine, inside
+a Ray helper task otherwise. It imports nothing from Ray, so the helper task ships light.
+Commands are argument lists built from validated integers: no shell is ever involved.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from debug_hang.errors import UsageError, ptrace_help
+from debug_hang.model import Frame, Process, Thread
+
+# One dump normally takes 12-35 ms here; 10 s covers a loaded node without letting one stuck
+# py-spy (e.g. a process in uninterruptible sleep) hold the whole collection.
+DUMP_TIMEOUT_S = 10.0
+# py-spy pauses the target while it reads memory; 8 parallel dumps keep a 2-core node responsive.
+MAX_PARALLEL_DUMPS = 8
+
+# Why a dump failed: a closed vocabulary, so that a report can group and explain failures.
+PYSPY_MISSING = "pyspy-missing"  # no py-spy binary on this node
+PERMISSION_DENIED = "permission-denied"  # no ptrace rights on the target
+PROCESS_EXITED = "process-exited"  # the pid is gone (exited between listing and dumping)
+NOT_PYTHON = "not-python"  # the pid is not a Python process (or one py-spy cannot read)
+DUMP_TIMEOUT = "dump-timeout"  # py-spy itself did not finish within its timeout
+BAD_OUTPUT = "bad-output"  # py-spy answered something that is not its JSON
+PYSPY_FAILED = "pyspy-failed"  # any other py-spy error (its own message is kept)
+DUMP_ERROR_KINDS = frozenset({PYSPY_MISSING, PERMISSION_DENIED, PROCESS_EXITED, NOT_PYTHON,
+                              DUMP_TIMEOUT, BAD_OUTPUT, PYSPY_FAILED})
+
+# py-spy prints a Rust backtrace under every error when RUST_BACKTRACE is set; it only hides
+# the one line that says what went wrong.
+_PYSPY_ENV_OVERRIDES = {"RUST_BACKTRACE": "0"}
+
+
+NONBLOCKING_TRADE_OFF = (
+    "py-spy normally pauses the target for the few milliseconds it reads the stack; "
+    "--nonblocking never pauses it, at the price of a stack that may be torn or fail to read "
+    "when the process is running (a hung process barely moves, so the risk is small there); "
+    "it cannot be combined with --native"
+)
+
+
+@dataclass
+class DumpOptions:
+    """py-spy flags. `nonblocking` never pauses the target but may return a torn stack.
+
+    `native` adds C/C++ frames (needs the pause, so it excludes `nonblocking`); `locals` adds
+    each frame's local variables (slower, larger output).
+    """
+
+    native: bool = False
+    nonblocking: bool = False
+    locals: bool = False
+    timeout_s: float = DUMP_TIMEOUT_S
+
+    def __post_init__(self) -> None:
+        if self.native and self.nonblocking:
+            # py-spy refuses the pair ("Can't get native stack traces with the --nonblocking
+            # option"): fail here, once, instead of once per process on every node.
+            raise UsageError("--native and --nonblocking cannot be combined: native frames are "
+                             "read while the target is paused; drop one of them")
+        if not self.timeout_s > 0:
+            raise UsageError(f"py-spy timeout must be positive, got {self.timeout_s!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"native": self.native, "nonblocking": self.nonblocking, "locals": self.locals,
+                "timeout_s": self.timeout_s}
+
+
+@dataclass
+class DumpResult:
+    """The outcome of dumping one pid: processes (the pid, children with --subprocesses) or error."""
+
+    pid: int
+    processes: list[Process] = field(default_factory=list)
+    error: str | None = None
+    seconds: float = 0.0
+    kind: str | None = None  # one of DUMP_ERROR_KINDS when `error` is set
+
+
+def validate_pid(pid: object) -> int:
+    """Return `pid` as a positive int or raise ValueError: nothing else reaches a command line."""
+    if isinstance(pid, bool) or not isinstance(pid, (int, str)):
+        raise ValueError(f"invalid pid {pid!r}")  # noqa: TRY004 - callers catch one type
+    text = str(pid).strip()
+    if not text.isdigit() or int(text) <= 0 or int(text) > 4_194_304:
+        raise ValueError(f"invalid pid {pid!r}")
+    return int(text)
+
+
+def find_pyspy() -> str | None:
+    """Path of the py-spy binary: PATH first, then next to this Python (a venv's bin/)."""
+    found = shutil.which("py-spy")
+    if found:
+        return found
+    candidate = os.path.join(os.path.dirname(sys.executable), "py-spy")
+    return candidate if os.access(candidate, os.X_OK) else None
+
+
+def pyspy_missing_message() -> str:
+    """Why py-spy was not found here, naming where it was looked for and how to fix it."""
+    beside = os.path.dirname(sys.executable) or "?"
+    path = os.environ.get("PATH", "")
+    shown = path if len(path) <= 200 else path[:200] + "..."
+    return (f"py-spy not found on this node: not on PATH ({shown or 'empty'}) nor beside the "
+            f"Python running here ({beside}); install it into the Python environment Ray uses "
+            f"on this node ({sys.executable} -m pip install py-spy) or put it on the raylet's PATH")
+
+
+def read_title(pid: int) -> str | None:
+    """The process title (/proc/PID/cmdline, NUL-joined), e.g. `ray::Consumer.consume`."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return None
+    parts = [p for p in raw.split(b"\0") if p]
+    return b" ".join(parts).decode("utf-8", "replace").strip() or None
+
+
+def processes_from_pyspy_json(data: Any, default_pid: int | None = None) -> list[Process]:
+    """Convert `py-spy dump --json` output (a list of thread objects) into processes.
+
+    Threads carry their own `pid` (several pids appear with --subprocesses); frames are
+    innermost first. Raises ValueError when `data` is not of that shape.
+    """
+    if not isinstance(data, list):
+        raise ValueError("py-spy JSON must be a list of threads")  # noqa: TRY004 - one type for callers
+    by_pid: dict[int | None, Process] = {}
+    for raw in data:
+        if not isinstance(raw, dict) or "frames" not in raw:
+            raise ValueError("py-spy JSON thread without 'frames'")
+        pid = raw.get("pid", default_pid)
+        proc = by_pid.get(pid)
+        if proc is None:
+            proc = by_pid[pid] = Process(pid=pid, source="py-spy-json")
+        frames = []
+        for f in raw.get("frames") or []:
+            name = str(f.get("name", "?"))
+            filename = str(f.get("filename") or "")
+            locals_ = f.get("locals")
+            frames.append(
+                Frame(
+                    function=name,
+                    file=filename,
+                    line=f.get("line") if isinstance(f.get("line"), int) else None,
+                    native=not filename.endswith(".py") and f.get("module") is not None,
+                    locals=(
+                        {str(v.get("name")): str(v.get("repr")) for v in locals_}
+                        if isinstance(locals_, list)
+                        else None
+                    ),
+                )
+            )
+        proc.threads.append(
+            Thread(
+                thread_id=None if raw.get("thread_id") is None else str(raw.get("thread_id")),
+                os_thread_id=raw.get("os_thread_id"),
+                name=raw.get("thread_name"),
+                active=raw.get("active"),
+                owns_gil=raw.get("owns_gil"),
+                frames=frames,
+            )
+        )
+    return list(by_pid.values())
+
+
+def dump_pid(pid: int, options: DumpOptions, pyspy: str | None = None) -> DumpResult:
+    """Dump one local process with `py-spy dump --json`; never raises, never waits past timeout."""
+    start = time.monotonic()
+    pid = validate_pid(pid)
+    pyspy = pyspy or find_pyspy()
+    if pyspy is None:
+        return DumpResult(pid, error=pyspy_missing_message(), kind=PYSPY_MISSING)
+    if not os.path.exists(f"/proc/{pid}"):
+        return DumpResult(pid, error="process exited before it could be dumped (it was listed, "
+                          "then gone)", kind=PROCESS_EXITED)
+    argv = [pyspy, "dump", "--json", "--pid", str(pid)]
+    if options.native:
+        argv.append("--native")
+    if options.nonblocking:
+        argv.append("--nonblocking")
+    if options.locals:
+        argv.append("--locals")
+    try:
+        proc = subprocess.run(argv, capture_output=True, timeout=options.timeout_s, check=False,
+                              env={**os.environ, **_PYSPY_ENV_OVERRIDES}, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return DumpResult(pid, error=f"py-spy did not finish within {options.timeout_s:g}s (the "
+                          "process may be in uninterruptible sleep, or the node overloaded)",
+                          seconds=time.monotonic() - start, kind=DUMP_TIMEOUT)
+    except PermissionError as exc:
+        return DumpResult(pid, error=f"cannot execute py-spy at {pyspy}: {exc}",
+                          seconds=time.monotonic() - start, kind=PYSPY_MISSING)
+    except OSError as exc:
+        return DumpResult(pid, error=f"cannot run py-spy at {pyspy}: {exc}",
+                          seconds=time.monotonic() - start, kind=PYSPY_MISSING)
+    seconds = time.monotonic() - start
+    if proc.returncode != 0:
+        kind, message = explain_failure(pid, proc.stderr)
+        return DumpResult(pid, error=message, seconds=seconds, kind=kind)
+    try:
+        processes = processes_from_pyspy_json(json.loads(proc.stdout), default_pid=pid)
+    except (ValueError, json.JSONDecodeError) as exc:
+        return DumpResult(pid, error=f"unreadable py-spy output: {exc}", seconds=seconds,
+                          kind=BAD_OUTPUT)
+    title = read_title(pid)
+    for p in processes:
+        p.title = read_title(p.pid) if p.pid != pid and p.pid is not None else title
+    return DumpResult(pid, processes=processes, seconds=seconds)
+
+
+def explain_failure(pid: int, stderr: bytes) -> tuple[str, str]:
+    """(kind, message) for a failed py-spy run, from its stderr and the state of the pid.
+
+    py-spy's own words are kept (its first `Error:` line and the causes under it), but never
+    its Rust backtrace, and never its advice to use sudo: the ptrace explanation replaces it.
+    """
+    lines = [line.rstrip() for line in stderr.decode("utf-8", "replace").splitlines()]
+    kept: list[str] = []
+    for line in lines:
+        if line.strip().startswith("Stack backtrace:"):
+            break
+        if line.strip() and line.strip() != "Caused by:":
+            kept.append(line.strip())
+    summary = "; ".join(kept)[:400] or "py-spy failed without a message"
+    lowered = summary.lower()
+    if "permission denied" in lowered or "operation not permitted" in lowered:
+        return PERMISSION_DENIED, f"permission denied reading pid {pid}: {ptrace_help()}"
+    if not os.path.exists(f"/proc/{pid}"):
+        return PROCESS_EXITED, f"process exited during the dump ({summary})"
+    if "failed to find python version" in lowered or "python interpreter" in lowered:
+        return NOT_PYTHON, f"not a Python process, or one py-spy cannot read ({summary})"
+    return PYSPY_FAILED, summary
+
+
+def dump_pids(pids: list[int], options: DumpOptions) -> list[DumpResult]:
+    """Dump several local processes in parallel; results in the order of `pids`."""
+    pyspy = find_pyspy()
+    clean = [validate_pid(p) for p in pids]
+    if not clean:
+        return []
+    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_DUMPS, len(clean))) as pool:
+        return list(pool.map(lambda p: dump_pid(p, options, pyspy), clean))
+
+
+def child_pids(pid: int) -> list[int]:
+    """Direct and indirect children of `pid` on this node, from /proc (no `ps`, no shell)."""
+    parents: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        # The command name may hold spaces and parens: the ppid is the 2nd field after the last ')'.
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) >= 2 and fields[1].isdigit():
+            parents.setdefault(int(fields[1]), []).append(int(entry))
+    found: list[int] = []
+    todo = list(parents.get(pid, []))
+    while todo:
+        child = todo.pop()
+        if child in found:
+            continue
+        found.append(child)
+        todo.extend(parents.get(child, []))
+    return sorted(found)

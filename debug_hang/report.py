@@ -1,0 +1,170 @@
+"""Render a Diagnosis as the seed's Markdown report, and stacks as py-spy-like text.
+
+Output is bounded: a responder's chat and an agent's context both truncate, so tables and
+evidence are capped and the full material stays in the output folder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from debug_hang.model import Frame, Process
+from debug_hang.patterns import catalog
+
+if TYPE_CHECKING:
+    from debug_hang.diagnose import Diagnosis
+
+MAX_TABLE_ROWS = 40
+MAX_EVIDENCE = 8
+
+
+def render_stacks_text(processes: list[Process]) -> str:
+    """All stacks, sample by sample, in py-spy's text layout (what 05_stacks.txt holds)."""
+    return "\n".join(_stack_lines(processes)) + "\n"
+
+
+def _stack_lines(processes: list[Process]) -> Iterator[str]:
+    for proc in sorted(processes, key=lambda p: (p.sample, p.node_id or "", p.pid or 0)):
+        tags = ", ".join(x for x in (
+            proc.role, proc.actor_class, None if proc.rank is None else f"rank {proc.rank}",
+            f"node {proc.node_id[:12]}" if proc.node_id else None, f"sample {proc.sample}") if x)
+        yield f"--- PID {proc.pid} ({tags}) ---"
+        yield f"Process {proc.pid}: {proc.title or ''}"
+        for thread in proc.threads:
+            state = "active" if thread.active else "idle"
+            if thread.owns_gil:
+                state += "+gil"
+            yield f'Thread {thread.os_thread_id or thread.thread_id} ({state}): "{thread.name or ""}"'
+            for frame in thread.frames:
+                where = f"{frame.short_file}:{frame.line}" if frame.line else frame.short_file
+                yield f"    {frame.function} ({where})"
+        yield ""
+
+
+def location(frame: Frame | None, user: Frame | None) -> str:
+    """`user_fn (file:line) `code`` → `deciding_fn`: where the job's code waits, and on what."""
+    parts = []
+    for f in (user, frame):
+        if f is None or (parts and f is user):
+            continue
+        text = f"`{f.function}` ({f.short_file}:{f.line})"
+        if f.code:
+            text += f" `{f.code[:80]}`"
+        parts.append(text)
+    if user is not None and frame is not None and user is not frame:
+        return f"{parts[0]} → `{frame.function}`"
+    return parts[0] if parts else "—"
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(diag: Diagnosis) -> str:
+    return "\n".join(_markdown_lines(diag)) + "\n"
+
+
+def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
+    from debug_hang.graph import chains
+    from debug_hang.state import resource_usage
+
+    cat = catalog()
+    snap = diag.snapshot
+    yield f"# Ray hang diagnosis — job {diag.job_id}: **{diag.verdict}**"
+    yield ""
+    yield diag.summary
+    yield ""
+    yield "## Cluster summary"
+    if snap is not None:
+        alive = sum(1 for n in snap.nodes if n.get("state") == "ALIVE")
+        yield f"- Nodes alive: {alive} / {len(snap.nodes)}"
+        usage = resource_usage(snap)
+        for res in ("CPU", "GPU"):
+            if res in usage:
+                used, total = usage[res]
+                yield f"- {res} reserved: {used:g} / {total:g} (reserved by tasks and actors, not real load)"
+        demands = (snap.cluster_status.get("loadMetricsReport") or {}).get("resourceDemand") or []
+        if demands:
+            yield f"- Pending resource demands: {_cell(demands)[:300]}"
+        for warning in snap.warnings[:5]:
+            yield f"- ⚠ {warning}"
+    yield f"- Address: {diag.address}; job {diag.job_id} chosen because it is {diag.job_choice}"
+    others = [f"{j.get('job_id')} ({j.get('status')})" for j in diag.other_jobs if j.get("job_id")]
+    if others:
+        yield f"- Other jobs: {', '.join(others[:10])}{' …' if len(others) > 10 else ''}"
+    coll = diag.collection
+    yield (f"- Collection: {len({(p.node_id, p.pid) for p in coll.processes})} processes on {coll.nodes} node(s), "
+           f"{len(coll.processes)} stacks in {coll.seconds:.1f}s; whole diagnosis {diag.seconds:.1f}s")
+    if diag.progress:
+        yield f"- Progress seen: {'; '.join(diag.progress[:3])}"
+    yield ""
+    yield "## Blocked tasks"
+    yield "| Process | PID | Node | State | Blocking location | Pattern |"
+    yield "|---|---|---|---|---|---|"
+    rows = sorted(diag.verdicts, key=lambda v: (v.verdict == "idle", v.process.pid or 0))
+    for v in rows[:MAX_TABLE_ROWS]:
+        where = "—"
+        if v.main is not None and v.verdict != "idle":
+            where = location(v.main.frame, v.main.user_frame)
+        yield (f"| {_cell(v.process.label)} | {v.process.pid} | {(v.process.node_id or '?')[:8]} | {v.verdict} | "
+               f"{_cell(where)} | {v.pattern or '—'} |")
+    if len(rows) > MAX_TABLE_ROWS:
+        yield f"| … {len(rows) - MAX_TABLE_ROWS} more in 05_stacks.txt | | | | | |"
+    for node in diag.graph.nodes.values():
+        if node.state in ("dead", "pending") and node.kind == "actor":
+            yield f"| {_cell(node.name)} | {node.pid or '—'} | {(node.node_id or '?')[:8]} | {node.state} | — | {node.pattern or '—'} |"
+    yield ""
+    yield "## Blocking chain"
+    all_chains = chains(diag.graph, diag.causes)
+    if not all_chains:
+        yield "No wait-for chain was found."
+    for i, chain in enumerate(all_chains[:5], 1):
+        if len(all_chains) > 1:
+            yield f"Chain {i}:"
+        yield "```"
+        for j, (node, why) in enumerate(chain):
+            what = node.pattern or node.state
+            marker = "  ← root cause" if j == len(chain) - 1 else ""
+            yield f"{node.label()} [{what}]{marker}"
+            if why:
+                yield f"  ↓ {why}"
+        yield "```"
+    yield ""
+    yield "## Root cause"
+    if not diag.causes:
+        yield "None identified."
+    for i, cause in enumerate(diag.causes[:5], 1):
+        pattern = cat.get(cause.pattern)
+        title = pattern.title if pattern else cause.pattern
+        yield f"### {i}. {title} (`{cause.pattern}`, confidence {cause.confidence:.2f})"
+        yield f"- **Culprit**: {', '.join(c.label() for c in cause.culprits)}"
+        for c in cause.culprits:
+            if c.frame is not None:
+                yield f"  - {c.name}: at `{c.frame.function}` ({c.frame.short_file}:{c.frame.line})" + (
+                    f": `{c.frame.code}`" if c.frame.code else "")
+        if pattern:
+            yield f"- **Mechanism**: {pattern.meaning}"
+        yield f"- **Impact**: {len(cause.victims)} process(es) wait on it"
+        for ev in cause.evidence[:MAX_EVIDENCE]:
+            yield f"- evidence: {_cell(ev)[:300]}"
+        yield ""
+    yield "## Fix suggestions"
+    seen: set[str] = set()
+    for cause in diag.causes[:3]:
+        pattern = cat.get(cause.pattern)
+        if pattern is None or cause.pattern in seen:
+            continue
+        seen.add(cause.pattern)
+        for fix in pattern.fixes:
+            yield f"- ({cause.pattern}) {fix}"
+    if not seen:
+        yield "- Collect again with `--samples 5 --interval 2` and read 05_stacks.txt."
+    errors = diag.collection.errors + diag.errors
+    if errors:
+        yield ""
+        yield "## What could not be collected"
+        for err in errors[:15]:
+            yield f"- node {(err.get('node_id') or '?')[:12]} pid {err.get('pid') or '—'}: {_cell(err.get('error'))[:300]}"
+        if len(errors) > 15:
+            yield f"- … {len(errors) - 15} more in diagnosis.json"

@@ -1,0 +1,207 @@
+"""A snapshot of the cluster from the dashboard's HTTP API: the State API and the Job API.
+
+Plain JSON over HTTP with a timeout per request — the same endpoints `ray list` and the State
+SDK call, without 0.8 s of CLI start-up per call and without silent truncation: every list
+records `total` and how many rows came back, and a gap is reported in `warnings`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from debug_hang.errors import UnreachableError
+
+# One State API request lists at most this many rows; Ray's server caps a response at
+# RAY_MAX_LIMIT_FROM_API_SERVER (10,000 by default), so asking for more is pointless.
+LIST_LIMIT = 10_000
+# A State API list is served in well under a second on a healthy head; 10 s covers a loaded one.
+HTTP_TIMEOUT_S = 10.0
+
+
+@dataclass
+class ListResult:
+    """Rows of one State API list and how complete they are."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    total: int | None = None
+    error: str | None = None
+
+    @property
+    def truncated(self) -> bool:
+        return self.total is not None and self.total > len(self.rows)
+
+
+@dataclass
+class Snapshot:
+    """Everything read from the head, raw (as the API returns it) and timestamped."""
+
+    dashboard_url: str
+    taken_at: float
+    jobs: list[dict[str, Any]] = field(default_factory=list)
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    actors: list[dict[str, Any]] = field(default_factory=list)
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+    placement_groups: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    cluster_status: dict[str, Any] = field(default_factory=dict)
+    cluster_status_text: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dashboard_url": self.dashboard_url,
+            "taken_at": self.taken_at,
+            "jobs": self.jobs,
+            "nodes": self.nodes,
+            "actors": self.actors,
+            "tasks": self.tasks,
+            "placement_groups": self.placement_groups,
+            "events": self.events,
+            "cluster_status": self.cluster_status,
+            "cluster_status_text": self.cluster_status_text,
+            "warnings": self.warnings,
+            "errors": self.errors,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Snapshot:
+        fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**fields)
+
+
+class DashboardClient:
+    """GET JSON from the dashboard with a timeout; errors become UnreachableError."""
+
+    def __init__(self, url: str, timeout_s: float = HTTP_TIMEOUT_S) -> None:
+        self.url = url.rstrip("/")
+        self.timeout_s = timeout_s
+
+    def get(self, path: str, params: list[tuple[str, str]] | None = None,
+            timeout_s: float | None = None) -> Any:
+        query = ("?" + urllib.parse.urlencode(params)) if params else ""
+        request = urllib.request.Request(self.url + path + query, headers={"Accept": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout_s or self.timeout_s) as response:
+                body = response.read()
+        except urllib.error.HTTPError as exc:
+            raise UnreachableError(f"dashboard {self.url}{path} answered HTTP {exc.code}") from None
+        except (urllib.error.URLError, OSError, TimeoutError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise UnreachableError(f"dashboard {self.url} did not answer {path}: {reason}") from None
+        try:
+            return json.loads(body)
+        except json.JSONDecodeError:
+            raise UnreachableError(f"dashboard {self.url}{path} returned non-JSON") from None
+
+    def list_state(self, resource: str, filters: list[tuple[str, str, str]] | None = None,
+                   detail: bool = True, timeout_s: float | None = None) -> ListResult:
+        """One State API list (`/api/v0/<resource>`), never raising: errors go in the result."""
+        params = [("limit", str(LIST_LIMIT)), ("detail", "1" if detail else "0"),
+                  ("timeout", str(int(timeout_s or self.timeout_s)))]
+        for key, predicate, value in filters or []:
+            params += [("filter_keys", key), ("filter_predicates", predicate), ("filter_values", value)]
+        try:
+            body = self.get(f"/api/v0/{resource}", params, timeout_s)
+        except UnreachableError as exc:
+            return ListResult(error=str(exc))
+        if not body.get("result", False):
+            return ListResult(error=f"State API {resource}: {body.get('msg', 'failed')[:300]}")
+        data = body.get("data", {}).get("result", {})
+        result = ListResult(rows=list(data.get("result") or []), total=data.get("total"))
+        if data.get("partial_failure_warning"):
+            result.error = f"State API {resource} partial: {data['partial_failure_warning'][:300]}"
+        return result
+
+
+def take_snapshot(dashboard_url: str, job_id: str | None, timeout_s: float = HTTP_TIMEOUT_S) -> Snapshot:
+    """Read jobs, nodes, the job's actors and tasks, placement groups, events and cluster status.
+
+    The requests run in parallel; a failed one is recorded in `errors`, the rest still count.
+    Without `job_id`, actors and tasks of every job are read (the caller picks the job later).
+    """
+    client = DashboardClient(dashboard_url, timeout_s)
+    job_filter = [("job_id", "=", job_id)] if job_id else []
+    requests: dict[str, Any] = {
+        "jobs": lambda: client.get("/api/jobs/"),
+        "nodes": lambda: client.list_state("nodes"),
+        "actors": lambda: client.list_state("actors", job_filter),
+        "tasks": lambda: client.list_state("tasks", job_filter),
+        "placement_groups": lambda: client.list_state("placement_groups"),
+        "events": lambda: client.list_state("cluster_events"),
+        "cluster_status": lambda: client.get("/api/cluster_status"),
+        "cluster_status_text": lambda: client.get("/api/cluster_status", [("format", "1")]),
+    }
+    snap = Snapshot(dashboard_url=dashboard_url, taken_at=time.time())
+    with ThreadPoolExecutor(max_workers=len(requests)) as pool:
+        futures = {name: pool.submit(fn) for name, fn in requests.items()}
+        for name, future in futures.items():
+            try:
+                value = future.result(timeout=timeout_s + 2)
+            except UnreachableError as exc:
+                snap.errors.append(str(exc))
+                continue
+            except Exception as exc:  # noqa: BLE001 - one failed request must not stop the rest
+                snap.errors.append(f"{name}: {type(exc).__name__}: {exc}")
+                continue
+            _store(snap, name, value)
+    return snap
+
+
+def _store(snap: Snapshot, name: str, value: Any) -> None:
+    if isinstance(value, ListResult):
+        if value.error:
+            (snap.warnings if value.rows else snap.errors).append(value.error)
+        if value.truncated:
+            snap.warnings.append(
+                f"{name}: the State API returned {len(value.rows)} of {value.total} rows; "
+                "the rest are missing from this diagnosis (filter by job, or raise "
+                "RAY_MAX_LIMIT_FROM_API_SERVER on the head)"
+            )
+        setattr(snap, name, value.rows)
+    elif name == "jobs":
+        snap.jobs = list(value) if isinstance(value, list) else []
+    elif name == "cluster_status":
+        snap.cluster_status = (value or {}).get("data", {}).get("clusterStatus") or {}
+    elif name == "cluster_status_text":
+        snap.cluster_status_text = (value or {}).get("data", {}).get("clusterStatus")
+
+
+def running_jobs(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Jobs with status RUNNING, newest first."""
+    running = [j for j in jobs if j.get("status") == "RUNNING"]
+    return sorted(running, key=lambda j: j.get("start_time") or 0, reverse=True)
+
+
+def resource_usage(snap: Snapshot) -> dict[str, tuple[float, float]]:
+    """{resource: (used, total)} from the autoscaler's load report (`ray status`'s numbers)."""
+    usage = (snap.cluster_status.get("loadMetricsReport") or {}).get("usage") or {}
+    out: dict[str, tuple[float, float]] = {}
+    for key, pair in usage.items():
+        if isinstance(pair, list) and len(pair) == 2:
+            out[key] = (float(pair[0]), float(pair[1]))
+    return out
+
+
+def node_totals(snap: Snapshot) -> list[dict[str, float]]:
+    """resources_total of every alive node."""
+    return [dict(n.get("resources_total") or {}) for n in snap.nodes if n.get("state") == "ALIVE"]
+
+
+# The autoscaler report camel-cases resource names; map the usual ones back.
+_USAGE_NAMES = {"objectStoreMemory": "object_store_memory"}
+
+
+def available_resources(snap: Snapshot) -> dict[str, float] | None:
+    """Cluster-wide free resources {name: total - used}, or None when the report is missing."""
+    usage = resource_usage(snap)
+    if not usage:
+        return None
+    return {_USAGE_NAMES.get(k, k): total - used for k, (used, total) in usage.items()}

@@ -1,0 +1,70 @@
+"""End to end on a real cluster: each hanging example in examples/ is diagnosed by the script a
+user runs (scripts/diagnose_ray_hang.sh), and diagnosis.json names the expected root cause.
+
+Set DEBUG_HANG_RECORD=1 to store each run's capture under tests/data/cases/<example>/ (the
+recorded real captures the unit tests and reference cases re-analyse).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from conftest import ROOT, LocalCluster, expected_of, read_json, run_script, stop_job, submit_example
+from debug_hang import localcluster
+
+pytestmark = pytest.mark.integration
+
+SCHEMA = read_json(ROOT / "references" / "diagnosis.schema.json")
+CASES = ROOT / "tests" / "data" / "cases"
+RECORDED_FILES = ("snapshot.json", "stacks.json", "tasks_after.json", "report.md", "diagnosis.json")
+
+
+def culprit_matches(expected: dict, culprits: list[dict]) -> bool:
+    return any(c.get("class_name") == expected.get("class_name")
+               and (expected.get("rank") is None or c.get("rank") == expected["rank"]) for c in culprits)
+
+
+def record(example: str, out: Path) -> None:
+    dest = CASES / example
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    for name in RECORDED_FILES:
+        if (out / name).exists():
+            shutil.copy(out / name, dest / name)
+
+
+@pytest.mark.parametrize("example", localcluster.examples())
+def test_example_is_diagnosed(ray_cluster: LocalCluster, example: str, tmp_path: Path) -> None:
+    # GIVEN a real job from examples/ that has hung (or, for the healthy one, is running)
+    expected = expected_of(example)
+    job = submit_example(ray_cluster, example)
+    try:
+        # WHEN the responder runs the one-command diagnosis against the cluster
+        out = tmp_path / "diag"
+        proc = run_script(["scripts/diagnose_ray_hang.sh", ray_cluster.gcs, str(out), "--job-id", str(job.job_id)],
+                          timeout_s=120, env=ray_cluster.env())
+    finally:
+        stop_job(ray_cluster, job)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"report: {out / 'report.md'}" in proc.stdout
+    diag = json.loads((out / "diagnosis.json").read_text())
+    jsonschema.validate(diag, SCHEMA)
+    if os.environ.get("DEBUG_HANG_RECORD"):
+        record(example, out)
+    # THEN the verdict, the root-cause pattern and the culprits are the expected ones
+    report = (out / "report.md").read_text()
+    assert diag["verdict"] == expected["verdict"], f"{diag['summary']}\n{report}"
+    if expected["verdict"] != "hang":
+        return
+    top = diag["root_causes"][0]
+    assert top["pattern"] == expected["pattern"], report
+    for culprit in expected["culprits"]:
+        assert culprit_matches(culprit, top["culprits"]), f"{culprit} not in {top['culprits']}\n{report}"
+    assert diag["chains"], report
+    assert diag["collection"]["seconds"] < 30, diag["collection"]
