@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from debug_hang.model import Frame, Process, Thread, short_path
+from debug_hang.parsers import paused_gc
 
 # (function regex, short-file regex): frames a stack passes through on its way to user code,
 # the same in every Ray worker. Observed in Ray 2.60 dumps (tests/data/formats/ray*/) and in
@@ -52,7 +53,8 @@ class HousekeepingRule:
 # Ray's own threads, as they appear in real dumps of Ray 2.60 workers and drivers
 # (tests/data/formats/ray/, ray-stack/, collect-dir/). A thread whose every Python frame is a
 # wrapper (an idle worker's main loop, gRPC's poller thread, a frameless native thread) is
-# housekeeping of kind "runtime-only" without a rule.
+# housekeeping of kind "runtime-only" without a rule (gRPC's `_poll_wrapper` threads look so:
+# their frames are Cython, native to py-spy).
 HOUSEKEEPING_RULES: tuple[HousekeepingRule, ...] = (
     HousekeepingRule("ray-gc-thread", r"(^|\.)run$", r"ray/_private/gc_collect_manager\.py$"),
     HousekeepingRule("ray-error-listener", r"(^|\.)listen_error_messages$",
@@ -62,7 +64,6 @@ HOUSEKEEPING_RULES: tuple[HousekeepingRule, ...] = (
     HousekeepingRule("idle-thread-pool", r"(^|\.)_worker$", r"concurrent/futures/thread\.py$",
                      "innermost"),
     HousekeepingRule("idle-selector", r"(^|\.)select$", r"(^|/)selectors\.py$", "innermost"),
-    HousekeepingRule("grpc", r"", r"(^|/)grpc/", "innermost"),
 )
 
 # Titles (process command lines) of Ray's system processes: every thread of theirs is
@@ -78,8 +79,10 @@ HOUSEKEEPING_TITLES: tuple[str, ...] = (
 )
 
 RUNTIME_ONLY = "runtime-only"
+SYSTEM_PROCESS = "ray-system-process"
 IDLE_SIGNATURE = "<no user frames: idle>"
 _HEX_ADDRESS = re.compile(r"^0x[0-9a-fA-F]+$")
+_NO_RULE = 1 << 30
 
 FrameKey = tuple[str, str, "int | None"]
 
@@ -205,18 +208,20 @@ class Aggregation:
 
 
 class Normalizer:
-    """Caches the per-(function, file) work: most frames repeat across thousands of threads."""
+    """Classifies threads; the per-(function, file) work is cached, since most frames repeat
+    across thousands of threads."""
 
     def __init__(self, options: AggregateOptions) -> None:
         self.options = options
         self.wrappers = [(re.compile(f), re.compile(p)) for f, p in WRAPPER_FRAMES]
         self.rules = [(r, re.compile(r.function), re.compile(r.file)) for r in HOUSEKEEPING_RULES]
         self.titles = [re.compile(t) for t in HOUSEKEEPING_TITLES]
-        # (function, file) -> (bare function, short file, is wrapper)
-        self.cache: dict[tuple[str, str], tuple[str, str, bool]] = {}
+        # (function, file) -> (bare function, short file, is wrapper, first "any" rule it
+        # matches, first "innermost" rule it matches); _NO_RULE when none
+        self.cache: dict[tuple[str, str], tuple[str, str, bool, int, int]] = {}
         self.title_cache: dict[str | None, bool] = {}
 
-    def frame(self, f: Frame) -> tuple[str, str, bool]:
+    def frame(self, f: Frame) -> tuple[str, str, bool, int, int]:
         key = (f.function, f.file)
         hit = self.cache.get(key)
         if hit is None:
@@ -224,43 +229,63 @@ class Normalizer:
             bare = bare_function(f.function)
             wrapper = not f.native and any(fr.search(f.function) and pr.search(short)
                                            for fr, pr in self.wrappers)
-            hit = (bare, short, wrapper)
+            any_rule = inner_rule = _NO_RULE
+            if not f.native:
+                for i, (rule, fre, pre) in enumerate(self.rules):
+                    if pre.search(short) and fre.search(f.function):
+                        if rule.where == "any":
+                            any_rule = min(any_rule, i)
+                        else:
+                            inner_rule = min(inner_rule, i)
+            hit = (bare, short, wrapper, any_rule, inner_rule)
             self.cache[key] = hit
         return hit
 
-    def signature(self, thread: Thread) -> tuple[tuple[FrameKey, ...], list[Frame], bool]:
-        """(signature, kept frames, has a Python frame) of one thread."""
+    def classify(self, thread: Thread, system: bool) -> tuple[tuple[FrameKey, ...], list[Frame],
+                                                              str | None]:
+        """(signature, kept frames, housekeeping kind or None) of one thread, in one pass.
+
+        Thread rules come first, so one stack gets one kind wherever it runs; then every
+        thread of a Ray system process is housekeeping."""
         lines = self.options.lines
         native = self.options.native
         key: list[FrameKey] = []
         kept: list[Frame] = []
-        python = False
+        rule = _NO_RULE
+        innermost_seen = False
+        user_python = False
+        cache = self.cache
         for f in thread.frames:
-            if f.native:
-                if not native or _HEX_ADDRESS.match(f.function):
-                    continue
-            else:
-                python = True
-            bare, short, wrapper = self.frame(f)
-            if wrapper:
+            if f.native and (not native or _HEX_ADDRESS.match(f.function)):
                 continue
-            key.append((bare, short, f.line if lines else None))
+            hit = cache.get((f.function, f.file)) or self.frame(f)
+            if not f.native:
+                if not innermost_seen:
+                    innermost_seen = True
+                    rule = hit[4]
+                if hit[3] < rule:
+                    rule = hit[3]
+            if hit[2]:
+                continue
+            user_python = user_python or not f.native
+            key.append((hit[0], hit[1], f.line if lines else None))
             kept.append(f)
-        return tuple(key), kept, python
+        if not user_python:
+            kind: str | None = RUNTIME_ONLY
+        elif rule != _NO_RULE:
+            kind = self.rules[rule][0].kind
+        else:
+            kind = SYSTEM_PROCESS if system else None
+        return tuple(key), kept, kind
+
+    def signature(self, thread: Thread) -> tuple[tuple[FrameKey, ...], list[Frame], bool]:
+        """(signature, kept frames, has a Python frame) of one thread."""
+        sig, kept, _ = self.classify(thread, False)
+        return sig, kept, any(not f.native for f in thread.frames)
 
     def housekeeping(self, proc_system: bool, thread: Thread, kept: list[Frame]) -> str | None:
-        if proc_system:
-            return "ray-system-process"
-        if not any(not f.native for f in kept):
-            return RUNTIME_ONLY
-        python_frames = [f for f in thread.frames if not f.native]
-        innermost = python_frames[0]
-        for rule, fre, pre in self.rules:
-            candidates = python_frames if rule.where == "any" else [innermost]
-            for f in candidates:
-                if pre.search(self.frame(f)[1]) and fre.search(f.function):
-                    return rule.kind
-        return None
+        """The housekeeping kind of a thread (None: user work)."""
+        return self.classify(thread, proc_system)[2]
 
     def system_process(self, title: str | None) -> bool:
         hit = self.title_cache.get(title)
@@ -313,7 +338,11 @@ def _group_id(signature: tuple[FrameKey, ...]) -> str:
 
 def aggregate(processes: list[Process], options: AggregateOptions | None = None) -> Aggregation:
     """Group identical thread stacks across processes and name the outlier processes."""
-    opts = options or AggregateOptions()
+    with paused_gc():
+        return _aggregate(processes, options or AggregateOptions())
+
+
+def _aggregate(processes: list[Process], opts: AggregateOptions) -> Aggregation:
     norm = Normalizer(opts)
     groups: dict[tuple[FrameKey, ...], Group] = {}
     hidden: Counter[str] = Counter()
@@ -323,14 +352,14 @@ def aggregate(processes: list[Process], options: AggregateOptions | None = None)
                             list[Frame]]] = []
     for proc in processes:
         system = norm.system_process(proc.title)
-        role = None if system else role_of(proc)
+        # a failed dump (no thread) says nothing about where the process waits: not compared
+        role = None if system or (proc.error and not proc.threads) else role_of(proc)
         visible: list[tuple[FrameKey, ...]] = []
         ids: list[str] = []
         heads: list[Frame] = []
         for thread in proc.threads:
             threads_total += 1
-            sig, kept, _python = norm.signature(thread)
-            kind = norm.housekeeping(system, thread, kept)
+            sig, kept, kind = norm.classify(thread, system)
             if kind is not None:
                 hidden[kind] += 1
                 if not opts.show_housekeeping:
@@ -347,7 +376,8 @@ def aggregate(processes: list[Process], options: AggregateOptions | None = None)
                 visible.append(sig)
                 ids.append(group.id)
                 heads.extend(kept[:3])
-        per_process.append((proc, role, tuple(sorted(visible)), ids, heads))
+        # sorted by text: with --lines a line may be None beside an int, which do not compare
+        per_process.append((proc, role, tuple(sorted(visible, key=str)), ids, heads))
     ordered = sorted(groups.values(), key=lambda g: (-g.size, g.housekeeping is not None, g.id))
     outliers, roles, no_majority = _outliers(per_process)
     return Aggregation(groups=ordered, outliers=outliers, hidden=dict(hidden),
@@ -359,13 +389,17 @@ def _outliers(
     per_process: list[tuple[Process, str | None, tuple[tuple[FrameKey, ...], ...], list[str],
                             list[Frame]]],
 ) -> tuple[list[Outlier], dict[str, int], list[str]]:
-    by_role: dict[str, list[int]] = {}
-    seen: set[int] = set()
+    # A pid dumped several times (or in several formats) counts once: its first dump that
+    # tells its role (a py-spy JSON dump carries no title).
+    chosen: dict[int, int] = {}
     for i, (proc, role, _, _, _) in enumerate(per_process):
-        if proc.pid is not None:
-            if proc.pid in seen:
-                continue  # a pid dumped several times (or in several formats): its first dump
-            seen.add(proc.pid)
+        if proc.pid is not None and (proc.pid not in chosen
+                                     or (per_process[chosen[proc.pid]][1] is None and role)):
+            chosen[proc.pid] = i
+    by_role: dict[str, list[int]] = {}
+    for i, (proc, role, _, _, _) in enumerate(per_process):
+        if proc.pid is not None and chosen[proc.pid] != i:
+            continue
         if role is not None:
             by_role.setdefault(role, []).append(i)
     outliers: list[Outlier] = []
@@ -391,10 +425,3 @@ def _outliers(
     outliers.sort(key=lambda o: (o.alike, o.alike / o.role_size, o.role, o.pid or 0))
     roles = {role: len(idxs) for role, idxs in by_role.items()}
     return outliers, roles, sorted(no_majority)
-
-
-def process_signature_text(signature: tuple[tuple[FrameKey, ...], ...]) -> str:
-    """A readable one-liner of a process's visible stacks (innermost frame of each thread)."""
-    if not signature:
-        return IDLE_SIGNATURE
-    return "; ".join(f"{s[0][0]} ({s[0][1]})" if s else IDLE_SIGNATURE for s in signature)

@@ -10,6 +10,7 @@ waits on nothing.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,10 +112,18 @@ def _frame_text(frame: Frame | None) -> str:
     return f"{frame.function} ({where}){code}"
 
 
-def _rank_of(proc: Process, actor: dict[str, Any] | None) -> int | None:
-    if proc.rank is not None:
+def _rank_of(proc: Process | None, actor: dict[str, Any] | None) -> int | None:
+    """A rank from evidence: the process environment, the actor's runtime_env env_vars, its name."""
+    if proc is not None and proc.rank is not None:
         return proc.rank
-    name = (actor or {}).get("name") or (actor or {}).get("repr_name") or ""
+    actor = actor or {}
+    try:
+        env = (json.loads(actor.get("serialized_runtime_env") or "{}") or {}).get("env_vars") or {}
+    except (TypeError, ValueError):
+        env = {}
+    if str(env.get("RANK", "")).isdigit():
+        return int(env["RANK"])
+    name = actor.get("name") or actor.get("repr_name") or ""
     match = _RANK_IN_NAME.search(name)
     return int(match.group(1)) if match else None
 
@@ -165,8 +174,7 @@ def build_graph(inp: GraphInputs) -> WaitGraph:
             class_name=actor.get("class_name"), node_id=actor.get("node_id"),
             pid=int(actor.get("pid") or 0) or None,
         )
-        rank_match = _RANK_IN_NAME.search(actor.get("name") or "")
-        node.rank = int(rank_match.group(1)) if rank_match else None
+        node.rank = _rank_of(None, actor)
         if state == "DEAD":
             cause = _death_text(actor.get("death_cause"))
             node.evidence.append(f"actor DEAD: {cause}")
@@ -239,18 +247,19 @@ def _node_for_task(g: WaitGraph, task: dict[str, Any], actor_node: dict[str, str
                    by_pid: dict[tuple[str | None, int | None], str], node_totals: list[dict[str, float]],
                    available: dict[str, float] | None) -> str | None:
     """The graph node a waiting thread depends on, for one unfinished task it submitted."""
-    if task.get("actor_id") and task.get("type") == "ACTOR_TASK":
+    if task.get("actor_id"):
+        # A call to an actor, or its creation: the actor (its process, or the pending actor).
         return actor_node.get(task["actor_id"])
     if task.get("state") == "RUNNING" and task.get("worker_pid"):
         return by_pid.get((task.get("node_id"), int(task["worker_pid"])))
     if task.get("state") in PENDING_SCHED:
         return _resource_node(g, task.get("required_resources") or {}, node_totals,
-                              f"task {task.get('name')}", available)
+                              f"task {task.get('name')}", available, requester=str(task.get("func_or_class_name") or task.get("name")))
     return None
 
 
 def _resource_node(g: WaitGraph, demand: dict[str, float], node_totals: list[dict[str, float]], who: str,
-                   available: dict[str, float] | None = None) -> str:
+                   available: dict[str, float] | None = None, requester: str | None = None) -> str:
     """The node for a pending resource demand: infeasible (no node has it), starved (all of it is
     held), or pending (free capacity exists: the scheduler has simply not placed it yet)."""
     demand = {k: float(v) for k, v in demand.items() if float(v) > 0}
@@ -267,6 +276,8 @@ def _resource_node(g: WaitGraph, demand: dict[str, float], node_totals: list[dic
         g.nodes[key].evidence.append(
             f"{'feasible' if feasible else 'no node can satisfy'} {{{text}}}; largest node has {shown}")
     g.nodes[key].evidence.append(f"requested by {who}")
+    if g.nodes[key].class_name is None and requester:
+        g.nodes[key].class_name = requester
     return key
 
 
@@ -353,13 +364,19 @@ def _collective_group(g: WaitGraph, actors: dict[str, dict[str, Any]], actor_nod
 
 def _edges_collectives(g: WaitGraph, inp: GraphInputs, actors: dict[str, dict[str, Any]],
                        tasks: list[dict[str, Any]], actor_node: dict[str, str]) -> None:
+    """Ranks in a collective wait on the peers that are not in it: dead ones first (a dead rank
+    explains everything, and peers it took down are collateral), then idle or busy ones."""
     for _cls, members in _collective_group(g, actors, actor_node).items():
         waiting = [k for k in members if g.nodes[k].pattern in ("collective-wait", "rendezvous-wait")]
         others = [k for k in members if k not in waiting]
+        dead = [k for k in others if g.nodes[k].state == "dead"]
         for peer in others:
             node = g.nodes[peer]
             if node.state == "dead":
                 node.pattern = "peer-rank-dead"
+            elif dead and node.state == "idle":
+                node.evidence.append("collateral: not in the collective since a dead peer broke it")
+                continue
             elif node.state == "idle" or node.pattern in (None, "idle-worker"):
                 node.pattern = "collective-skipped"
                 node.evidence.append("not in any collective while its peers are")
@@ -406,7 +423,8 @@ def _edges_pending_actors(g: WaitGraph, inp: GraphInputs, actors: dict[str, dict
                          and t.get("type") == "ACTOR_CREATION_TASK"), None)
         if creation and creation.get("required_resources"):
             demand = dict(creation["required_resources"])
-        res = _resource_node(g, demand, inp.node_totals, f"actor {actor.get('class_name')}", inp.available)
+        res = _resource_node(g, demand, inp.node_totals, f"actor {actor.get('class_name')}", inp.available,
+                             requester=actor.get("class_name"))
         g.add_edge(key, res, "infeasible-resource", "waits to be scheduled")
     for key, node in list(g.nodes.items()):
         if node.kind != "resource" or node.state != "starved":

@@ -9,11 +9,13 @@ runs either as a job (`ray job submit --working-dir . -- python scripts/run_on_e
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shlex
+import sys
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TextIO
 
 from debug_hang.address import check_reachable, parse_address
 from debug_hang.errors import EXIT_OK, EXIT_PARTIAL, NotFoundError, UsageError
@@ -167,26 +169,31 @@ def main(argv: list[str] | None = None) -> int:
     if not chosen:
         raise NotFoundError(f"no alive node in the cluster at {address.gcs} ({len(nodes)} listed, all dead)")
 
-    connect(address)
+    out = sys.stdout
     start = time.monotonic()
-    if argv_cmd:
-        deadline = time.time() + args.timeout
-        runs = run_on_nodes(run_command, {n.node_id: (argv_cmd, args.timeout, args.max_output, deadline)
-                                          for n in chosen}, timeout_s=args.timeout)
-        doc = run_document(argv_cmd, chosen, runs, time.monotonic() - start)
-        emit(json.dumps(doc, indent=1) if args.json else "\n".join(render_runs(doc)))
-    else:
-        budget = max(args.timeout - 2.0, 1.0)  # the probe answers before the caller gives up
-        runs = run_on_nodes(probe_node, {n.node_id: (n.node_id, pids, options.to_dict(), args.samples,
-                                                     args.interval, not args.no_children, budget)
-                                         for n in chosen}, timeout_s=args.timeout)
-        doc = dump_document(pids, chosen, runs, time.monotonic() - start)
-        emit(json.dumps(doc, indent=1) if args.json else "\n".join(render_dump(doc)))
+    # A connected driver prints cluster errors ("node ... has been marked dead") to stdout from a
+    # background thread: send them to stderr, where diagnostics belong, so stdout stays ours.
+    with contextlib.redirect_stdout(sys.stderr):
+        connect(address)
+        if argv_cmd:
+            deadline = time.time() + args.timeout
+            runs = run_on_nodes(run_command, {n.node_id: (argv_cmd, args.timeout, args.max_output, deadline)
+                                              for n in chosen}, timeout_s=args.timeout)
+            doc = run_document(argv_cmd, chosen, runs, time.monotonic() - start)
+            text = json.dumps(doc, indent=1) if args.json else "\n".join(render_runs(doc))
+        else:
+            budget = max(args.timeout - 2.0, 1.0)  # the probe answers before the caller gives up
+            runs = run_on_nodes(probe_node, {n.node_id: (n.node_id, pids, options.to_dict(), args.samples,
+                                                         args.interval, not args.no_children, budget)
+                                             for n in chosen}, timeout_s=args.timeout)
+            doc = dump_document(pids, chosen, runs, time.monotonic() - start)
+            text = json.dumps(doc, indent=1) if args.json else "\n".join(render_dump(doc))
+    emit(text, out)
     return EXIT_OK if doc["summary"]["failed"] == 0 else EXIT_PARTIAL
 
 
-def emit(text: str) -> None:
-    print(text, flush=True)
+def emit(text: str, stream: TextIO | None = None) -> None:
+    print(text, file=stream or sys.stdout, flush=True)
 
 
 def render_list_json(nodes: list[NodeInfo]) -> str:

@@ -28,6 +28,7 @@ from debug_hang.pyspy import (
     child_pids,
     dump_pids,
     find_pyspy,
+    process_tree,
     pyspy_missing_message,
     read_title,
     validate_pid,
@@ -180,6 +181,7 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     # This helper and the py-spy processes it starts are nobody's evidence: never dump them as
     # "children" (on a node whose targets include the raylet's parent, they would be).
     own = {os.getpid()}
+    tree = process_tree() if children else {}
     for pid in targets:
         if not os.path.exists(f"/proc/{pid}"):
             errors.append({"pid": pid, "kind": PROCESS_EXITED, "sample": 0,
@@ -189,7 +191,7 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
         all_pids.append(pid)
         info[pid] = {"title": read_title(pid), "ppid": parent_pid(pid), "child_of": None}
         if children:
-            for child in child_pids(pid)[:MAX_CHILDREN_PER_TARGET]:
+            for child in child_pids(pid, tree)[:MAX_CHILDREN_PER_TARGET]:
                 if child not in info and child not in own:
                     all_pids.append(child)
                     info[child] = {"title": read_title(child), "ppid": parent_pid(child), "child_of": pid}

@@ -17,6 +17,7 @@ from debug_hang.aggregate import (
     Group,
     Normalizer,
     aggregate,
+    short_file,
 )
 from debug_hang.errors import EXIT_CODES_HELP, EXIT_OK, DebugHangError, UsageError
 from debug_hang.model import Frame, Process, stacks_to_dict
@@ -31,6 +32,8 @@ SUMMARY_MEMBERS = 8
 # Frames shown per stack in the summary (innermost first); the JSON has every frame.
 SUMMARY_FRAMES = 12
 MAX_WARNINGS_SHOWN = 20
+# Roles outside Ray are command lines: clip them in the summary.
+ROLE_CHARS = 60
 
 EPILOG = f"""{FORMATS_HELP}
 
@@ -52,10 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description=(
-            "Read stack dumps in any format responders paste (py-spy text or JSON, `ray stack`, "
-            "faulthandler, a diagnose folder) into one model; with --group, fold identical "
-            "stacks across processes and threads into groups and name the processes whose "
-            "stacks differ from their peers (the odd rank of a collective hang)."
+            "Read stack dumps in any format responders paste (py-spy text or JSON, `ray stack`,\n"
+            "faulthandler, a diagnose folder) into one model; with --group, fold identical stacks\n"
+            "across processes and threads into groups and name the processes whose stacks differ\n"
+            "from their peers (the odd rank of a collective hang)."
         ),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -101,6 +104,9 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise UsageError("--max-groups must be 0 or more")
     if args.max_chars < 200:
         raise UsageError("--max-chars must be at least 200")
+    if args.input == "-" and sys.stdin is not None and sys.stdin.isatty():
+        raise UsageError("reading stdin, which is a terminal: pipe a dump in "
+                         "(`ray stack 2>&1 | parse_stacks.py -`) or give a FILE or DIR")
     warnings: list[str] = []
     processes = parse_path(args.input, warnings)
     _print_warnings(warnings, err)
@@ -153,8 +159,13 @@ def write_bounded(lines: Iterable[str], out: TextIO, max_chars: int) -> None:
         used += len(line) + 1
 
 
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def _frame_text(f: Frame) -> str:
-    where = f.file if f.line is None else f"{f.file}:{f.line}"
+    file = short_file(f.file) if f.file else "?"
+    where = file if f.line is None else f"{file}:{f.line}"
     return f"{f.function} ({where})"
 
 
@@ -181,7 +192,7 @@ def summary_lines(source: str, processes: list[Process], agg: Aggregation,
     if len(failed) > 5:
         yield f"  ... and {len(failed) - 5} more failed dumps"
     if warnings:
-        yield f"{len(warnings)} warning(s) on stderr (input cut short or partly unreadable)"
+        yield f"{len(warnings)} warning(s) on stderr"
     if agg.hidden:
         kinds = ", ".join(f"{k} {v}" for k, v in sorted(agg.hidden.items(), key=lambda kv: -kv[1]))
         verb = "shown, marked [housekeeping]" if agg.options.show_housekeeping else \
@@ -200,9 +211,10 @@ def _outlier_lines(agg: Aggregation) -> Iterator[str]:
         yield (f"OUTLIERS: {len(agg.outliers)} process(es) whose stacks differ from the majority "
                "of their role (fewest alike first: the suspects)")
         for o in agg.outliers:
-            yield (f"  {_who(o.pid, o.role, o.rank, o.node)}: {o.alike} of {o.role_size} "
-                   f"{o.role} process(es) look like this; {o.majority} share the majority stacks"
-                   f"  [title {o.title or '?'}]")
+            role = _clip(o.role, ROLE_CHARS)
+            yield (f"  {_who(o.pid, role, o.rank, o.node)}: {o.alike} of {o.role_size} "
+                   f"{role} process(es) look like this; {o.majority} share the majority stacks"
+                   f"  [title {_clip(o.title or '?', ROLE_CHARS)}]")
             if not o.frames:
                 yield f"      {IDLE_SIGNATURE} (its peers are busy elsewhere)"
             for f in o.frames[:6]:
@@ -234,7 +246,7 @@ def _one_group(i: int, g: Group) -> Iterator[str]:
     states = ", ".join(f"{k} {v}" for k, v in sorted(g.states().items()))
     tag = f" [housekeeping: {g.housekeeping}]" if g.housekeeping else ""
     yield f"#{i} {g.size} thread(s) in {g.processes} process(es) ({states}) id {g.id}{tag}"
-    by_role = Counter(m.role or (m.title or "?") for m in g.members)
+    by_role = Counter(_clip(m.role or m.title or "?", ROLE_CHARS) for m in g.members)
     roles = ", ".join(f"{r} x{n}" for r, n in by_role.most_common(4))
     if len(by_role) > 4:
         roles += f", +{len(by_role) - 4} more"
@@ -265,8 +277,7 @@ def _process_lines(processes: list[Process], agg: Aggregation) -> Iterator[str]:
         hidden = 0
         system = norm.system_process(p.title)
         for t in p.threads:
-            _, kept, _ = norm.signature(t)
-            kind = norm.housekeeping(system, t, kept)
+            _, kept, kind = norm.classify(t, system)
             if kind is not None and not agg.options.show_housekeeping:
                 hidden += 1
                 continue
@@ -274,6 +285,9 @@ def _process_lines(processes: list[Process], agg: Aggregation) -> Iterator[str]:
             gil = "+gil" if t.owns_gil else ""
             tag = f" [housekeeping: {kind}]" if kind else ""
             yield f"   thread {t.thread_id} {t.name or ''} ({state}{gil}){tag}"
+            inner = next((f for f in t.frames if f.native and not f.function.startswith("0x")), None)
+            if t.frames and t.frames[0].native and inner is not None and not agg.options.native:
+                yield f"      [native] {_frame_text(inner)}"
             for f in kept[:SUMMARY_FRAMES]:
                 yield f"      {_frame_text(f)}"
             if len(kept) > SUMMARY_FRAMES:

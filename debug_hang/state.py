@@ -158,7 +158,9 @@ def take_snapshot(dashboard_url: str, job_id: str | None, timeout_s: float = HTT
 def _store(snap: Snapshot, name: str, value: Any) -> None:
     if isinstance(value, ListResult):
         if value.error:
-            (snap.warnings if value.rows else snap.errors).append(value.error)
+            # Cluster events only add context: their loss is a warning, not a collection error.
+            optional = name == "events" or bool(value.rows)
+            (snap.warnings if optional else snap.errors).append(value.error)
         if value.truncated:
             snap.warnings.append(
                 f"{name}: the State API returned {len(value.rows)} of {value.total} rows; "

@@ -1,0 +1,201 @@
+"""Render the hang-pattern catalog (references/patterns.yaml) as references/patterns.md.
+
+The catalog is the single source of truth; the Markdown page is generated from it, never edited
+by hand:
+
+    python -m debug_hang.catalog_doc > references/patterns.md
+    python -m debug_hang.catalog_doc --check        # exit 1 when patterns.md is stale
+
+`render()` returns the page; tests/test_skill.py checks the shipped file equals it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from debug_hang.errors import EXIT_OK, run_main
+from debug_hang.patterns import CATALOG_PATH, KINDS, load_catalog
+
+PROG = "python -m debug_hang.catalog_doc"
+PAGE_PATH = CATALOG_PATH.parent / "patterns.md"
+CASES_DIR = CATALOG_PATH.parent / "cases"
+# A reference case names its root-cause pattern on a line of this shape (scripts/make_reference_cases.py).
+_CASE_PATTERN = re.compile(r"^\*\*Root-cause pattern\*\*: `([a-z0-9-]+)`", re.MULTILINE)
+
+KIND_TEXT = {
+    "symptom": "symptom — a process waits on something else: follow the edge to find why",
+    "root-cause": "root cause — where a wait-for chain ends: the reason the job does not progress",
+    "benign": "benign — Ray's own idle machinery: never a finding (hidden unless `--all`)",
+}
+DETECT_TEXT = {
+    "stack": "from a thread's Python stack (py-spy)",
+    "state": "from Ray state (tasks, actors, placement groups, resources)",
+    "graph": "by the wait-for graph (cycles, collective peers, chain ends)",
+}
+EDGE_TEXT = {
+    "submitted-tasks": "the unfinished tasks this process submitted (parent_task_id) and who runs them",
+    "actor-queue": "the method the actor is running now",
+    "collective-peers": "the other ranks of the process group",
+    "placement-group": "the job's PENDING placement groups",
+    "queue-producers": "the producers of the queue",
+    "child-process": "the child processes (dumped too)",
+    "lock-holder": "the thread holding the lock",
+    "none": "nowhere: the chain ends here",
+}
+
+
+def _regex_words(regex: str) -> str:
+    """A signature regex as a reader would say it: anchors and escapes dropped."""
+    if regex in (".", ".*"):
+        return "any"
+    text = regex.strip()
+    text = text.removeprefix("^").removesuffix("$")
+    text = text.replace("(^|/)", "").replace("\\.", ".").replace("\\s*", " ").replace("\\s+", " ")
+    text = text.replace("\\b", "").replace("\\(", "(").replace("\\[", "[").replace("\\]", "]")
+    return text
+
+
+def _rule_words(rule: dict[str, Any]) -> str:
+    parts = []
+    function = rule.get("function")
+    if function and function not in (".", ".*"):
+        parts.append(f"function `{_regex_words(function)}`")
+    if rule.get("file") and rule["file"] not in (".", ".*"):
+        parts.append(f"in a file matching `{_regex_words(rule['file'])}`")
+    if rule.get("code"):
+        parts.append(f"source line matching `{_regex_words(rule['code'])}`")
+    return " ".join(parts) if parts else "any frame"
+
+
+def _signature_lines(raw: dict[str, Any]) -> Iterator[str]:
+    stack = raw.get("stack") or {}
+    states = raw.get("states") or []
+    if raw["detect"] == "stack":
+        where = "the innermost Python frame is" if stack.get("innermost") else "a frame on the stack is"
+        yield f"- **Stack signature**: {where} one of:"
+        for rule in stack.get("frames") or []:
+            yield f"  - {_rule_words(rule)}"
+        for rule in stack.get("requires") or []:
+            yield f"  - and the stack also holds a frame: {_rule_words(rule)}"
+        for rule in stack.get("excludes") or []:
+            yield f"  - and no frame of the stack is: {_rule_words(rule)}"
+        if stack.get("active") is True:
+            yield "  - and py-spy reports the thread **active** (running on CPU) in the sample"
+        elif stack.get("active") is False:
+            yield "  - and py-spy reports the thread **idle** (blocked)"
+    elif raw["detect"] == "state":
+        yield f"- **Signature**: no stack shows it; decided {DETECT_TEXT['state']}."
+    else:
+        yield f"- **Signature**: decided {DETECT_TEXT['graph']} from the symptoms of several processes."
+    if states:
+        yield f"- **Ray task/actor/group states**: {', '.join(f'`{s}`' for s in states)}"
+
+
+def _cases_by_pattern(cases_dir: Path) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    if not cases_dir.is_dir():
+        return found
+    for path in sorted(cases_dir.glob("*.md")):
+        match = _CASE_PATTERN.search(path.read_text(encoding="utf-8"))
+        if match:
+            found.setdefault(match.group(1), []).append(path.name)
+    return found
+
+
+def _raw_patterns(path: Path) -> list[dict[str, Any]]:
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    patterns: list[dict[str, Any]] = doc["patterns"]
+    return patterns
+
+
+def render(catalog_path: Path = CATALOG_PATH, cases_dir: Path = CASES_DIR) -> str:
+    """references/patterns.md, generated from the catalog (and the case files that cite a pattern)."""
+    load_catalog(catalog_path)  # validates; raises BadInputError naming what is wrong
+    return "\n".join(_lines(_raw_patterns(catalog_path), _cases_by_pattern(cases_dir))) + "\n"
+
+
+def _lines(raws: list[dict[str, Any]], cases: dict[str, list[str]]) -> Iterator[str]:
+    yield "# Hang patterns"
+    yield ""
+    yield "<!-- Generated from references/patterns.yaml by `python -m debug_hang.catalog_doc`; do not edit. -->"
+    yield ""
+    yield ("Every thread the tool classifies, every root cause it reports, is one of these patterns. Open "
+           "this page when `diagnosis.json` or `match_patterns.py` names a pattern you need to act on: each "
+           "section says what the pattern means, how it is recognised, where the wait leads (the next "
+           "process to look at), the usual root causes and the fixes.")
+    yield ""
+    yield "Kinds:"
+    for kind in KINDS:
+        yield f"- {KIND_TEXT[kind]}"
+    yield ""
+    yield "| id | kind | detected | title |"
+    yield "|---|---|---|---|"
+    for raw in raws:
+        yield f"| [`{raw['id']}`](#{raw['id']}) | {raw['kind']} | {raw['detect']} | {raw['title']} |"
+    yield ""
+    for raw in raws:
+        yield f"## {raw['id']}"
+        yield ""
+        yield f"**{raw['title']}** — kind `{raw['kind']}`, detected {DETECT_TEXT[raw['detect']]}."
+        yield ""
+        yield f"- **What it means**: {str(raw['meaning']).strip()}"
+        yield from _signature_lines(raw)
+        yield f"- **Where the wait leads**: {raw['leads_to']}"
+        yield f"- **Edge followed by the wait-for graph**: `{raw['edge']}` — {EDGE_TEXT[raw['edge']]}"
+        root_causes = raw.get("root_causes") or []
+        if root_causes:
+            yield "- **Root causes**:"
+            for cause in root_causes:
+                yield f"  - {cause}"
+        fixes = raw.get("fixes") or []
+        if fixes:
+            yield "- **Fixes**:"
+            for fix in fixes:
+                yield f"  - {fix}"
+        for ref in raw.get("references") or []:
+            yield f"- **Reference**: {ref}"
+        for case in cases.get(raw["id"], []):
+            yield f"- **Recorded case**: [cases/{case}](cases/{case})"
+        yield ""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Render references/patterns.yaml as Markdown (references/patterns.md) on stdout.",
+        epilog="examples:\n  python -m debug_hang.catalog_doc > references/patterns.md\n"
+               "  python -m debug_hang.catalog_doc --check\n\n"
+               "exit codes:\n  0  success (or --check: the page is current)\n"
+               "  1  --check: the page differs from the catalog (regenerate it)\n"
+               "  3  the catalog is invalid",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--catalog", type=Path, default=CATALOG_PATH,
+                        help="catalog YAML (default references/patterns.yaml)")
+    parser.add_argument("--check", action="store_true",
+                        help="compare with references/patterns.md instead of printing; exit 1 when stale")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    text = render(args.catalog)
+    if args.check:
+        current = PAGE_PATH.read_text(encoding="utf-8") if PAGE_PATH.exists() else ""
+        if current != text:
+            print(f"{PAGE_PATH} is stale: run `{PROG} > references/patterns.md`", file=sys.stderr)
+            return 1
+        return EXIT_OK
+    sys.stdout.write(text)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    run_main(main, PROG)
