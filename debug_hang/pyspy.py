@@ -187,7 +187,7 @@ def dump_pid(pid: int, options: DumpOptions, pyspy: str | None = None) -> DumpRe
     pyspy = pyspy or find_pyspy()
     if pyspy is None:
         return DumpResult(pid, error=pyspy_missing_message(), kind=PYSPY_MISSING)
-    if not os.path.exists(f"/proc/{pid}"):
+    if not os.path.exists(f"/proc/{pid}") or _is_zombie(pid):
         return DumpResult(pid, error="process exited before it could be dumped (it was listed, "
                           "then gone)", kind=PROCESS_EXITED)
     argv = [pyspy, "dump", "--json", "--pid", str(pid)]
@@ -225,6 +225,16 @@ def dump_pid(pid: int, options: DumpOptions, pyspy: str | None = None) -> DumpRe
     return DumpResult(pid, processes=processes, seconds=seconds)
 
 
+def _is_zombie(pid: int) -> bool:
+    """True for a process that has exited but is not yet reaped (state Z): nothing to dump."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
+            fields = fh.read().rsplit(")", 1)[-1].split()
+    except OSError:
+        return False
+    return bool(fields) and fields[0] in ("Z", "X")
+
+
 def explain_failure(pid: int, stderr: bytes) -> tuple[str, str]:
     """(kind, message) for a failed py-spy run, from its stderr and the state of the pid.
 
@@ -242,7 +252,7 @@ def explain_failure(pid: int, stderr: bytes) -> tuple[str, str]:
     lowered = summary.lower()
     if "permission denied" in lowered or "operation not permitted" in lowered:
         return PERMISSION_DENIED, f"permission denied reading pid {pid}: {ptrace_help()}"
-    if not os.path.exists(f"/proc/{pid}"):
+    if not os.path.exists(f"/proc/{pid}") or _is_zombie(pid):
         return PROCESS_EXITED, f"process exited during the dump ({summary})"
     if "failed to find python version" in lowered or "python interpreter" in lowered:
         return NOT_PYTHON, f"not a Python process, or one py-spy cannot read ({summary})"
