@@ -192,15 +192,20 @@ def build_graph(inp: GraphInputs) -> WaitGraph:
     _add_dead_ranks_history(g, tasks, actors, actor_node)
 
     for verdict in inp.verdicts:
+        _detect_lock_order(g.nodes[proc_key(verdict.process)], verdict)
+    for verdict in inp.verdicts:
         key = proc_key(verdict.process)
         node = g.nodes[key]
+        if node.class_name == "_QueueActor":
+            _edges_queue(g, key, tasks, actors, actor_node)  # ray.util.queue's actor: go on to producers
+            continue
         pattern = catalog().get(node.pattern or "")
         edge = pattern.edge if pattern else "none"
         if edge == "submitted-tasks" or (node.pattern == "async-loop-blocked"):
             _edges_submitted(g, inp, key, verdict.process, tasks, running_tasks, actor_node, by_pid)
         elif edge == "placement-group":
             _edges_pg(g, inp, key)
-        elif edge == "child-process":
+        elif edge == "child-process" or (node.pattern is None and node.state in ("blocked", "unknown")):
             _edges_children(g, inp, key, verdict.process, by_pid)
         elif edge == "queue-producers":
             _edges_queue(g, key, tasks, actors, actor_node)
@@ -208,6 +213,20 @@ def build_graph(inp: GraphInputs) -> WaitGraph:
     _edges_pending_actors(g, inp, actors, actor_node, tasks, running_tasks)
     _mark_queued(g, tasks, actor_node, running_tasks)
     return g
+
+
+def _detect_lock_order(node: GNode, verdict: ProcessVerdict) -> None:
+    """Two or more threads of one process idle at different lock lines: a lock-order deadlock."""
+    waits = [(t, m) for t, m in verdict.threads if m.pattern == "lock-wait" and m.frame is not None
+             and m.frame.code and not t.active]
+    lines = {(m.frame.file, m.frame.line) for _, m in waits if m.frame is not None}
+    if len(waits) < 2 or len(lines) < 2:
+        return
+    node.pattern = "lock-order-deadlock"
+    node.state = "blocked"
+    for thread, match in waits[:4]:
+        frame = match.user_frame or match.frame
+        node.evidence.append(f"thread {thread.name or thread.os_thread_id} waits at {_frame_text(frame)}")
 
 
 def _death_text(cause: Any) -> str:
@@ -315,6 +334,8 @@ def _edges_pg(g: WaitGraph, inp: GraphInputs, key: str) -> None:
                 evidence=[f"PENDING, scheduling_state {stats.get('scheduling_state')}, strategy "
                           f"{pg.get('strategy')}, bundles {bundles}"],
             )
+        if g.nodes[pg_key].class_name is None:
+            g.nodes[pg_key].class_name = g.nodes[key].class_name  # who waits for it
         g.add_edge(key, pg_key, "pg-ready-wait", "waits in pg.ready() for this placement group")
 
 
@@ -330,6 +351,13 @@ def _edges_children(g: WaitGraph, inp: GraphInputs, key: str, proc: Process,
                                        state="unknown", pid=pid, node_id=proc.node_id,
                                        evidence=["child process (no Python stack: not a Python process "
                                                  "or not dumpable)"])
+        child = g.nodes[child_key]
+        child.kind = "process"
+        child.class_name = child.class_name or g.nodes[key].class_name  # spawned by this actor
+        child.name = f"child of {g.nodes[key].name}: {str(info.get('title') or pid)[:60]}"
+        child.evidence.append(f"its own stack: {child.pattern or child.state}"
+                              + (f" at {_frame_text(child.frame)}" if child.frame else ""))
+        child.pattern = "child-process-hang"  # the chain ends in a child that does not exit
         g.add_edge(key, child_key, "child-process-wait", f"waits for child pid {pid}")
 
 

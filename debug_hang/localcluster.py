@@ -153,8 +153,30 @@ def submit_example(cluster: LocalCluster, example: str, ready_timeout_s: float =
     status = client.get_job_status(sub)
     if status.is_terminal():
         raise DebugHangError(f"{example} ended early ({status}): {client.get_job_logs(sub)[-500:]}")
-    time.sleep(settle_s)
-    return SubmittedJob(submission_id=sub, job_id=client.get_job_info(sub).job_id)
+    job_id = client.get_job_info(sub).job_id
+    wait_quiet(cluster, str(job_id), quiet_s=settle_s)
+    return SubmittedJob(submission_id=sub, job_id=job_id)
+
+
+def wait_quiet(cluster: LocalCluster, job_id: str, quiet_s: float = 3.0, max_s: float = 20.0) -> bool:
+    """Wait until the job's task states stop changing for `quiet_s` (a hang has set in), at most
+    `max_s` (a healthy job never goes quiet). On a loaded machine READY can come before the last
+    actors are even scheduled; diagnosing then would catch the job still starting."""
+    from debug_hang.state import DashboardClient
+
+    client = DashboardClient(cluster.dashboard, timeout_s=10)
+    end = time.monotonic() + max_s
+    last: object = None
+    since = time.monotonic()
+    while time.monotonic() < end:
+        rows = client.list_state("tasks", [("job_id", "=", job_id)], detail=False).rows
+        now = sorted((str(t.get("task_id")), str(t.get("state"))) for t in rows)
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            return True
+        time.sleep(0.5)
+    return False
 
 
 def stop_job(cluster: LocalCluster, job: SubmittedJob) -> None:

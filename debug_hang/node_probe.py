@@ -183,6 +183,9 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     own = {os.getpid()}
     tree = process_tree() if children else {}
     for pid in targets:
+        if pid in info:  # listed twice, or already found as another target's child
+            info[pid]["child_of"] = None
+            continue
         if not os.path.exists(f"/proc/{pid}"):
             errors.append({"pid": pid, "kind": PROCESS_EXITED, "sample": 0,
                            "error": "process not found on this node: it exited after it was "

@@ -62,6 +62,7 @@ class Pattern:
     excludes: tuple[FrameRule, ...] = ()
     innermost: bool = False
     active: bool | None = None
+    priority: int = 0  # a more specific reading of the same stack wins (pg.ready() over ray.get)
 
     @property
     def fix(self) -> str:
@@ -144,6 +145,7 @@ def load_catalog(path: Path | str = CATALOG_PATH) -> list[Pattern]:
             excludes=tuple(_rule(r, where) for r in stack.get("excludes") or ()),
             innermost=bool(stack.get("innermost", False)),
             active=stack.get("active"),
+            priority=int(raw.get("priority", 0)),
         ))
     return patterns
 
@@ -169,9 +171,12 @@ def match_thread(thread: Thread, patterns: list[Pattern] | None = None) -> Threa
     if not frames:
         return ThreadMatch("unknown", 0.0, None, None)
     hits: list[tuple[float, int, Pattern, int, Frame]] = []
+    has_user_code = any(not is_library(f) for _, f in frames)
     for order, pattern in enumerate(patterns):
         if pattern.detect != "stack" or not pattern.frames:
             continue
+        if pattern.kind == "benign" and has_user_code:
+            continue  # the job's own code is on the stack: not just Ray's machinery
         if pattern.active is not None and thread.active is not None and thread.active != pattern.active:
             continue
         if pattern.requires and not all(any(r.matches(f) for _, f in frames) for r in pattern.requires):
@@ -187,7 +192,7 @@ def match_thread(thread: Thread, patterns: list[Pattern] | None = None) -> Threa
     user = next((f for _, f in frames if not is_library(f)), None)
     if not hits:
         return ThreadMatch("unknown", 0.0, frames[0][1], frames[0][0], user_frame=user)
-    hits.sort(key=lambda h: (-h[0], h[1]))
+    hits.sort(key=lambda h: (-h[2].priority, -h[0], h[1]))
     best = hits[0]
     return ThreadMatch(best[2].id, best[0], best[4], best[3], also=[h[2].id for h in hits[1:]], user_frame=user)
 
@@ -202,8 +207,7 @@ def _confidence(pattern: Pattern, thread: Thread, frames: list[tuple[int, Frame]
     if pattern.requires:
         score += 0.15  # the more specific signature (async-loop-blocked over ray-get-wait)
     if pattern.kind == "benign":
-        # Ray's own machinery wins outright, unless the job's code is on the stack.
-        score = 0.3 if any(not is_library(f) for _, f in frames) else 0.98
+        score = 0.98  # Ray's own machinery (only tried when no job code is on the stack)
     if pattern.id == "busy-loop" and is_library(frames[0][1]):
         score -= 0.3  # spinning inside a library is less telling than in user code
     if pattern.id == "poll-never-satisfied" and is_library(frames[0][1]):
