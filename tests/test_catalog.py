@@ -1,0 +1,85 @@
+"""The pattern catalog is valid, closed, and classifies real recorded dumps correctly."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from debug_hang.errors import BadInputError
+from debug_hang.match_cli import load_processes
+from debug_hang.patterns import CATALOG_PATH, catalog, load_catalog, match_process
+
+pytestmark = pytest.mark.unit
+DUMPS = ROOT / "tests" / "data" / "dumps"
+
+
+def test_catalog_loads_and_covers_the_required_patterns() -> None:
+    ids = set(catalog())
+    required = {
+        "ray-get-wait", "actor-call-cycle", "actor-call-queued", "infeasible-resource", "resource-starvation",
+        "placement-group-infeasible", "pg-ready-wait", "poll-never-satisfied", "queue-get-wait", "lock-wait",
+        "lock-order-deadlock", "async-loop-blocked", "collective-wait", "collective-mismatch", "collective-skipped",
+        "peer-rank-dead", "rendezvous-wait", "child-process-wait", "dataloader-wait", "io-wait", "busy-loop",
+        "idle-worker", "ray-housekeeping", "producer-gone", "child-process-hang", "idle-no-work",
+    }
+    assert required <= ids, required - ids
+    for pattern in catalog().values():
+        assert pattern.meaning and pattern.leads_to and pattern.title
+        if pattern.kind == "root-cause":
+            assert pattern.fixes, pattern.id
+
+
+def test_every_pattern_id_the_code_uses_is_in_the_catalog() -> None:
+    ids = set(catalog())
+    users = ("graph.py", "diagnose.py", "patterns.py", "report.py", "match_cli.py")
+    source = "\n".join((ROOT / "debug_hang" / name).read_text() for name in users)
+    used = set(re.findall(r'"([a-z]+(?:-[a-z]+)+)"', source))
+    candidates = {u for u in used if u.endswith(("-wait", "-cycle", "-dead", "-gone", "-hang", "-loop",
+                                                  "-satisfied", "-infeasible", "-starvation", "-deadlock",
+                                                  "-skipped", "-mismatch", "-blocked", "-work", "-resource"))}
+    candidates -= {"no-hang", "debug-hang"}  # a verdict and the program's name, not patterns
+    assert candidates, "the scan found no pattern ids at all"
+    assert candidates <= ids, candidates - ids
+
+
+def test_a_broken_catalog_is_refused_with_a_clear_message(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("schema: debug-hang/patterns/v1\npatterns:\n  - id: x\n    kind: nonsense\n")
+    with pytest.raises(BadInputError, match="kind, detect and edge"):
+        load_catalog(bad)
+    bad.write_text("schema: [unclosed")
+    with pytest.raises(BadInputError, match="not valid YAML"):
+        load_catalog(bad)
+    assert load_catalog(CATALOG_PATH)
+
+
+@pytest.mark.parametrize(("dump", "pattern"), [
+    ("actor_call_cycle/Learner-18140.json", "ray-get-wait"),
+    ("actor_call_cycle/ParameterServer-18142.txt", "ray-get-wait"),
+    ("chain_three_actors/Trainer-21931.json", "ray-get-wait"),
+])
+def test_real_dumps_are_classified(dump: str, pattern: str) -> None:
+    path = DUMPS / dump
+    if not path.exists():
+        pytest.skip(f"no capture {dump}")
+    procs = load_processes(str(path))
+    verdict = match_process(procs[0])
+    assert verdict.verdict == "blocked"
+    assert verdict.pattern == pattern
+    assert verdict.main is not None and verdict.main.user_frame is not None
+
+
+def test_collective_ranks_in_real_dumps() -> None:
+    folder = DUMPS / "gloo_skipped_allreduce"
+    if not folder.exists():
+        pytest.skip("no gloo capture")
+    patterns = {}
+    for path in sorted(folder.glob("TrainWorker-*.json")):
+        proc = load_processes(str(path))[0]
+        patterns[path.name] = match_process(proc).pattern
+    assert "collective-wait" in patterns.values(), patterns
+    # The rank that skipped the all_reduce is not in a collective: it is the odd one out.
+    assert any(p != "collective-wait" for p in patterns.values()), patterns

@@ -1,0 +1,67 @@
+"""A diagnostic that never hangs and fails clearly: bad addresses, bad input, missing jobs."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import LocalCluster, run_script
+
+
+def _env_without_address() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("RAY_ADDRESS", None)
+    env["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    return env
+
+
+@pytest.mark.unit
+def test_unreachable_address_fails_fast_naming_the_address_and_the_port_rule(tmp_path: Path) -> None:
+    # GIVEN an address where no GCS listens (Ray's own client would wait 30-40 s)
+    start = time.monotonic()
+    # WHEN the responder runs the diagnosis
+    proc = run_script(["scripts/diagnose_ray_hang.sh", "127.0.0.1:6399", str(tmp_path / "out")],
+                      timeout_s=60, env=_env_without_address())
+    # THEN it fails within seconds, with one line naming the address and the default-port rule
+    assert time.monotonic() - start < 15
+    assert proc.returncode == 4, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in proc.stderr
+    assert "127.0.0.1:6399" in lines[0] and "6379" in lines[0]
+
+
+@pytest.mark.unit
+def test_no_address_at_all_is_a_usage_error(tmp_path: Path) -> None:
+    proc = run_script(["scripts/diagnose_ray_hang.sh"], timeout_s=60, env=_env_without_address())
+    assert proc.returncode == 2
+    assert "RAY_ADDRESS" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("content", [b"", b"\x00\x01\x02\xff" * 100, b"{not json", b"hello world\n" * 10])
+def test_match_patterns_rejects_bad_input_with_one_line(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "input.json"
+    path.write_bytes(content)
+    proc = run_script(["scripts/match_patterns.py", str(path)], timeout_s=60)
+    assert proc.returncode == 3, (proc.returncode, proc.stderr)
+    assert len(proc.stderr.strip().splitlines()) >= 1 and "Traceback" not in proc.stderr
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("script", ["scripts/diagnose_ray_hang.sh", "scripts/match_patterns.py",
+                                    "scripts/parse_stacks.py", "scripts/run_on_each_ray_node.py"])
+def test_every_script_answers_help_with_exit_codes(script: str) -> None:
+    proc = run_script([script, "--help"], timeout_s=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "exit codes" in proc.stdout
+
+
+@pytest.mark.integration
+def test_unknown_job_id_is_not_found(ray_cluster: LocalCluster, tmp_path: Path) -> None:
+    proc = run_script(["scripts/diagnose_ray_hang.sh", ray_cluster.gcs, str(tmp_path / "o"), "--job-id", "ffff0000"],
+                      timeout_s=60, env=ray_cluster.env())
+    assert proc.returncode == 5, proc.stderr
+    assert "ffff0000" in proc.stderr and "Traceback" not in proc.stderr

@@ -1,0 +1,56 @@
+"""The analysis (matcher, wait-for graph, verdict) re-run on real recorded captures.
+
+Each folder under tests/data/cases/ was written by a real diagnosis of a real hang from
+examples/ (tests/test_examples.py with DEBUG_HANG_RECORD=1). Re-analysing it must still name the
+root cause the example declares — no cluster needed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from conftest import ROOT, expected_of
+from debug_hang.diagnose import reanalyse
+from debug_hang.graph import find_cycles
+from debug_hang.report import render_markdown
+
+pytestmark = pytest.mark.unit
+
+CASES = sorted(p for p in (ROOT / "tests" / "data" / "cases").glob("*") if (p / "stacks.json").exists())
+SCHEMA = json.loads((ROOT / "references" / "diagnosis.schema.json").read_text())
+
+
+@pytest.mark.parametrize("case", CASES, ids=[p.name for p in CASES])
+def test_recorded_case_still_yields_its_root_cause(case: Path) -> None:
+    # GIVEN the real capture of an example's hang, and what the example declares
+    expected = expected_of(case.name)
+    # WHEN the current code re-analyses it
+    diag = reanalyse(case)
+    doc = diag.to_json()
+    # THEN it is a valid diagnosis naming the same verdict, pattern and culprits
+    jsonschema.validate(doc, SCHEMA)
+    assert doc["verdict"] == expected["verdict"], doc["summary"]
+    if expected["verdict"] != "hang":
+        return
+    top = doc["root_causes"][0]
+    assert top["pattern"] == expected["pattern"], doc["summary"]
+    for culprit in expected["culprits"]:
+        assert any(c["class_name"] == culprit["class_name"]
+                   and (culprit["rank"] is None or c["rank"] == culprit["rank"]) for c in top["culprits"]), top
+    report = render_markdown(diag)
+    assert "## Blocking chain" in report and "← root cause" in report
+
+
+def test_cycle_case_names_every_member() -> None:
+    case = ROOT / "tests" / "data" / "cases" / "actor_call_cycle"
+    if not case.exists():
+        pytest.skip("no recorded actor_call_cycle capture")
+    diag = reanalyse(case)
+    cycles = find_cycles(diag.graph)
+    assert len(cycles) == 1
+    names = {diag.graph.nodes[k].class_name for k in cycles[0]}
+    assert names == {"ParameterServer", "Learner"}
