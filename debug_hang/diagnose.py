@@ -16,6 +16,7 @@ from typing import Any
 from debug_hang.address import ClusterAddress, check_reachable, parse_address, resolve_dashboard
 from debug_hang.collect import Collection, collect_stacks, select_targets
 from debug_hang.errors import NotFoundError
+from debug_hang.evidence import Evidence, NodeEvidence, gather
 from debug_hang.graph import GraphInputs, RootCause, WaitGraph, build_graph, chains, root_causes
 from debug_hang.model import Process, stacks_to_dict
 from debug_hang.patterns import ProcessVerdict, catalog, match_process
@@ -66,6 +67,14 @@ class Diagnosis:
     progress: list[str] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
+    evidence: Evidence | None = None
+
+    def chain_keys(self) -> list[str]:
+        """Graph keys of every node on a reported chain, culprits first."""
+        keys: list[str] = [c.key for cause in self.causes for c in cause.culprits]
+        for chain in chains(self.graph, self.causes):
+            keys += [node.key for node, _ in chain]
+        return list(dict.fromkeys(keys))
 
     def to_json(self) -> dict[str, Any]:
         """diagnosis.json, contract v1 (references/diagnosis.schema.json)."""
@@ -248,6 +257,13 @@ def run(opts: Options) -> Diagnosis:
         errors.append({"node_id": None, "pid": None, "error": f"second task listing failed: {after.error}"})
     diag = analyse(job, snap, collection, None if after.error else after.rows, addr.gcs, why, others,
                    errors + [{"node_id": None, "pid": None, "error": e} for e in snap.errors], started)
+    if diag.causes and not deadline.expired:
+        try:
+            diag.evidence = gather(DashboardClient(addr.dashboard_url, timeout_s=deadline.remaining(cap=8.0)),
+                                   diag.graph, diag.chain_keys(), after.rows or snap.tasks, job)
+        except Exception as exc:  # noqa: BLE001 - evidence is a bonus: report and go on
+            diag.errors.append({"node_id": None, "pid": None, "error": f"evidence gathering failed: {exc}"})
+    diag.seconds = time.monotonic() - started
     if opts.output_dir is not None:
         write_outputs(diag, opts.output_dir, after.rows)
     return diag
@@ -283,10 +299,24 @@ def write_outputs(diag: Diagnosis, out: Path, tasks_after: list[dict[str, Any]] 
     meta = {"job_id": diag.job_id, "info": {str(k): v for k, v in diag.collection.info.items()},
             "errors": diag.collection.errors, "nodes": diag.collection.nodes,
             "targets": diag.collection.targets, "seconds": diag.collection.seconds,
-            "paths": diag.collection.paths, "job_choice": diag.job_choice, "address": diag.address}
+            "paths": diag.collection.paths, "job_choice": diag.job_choice, "address": diag.address,
+            "diagnosis_seconds": diag.seconds}
     (out / "stacks.json").write_text(json.dumps(stacks_to_dict(diag.collection.processes, meta)))
     if tasks_after is not None:
         (out / "tasks_after.json").write_text(json.dumps(tasks_after, default=str))
+    if diag.evidence is not None:
+        logs = out / "logs"
+        logs.mkdir(exist_ok=True)
+        for key, node_ev in diag.evidence.per_node.items():
+            node = diag.graph.nodes[key]
+            for suffix, text in node_ev.logs.items():
+                (logs / f"{node.class_name or node.kind}-{node.pid}.{suffix}").write_text(text)
+        if diag.evidence.driver_log:
+            (logs / "driver.log").write_text(diag.evidence.driver_log)
+        (out / "evidence.json").write_text(json.dumps({
+            "per_node": {k: {"highlights": v.highlights, "history": v.history, "errors": v.errors}
+                         for k, v in diag.evidence.per_node.items()},
+            "driver_highlights": diag.evidence.driver_highlights, "errors": diag.evidence.errors}, indent=1))
     (out / "report.md").write_text(render_markdown(diag))
     (out / "diagnosis.json").write_text(json.dumps(diag.to_json(), indent=2, default=str))
 
@@ -307,5 +337,14 @@ def reanalyse(folder: Path) -> Diagnosis:
     job = next((j for j in snap.jobs if j.get("job_id") == meta.get("job_id")), {"job_id": meta.get("job_id")})
     after_path = folder / "tasks_after.json"
     after = json.loads(after_path.read_text()) if after_path.exists() else None
-    return analyse(job, snap, coll, after, str(meta.get("address") or ""), str(meta.get("job_choice") or ""),
+    diag = analyse(job, snap, coll, after, str(meta.get("address") or ""), str(meta.get("job_choice") or ""),
                    [j for j in snap.jobs if j is not job], [], time.monotonic())
+    diag.seconds = float(meta.get("diagnosis_seconds") or diag.seconds)
+    ev_path = folder / "evidence.json"
+    if ev_path.exists():
+        raw = json.loads(ev_path.read_text())
+        diag.evidence = Evidence(
+            per_node={k: NodeEvidence(highlights=v.get("highlights", []), history=v.get("history", []),
+                                      errors=v.get("errors", [])) for k, v in (raw.get("per_node") or {}).items()},
+            driver_highlights=list(raw.get("driver_highlights") or []), errors=list(raw.get("errors") or []))
+    return diag

@@ -148,6 +148,22 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
         yield f"- **Impact**: {len(cause.victims)} process(es) wait on it"
         for ev in cause.evidence[:MAX_EVIDENCE]:
             yield f"- evidence: {_cell(ev)[:300]}"
+        if diag.evidence is not None:
+            for c in cause.culprits:
+                node_ev = diag.evidence.per_node.get(c.key)
+                if node_ev is None:
+                    continue
+                for line in node_ev.history:
+                    yield f"- task history ({c.name}): {_cell(line)[:300]}"
+                for line in node_ev.highlights:
+                    yield f"- own log ({c.name} pid {c.pid}): `{_cell(line)[:240]}`"
+        yield ""
+    if diag.evidence is not None and diag.evidence.driver_highlights:
+        yield "## Driver log (lines that matter)"
+        yield "```"
+        for line in diag.evidence.driver_highlights:
+            yield line
+        yield "```"
         yield ""
     yield "## Fix suggestions"
     seen: set[str] = set()

@@ -1,0 +1,125 @@
+"""Evidence that explains *why*, gathered for the processes on a reported chain.
+
+- the tail of each process's own Ray worker log (`worker-<id>-<job>-<pid>.out/.err`), read on its
+  node by the dashboard agent (`/api/v0/logs/file`) — the only place holding a dead rank's real
+  reason and per-rank warnings (the job log deduplicates lines that look alike across ranks);
+- the driver log's lines that matter: Ray's "Unhandled error" reports of task exceptions nobody
+  fetched, autoscaler "cannot fulfill" errors, warnings;
+- per actor, its recent FINISHED and FAILED tasks with times and errors (the State API cuts
+  error messages to about 500 characters: the log file has the whole traceback).
+Everything is bounded: a few lines in the report, the full text in the output folder.
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from debug_hang.errors import UnreachableError
+from debug_hang.graph import GNode, WaitGraph
+from debug_hang.state import DashboardClient
+
+LOG_LINES = 200  # lines fetched per log file (kept whole in the output folder)
+EXCERPT_LINES = 4  # lines shown per log in the report
+MAX_PROCESSES = 12  # chain members whose logs are read
+INTERESTING = re.compile(
+    r"(Traceback|Error|error|Exception|WARNING|Warning|WARN|abort|Abort|NaN|nan|skipp|"
+    r"Unhandled|cannot fulfill|No available node types|timed out|Killed|OOM|exit)"
+)
+_RAY_PREFIX = re.compile(r"^:(job_id|actor_name|task_name):")
+
+
+@dataclass
+class NodeEvidence:
+    """What was found for one graph node."""
+
+    logs: dict[str, str] = field(default_factory=dict)  # "err"/"out" -> full fetched text
+    highlights: list[str] = field(default_factory=list)  # the lines worth showing
+    history: list[str] = field(default_factory=list)  # recent finished/failed tasks
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Evidence:
+    per_node: dict[str, NodeEvidence] = field(default_factory=dict)
+    driver_log: str = ""
+    driver_highlights: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def _fetch_log(client: DashboardClient, params: list[tuple[str, str]]) -> str:
+    query = urllib.parse.urlencode(params + [("lines", str(LOG_LINES)), ("timeout", "5")])
+    request = urllib.request.Request(f"{client.url}/api/v0/logs/file?{query}")
+    try:
+        with urllib.request.urlopen(request, timeout=client.timeout_s) as response:
+            return response.read().decode("utf-8", "replace")
+    except OSError as exc:
+        raise UnreachableError(f"log not readable: {getattr(exc, 'reason', exc)}") from None
+
+
+def highlights(text: str, limit: int = EXCERPT_LINES) -> list[str]:
+    """The last `limit` lines that look like errors or warnings (Ray's own prefixes dropped)."""
+    lines = [ln.rstrip() for ln in text.splitlines() if ln.strip() and not _RAY_PREFIX.match(ln)]
+    picked = [ln for ln in lines if INTERESTING.search(ln)]
+    return [ln[:240] for ln in picked[-limit:]]
+
+
+def task_history(node: GNode, tasks: list[dict[str, Any]], limit: int = 4) -> list[str]:
+    """An actor's (or worker's) most recent finished/failed tasks, newest last."""
+    mine = [t for t in tasks if t.get("state") in ("FINISHED", "FAILED") and t.get("type") != "ACTOR_CREATION_TASK"
+            and ((node.actor_id and t.get("actor_id") == node.actor_id)
+                 or (not node.actor_id and node.pid and t.get("worker_pid") == node.pid))]
+    mine.sort(key=lambda t: t.get("end_time_ms") or 0)
+    out = []
+    for t in mine[-limit:]:
+        start, end = t.get("start_time_ms"), t.get("end_time_ms")
+        took = f"{(end - start) / 1000:.1f}s" if start and end else "?"
+        text = f"{t.get('name')} {t.get('state')} after {took}"
+        if t.get("state") == "FAILED":
+            msg = (t.get("error_message") or "").strip().splitlines()
+            text += f" — {t.get('error_type')}: {msg[-1][:200] if msg else ''} (State API keeps ~500 chars; full traceback in the worker log)"
+        out.append(text)
+    return out
+
+
+def gather(client: DashboardClient, graph: WaitGraph, keys: list[str], tasks: list[dict[str, Any]],
+           job: dict[str, Any]) -> Evidence:
+    """Fetch logs for the chain members `keys` (bounded) and the driver log, in parallel."""
+    ev = Evidence()
+    wanted = [k for k in keys if graph.nodes[k].kind != "resource" and graph.nodes[k].kind != "placement_group"]
+    wanted = wanted[:MAX_PROCESSES]
+    jobs: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for key in wanted:
+        node = graph.nodes[key]
+        ev.per_node[key] = NodeEvidence(history=task_history(node, tasks))
+        if node.kind == "driver":
+            continue
+        for suffix in ("err", "out"):
+            if node.actor_id:
+                jobs[(key, suffix)] = [("actor_id", node.actor_id), ("suffix", suffix)]
+            elif node.pid and node.node_id:
+                jobs[(key, suffix)] = [("node_id", node.node_id), ("pid", str(node.pid)), ("suffix", suffix)]
+    sub = job.get("submission_id")
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        futures = {k: pool.submit(_fetch_log, client, params) for k, params in jobs.items()}
+        driver = pool.submit(client.get, f"/api/jobs/{urllib.parse.quote(str(sub))}/logs") if sub else None
+        for (key, suffix), future in futures.items():
+            try:
+                text = future.result(timeout=client.timeout_s + 2)
+            except Exception as exc:  # noqa: BLE001 - a missing log is reported, not fatal
+                ev.per_node[key].errors.append(f"{suffix} log: {exc}")
+                continue
+            ev.per_node[key].logs[suffix] = text
+            ev.per_node[key].highlights += [f"[{suffix}] {line}" for line in highlights(text)]
+        if driver is not None:
+            try:
+                body = driver.result(timeout=client.timeout_s + 2)
+                ev.driver_log = str((body or {}).get("logs") or "")
+                ev.driver_highlights = highlights(ev.driver_log, limit=6)
+            except Exception as exc:  # noqa: BLE001 - as above
+                ev.errors.append(f"driver log: {exc}")
+    return ev
