@@ -156,7 +156,11 @@ def build_graph(inp: GraphInputs) -> WaitGraph:
             frame=verdict.main.frame if verdict.main else None,
         )
         if verdict.main and verdict.main.frame is not None and verdict.verdict != "idle":
-            node.evidence.append(f"stack: {verdict.main.pattern} at {_frame_text(verdict.main.frame)}")
+            where = verdict.main.user_frame or verdict.main.frame
+            node.evidence.append(f"stack: {verdict.main.pattern} at {_frame_text(where)}")
+        cpu = inp.info.get(proc.pid or -1, {}).get("cpu_percent")
+        if cpu is not None and (verdict.verdict == "busy" or cpu >= 50):
+            node.evidence.append(f"real CPU use {cpu:.0f}% over the sampling window")
         g.nodes[node.key] = node
         by_pid[(proc.node_id, proc.pid)] = node.key
         if proc.actor_id:

@@ -6,6 +6,7 @@ evidence are capped and the full material stays in the output folder.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -100,20 +101,25 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
         yield f"- Progress seen: {'; '.join(diag.progress[:3])}"
     yield ""
     yield "## Blocked tasks"
-    yield "| Process | PID | Node | State | Blocking location | Pattern |"
-    yield "|---|---|---|---|---|---|"
+    yield "CPU = real CPU use of the process over the sampling window (a spin shows ~100%, a wait ~0%)."
+    yield ""
+    yield "| Process | PID | Node | State | CPU | Blocking location | Pattern |"
+    yield "|---|---|---|---|---|---|---|"
     rows = sorted(diag.verdicts, key=lambda v: (v.verdict == "idle", v.process.pid or 0))
     for v in rows[:MAX_TABLE_ROWS]:
         where = "—"
         if v.main is not None and v.verdict != "idle":
             where = location(v.main.frame, v.main.user_frame)
+        cpu = diag.collection.info.get(v.process.pid or -1, {}).get("cpu_percent")
+        cpu_text = "—" if cpu is None else f"{cpu:.0f}%"
         yield (f"| {_cell(v.process.label)} | {v.process.pid} | {(v.process.node_id or '?')[:8]} | {v.verdict} | "
-               f"{_cell(where)} | {v.pattern or '—'} |")
+               f"{cpu_text} | {_cell(where)} | {v.pattern or '—'} |")
     if len(rows) > MAX_TABLE_ROWS:
-        yield f"| … {len(rows) - MAX_TABLE_ROWS} more in 05_stacks.txt | | | | | |"
+        yield f"| … {len(rows) - MAX_TABLE_ROWS} more in 05_stacks.txt | | | | | | |"
     for node in diag.graph.nodes.values():
-        if node.state in ("dead", "pending") and node.kind == "actor":
-            yield f"| {_cell(node.name)} | {node.pid or '—'} | {(node.node_id or '?')[:8]} | {node.state} | — | {node.pattern or '—'} |"
+        if node.state in ("dead", "pending") and node.kind in ("actor", "rank"):
+            yield (f"| {_cell(node.name)}{'' if node.rank is None else f'[rank {node.rank}]'} | {node.pid or '—'} | "
+                   f"{(node.node_id or '?')[:8]} | {node.state} | — | — | {node.pattern or '—'} |")
     yield ""
     yield "## Blocking chain"
     all_chains = chains(diag.graph, diag.causes)
@@ -158,6 +164,12 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
                 for line in node_ev.highlights:
                     yield f"- own log ({c.name} pid {c.pid}): `{_cell(line)[:240]}`"
         yield ""
+    diffs = locals_differences(diag)
+    if diffs:
+        yield "## Locals that differ between peers (--locals)"
+        for line in diffs[:10]:
+            yield f"- {line}"
+        yield ""
     if diag.evidence is not None and diag.evidence.driver_highlights:
         yield "## Driver log (lines that matter)"
         yield "```"
@@ -184,3 +196,31 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
             yield f"- node {(err.get('node_id') or '?')[:12]} pid {err.get('pid') or '—'}: {_cell(err.get('error'))[:300]}"
         if len(errors) > 15:
             yield f"- … {len(errors) - 15} more in diagnosis.json"
+
+
+_COUNTER = re.compile(r"^(step|steps|epoch|it|iter|iteration|i|idx|batch_idx|global_step|round|n|count|done)$")
+
+
+def locals_differences(diag: Diagnosis) -> list[str]:
+    """Loop counters in the deciding user frames that differ across processes of one class:
+    `TrainWorker.step: rank 2: 7; ranks 0, 1, 3: 6`. Needs a run with --locals."""
+    groups: dict[str, list[tuple[str, dict[str, str]]]] = {}
+    for v in diag.verdicts:
+        frame = v.main.user_frame if v.main else None
+        if frame is None or not frame.locals or not v.process.actor_class:
+            continue
+        who = f"rank {v.process.rank}" if v.process.rank is not None else f"pid {v.process.pid}"
+        groups.setdefault(v.process.actor_class, []).append((who, frame.locals))
+    out = []
+    for cls, members in groups.items():
+        if len(members) < 2:
+            continue
+        names = set.intersection(*(set(loc) for _, loc in members))
+        for name in sorted(n for n in names if _COUNTER.match(n)):
+            by_value: dict[str, list[str]] = {}
+            for who, loc in members:
+                by_value.setdefault(loc[name][:40], []).append(who)
+            if len(by_value) > 1:
+                parts = sorted(by_value.items(), key=lambda kv: len(kv[1]))
+                out.append(f"{cls}.{name}: " + "; ".join(f"{', '.join(w)}: {val}" for val, w in parts))
+    return out
