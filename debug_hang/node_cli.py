@@ -13,6 +13,7 @@ import contextlib
 import json
 import shlex
 import sys
+import textwrap
 import time
 from collections.abc import Iterator
 from typing import Any, TextIO
@@ -67,7 +68,7 @@ nodes: -n takes a full node id, a unique prefix of one (an ambiguous prefix is r
 candidates listed), or an IP (every node with that IP). Dead nodes are listed by --list and
 reported, never run on.
 
---nonblocking: {NONBLOCKING_TRADE_OFF}.
+{textwrap.fill("--nonblocking: " + NONBLOCKING_TRADE_OFF + ".", 96)}
 
 exit codes:
   0  every chosen node ran the command (each command's own exit code is printed per node)

@@ -1,0 +1,326 @@
+"""What runs on a node, tested on real local processes with the real py-spy (no Ray cluster).
+
+Every failure a node can report is produced for real: a pid that exited, a process that is not
+Python, py-spy absent from a real Python environment, py-spy without ptrace rights (the real
+py-spy run as `nobody` through setpriv: the only wrapper here), a command that overruns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from debug_hang.errors import UsageError
+from debug_hang.node_probe import (
+    COMMAND_NOT_FOUND,
+    COMMAND_TIMEOUT,
+    pid_namespace,
+    probe_node,
+    resolve_command,
+    run_command,
+)
+from debug_hang.pyspy import (
+    NOT_PYTHON,
+    PERMISSION_DENIED,
+    PROCESS_EXITED,
+    PYSPY_MISSING,
+    DumpOptions,
+    dump_pid,
+    explain_failure,
+    find_pyspy,
+    validate_pid,
+)
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parent.parent
+PYSPY = find_pyspy()
+needs_pyspy = pytest.mark.skipif(PYSPY is None, reason="py-spy not installed")
+
+TARGET = textwrap.dedent("""\
+    import subprocess, sys, threading
+    def parked():
+        print("READY", flush=True)
+        threading.Event().wait()
+    if len(sys.argv) > 1:  # also start a Python child and a non-Python child
+        subprocess.Popen([sys.executable, __file__])
+        subprocess.Popen(["sleep", "300"])
+    parked()
+    """)
+PARKED_LINE = 4
+
+
+def start_target(tmp_path: Path, with_children: bool = False) -> subprocess.Popen[str]:
+    script = tmp_path / "target.py"
+    script.write_text(TARGET)
+    argv = [sys.executable, str(script)] + (["children"] if with_children else [])
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
+    time.sleep(0.2)  # from the print to the wait on the next line
+    return proc
+
+
+@pytest.fixture
+def target(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+    proc = start_target(tmp_path)
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+@pytest.fixture
+def family(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+    proc = start_target(tmp_path, with_children=True)
+    time.sleep(0.5)  # the children start after READY
+    yield proc
+    os.killpg(proc.pid, 9)
+    proc.wait()
+
+
+# --- pid validation ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("good", [1, 4242, "4242", " 17 ", 4_194_304])
+def test_valid_pids_become_ints(good: object) -> None:
+    assert validate_pid(good) == int(str(good).strip())
+
+
+@pytest.mark.parametrize("bad", [0, -1, "12a", "1;rm -rf /", "$(id)", True, None, 1.5, 4_194_305, "",
+                                 "\u0663", "\u00b2"])
+def test_anything_else_is_refused(bad: object) -> None:
+    with pytest.raises(ValueError, match="invalid pid"):
+        validate_pid(bad)
+
+
+@given(st.one_of(st.text(), st.from_regex(r"\A\s*[0-9]{1,8}\s*\Z")))
+def test_only_ascii_digits_ever_pass(text: str) -> None:
+    try:
+        pid = validate_pid(text)
+    except ValueError:
+        return
+    digits = text.strip()
+    assert digits.isascii() and digits.isdigit() and pid == int(digits) > 0
+
+
+def test_native_with_nonblocking_is_refused_naming_both() -> None:
+    with pytest.raises(UsageError, match="--native and --nonblocking"):
+        DumpOptions(native=True, nonblocking=True)
+
+
+# --- dumping real processes --------------------------------------------------------------------
+
+@needs_pyspy
+def test_dump_of_a_parked_python_process_shows_the_frame_and_line(target: subprocess.Popen[str]) -> None:
+    result = dump_pid(target.pid, DumpOptions())
+    assert result.error is None and result.kind is None
+    [proc] = result.processes
+    main = proc.threads[0]
+    assert main.active is False
+    assert ("parked", PARKED_LINE) in [(f.function, f.line) for f in main.frames]
+    assert proc.title is not None and "target.py" in proc.title
+
+
+@needs_pyspy
+def test_nonblocking_and_native_dumps_also_work(target: subprocess.Popen[str]) -> None:
+    for options in (DumpOptions(nonblocking=True), DumpOptions(native=True)):
+        result = dump_pid(target.pid, options)
+        assert result.error is None, (options, result.error)
+        assert "parked" in [f.function for t in result.processes[0].threads for f in t.frames]
+
+
+@needs_pyspy
+def test_a_process_that_exited_after_listing_is_reported_as_exited(tmp_path: Path) -> None:
+    proc = start_target(tmp_path)
+    proc.kill()
+    proc.wait()
+    result = dump_pid(proc.pid, DumpOptions())
+    assert result.kind == PROCESS_EXITED and "exited" in (result.error or "")
+    probe = probe_node("n1", [proc.pid], {}, samples=1)
+    assert [(e["pid"], e["kind"]) for e in probe["errors"]] == [(proc.pid, PROCESS_EXITED)]
+    assert probe["processes"] == []
+
+
+@needs_pyspy
+def test_an_exited_but_unreaped_process_is_reported_as_exited() -> None:
+    zombie = subprocess.Popen(["true"])
+    try:
+        time.sleep(0.3)  # exited; not waited for, so its /proc entry stays (state Z)
+        assert Path(f"/proc/{zombie.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+        result = dump_pid(zombie.pid, DumpOptions())
+    finally:
+        zombie.wait()
+    assert result.kind == PROCESS_EXITED
+
+
+@needs_pyspy
+def test_a_non_python_process_is_reported_as_such() -> None:
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        time.sleep(0.2)
+        result = dump_pid(sleeper.pid, DumpOptions())
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert result.kind == NOT_PYTHON
+    assert "Failed to find python version" in (result.error or "")
+
+
+@needs_pyspy
+def test_pyspy_error_keeps_its_message_without_the_rust_backtrace() -> None:
+    # GIVEN py-spy's real stderr with RUST_BACKTRACE=1 (as this machine's environment sets it)
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        time.sleep(0.2)
+        assert PYSPY is not None
+        real = subprocess.run([PYSPY, "dump", "--pid", str(sleeper.pid)], capture_output=True,
+                              env={**os.environ, "RUST_BACKTRACE": "1"}, timeout=30, check=False)
+        # WHEN explained THEN the error line is kept and the backtrace dropped
+        kind, message = explain_failure(sleeper.pid, real.stderr)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert b"Stack backtrace" in real.stderr
+    assert kind == NOT_PYTHON
+    assert "Failed to find python version" in message and "backtrace" not in message
+    assert "rust_begin_short_backtrace" not in message
+
+
+@needs_pyspy
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root and setpriv to run py-spy as an unprivileged user")
+def test_permission_denied_explains_ptrace(target: subprocess.Popen[str], tmp_path: Path) -> None:
+    # GIVEN the real py-spy run as `nobody` against a root-owned process (no ptrace rights)
+    wrapper = tmp_path / "py-spy"
+    wrapper.write_text(f"#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups {PYSPY} \"$@\"\n")
+    wrapper.chmod(0o755)
+    # WHEN dumped THEN a permission error that explains ptrace, SYS_PTRACE and ptrace_scope
+    result = dump_pid(target.pid, DumpOptions(), pyspy=str(wrapper))
+    assert result.kind == PERMISSION_DENIED
+    message = result.error or ""
+    assert "ptrace" in message and "SYS_PTRACE" in message and "ptrace_scope" in message
+    assert "sudo" not in message  # py-spy's own advice is replaced, not echoed
+
+
+def bare_python(root: Path) -> str:
+    """A real venv without py-spy: its site-packages point at ours, its bin/ holds only python."""
+    venv = root / "bare"
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
+    purelib = Path(sysconfig.get_paths()["purelib"])
+    (venv / purelib.relative_to(sys.prefix) / "ours.pth").write_text(f"{purelib}\n{ROOT}\n")
+    return str(venv / "bin" / "python")
+
+
+def test_pyspy_missing_is_one_clear_node_error(target: subprocess.Popen[str], tmp_path: Path) -> None:
+    # GIVEN a Python environment without py-spy, and a PATH without it
+    python = bare_python(tmp_path)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    assert shutil.which("py-spy", path=env["PATH"]) is None
+    code = ("import json; from debug_hang.node_probe import probe_node; "
+            f"print(json.dumps(probe_node('n1', [{target.pid}], {{}}, 1)))")
+    # WHEN the probe runs there
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True, env=env, timeout=60, check=True)
+    result = json.loads(out.stdout)
+    # THEN one node-level error says py-spy is missing, where it looked, and how to install it
+    assert result["pyspy"] is None and result["processes"] == []
+    [error] = result["errors"]
+    assert error["kind"] == PYSPY_MISSING and error["pid"] is None and error["pids"] == [target.pid]
+    assert "PATH (/usr/bin:/bin)" in error["error"] and f"{python} -m pip install py-spy" in error["error"]
+    # AND the rest of the evidence is still there
+    assert result["info"][str(target.pid)]["title"].endswith("target.py")
+
+
+def test_pyspy_beside_python_is_found_when_path_lacks_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    beside = Path(sys.executable).parent / "py-spy"
+    if not os.access(beside, os.X_OK):
+        pytest.skip("py-spy is not installed beside this Python")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert find_pyspy() == str(beside)
+    assert resolve_command(["py-spy", "--version"]) == [str(beside), "--version"]
+
+
+# --- probe_node --------------------------------------------------------------------------------
+
+@needs_pyspy
+def test_probe_dumps_python_children_and_skips_non_python_ones(family: subprocess.Popen[str]) -> None:
+    # GIVEN a parked parent with a parked Python child and a `sleep` child
+    result = probe_node("n1", [family.pid], {}, samples=2, interval_s=0.2)
+    info = result["info"]
+    children = {int(pid): v for pid, v in info.items() if v["child_of"] == family.pid}
+    py_child = next(pid for pid, v in children.items() if "target.py" in (v["title"] or ""))
+    sleeper = next(pid for pid, v in children.items() if (v["title"] or "").startswith("sleep"))
+    # THEN both Pythons are dumped twice (two samples), tagged with the node
+    dumped = [(p["pid"], p["sample"]) for p in result["processes"]]
+    assert sorted(dumped) == sorted([(family.pid, 0), (family.pid, 1), (py_child, 0), (py_child, 1)])
+    assert all(p["node_id"] == "n1" for p in result["processes"])
+    # AND the non-Python child is noted in its info, not reported as an error
+    assert result["errors"] == []
+    assert info[str(sleeper)]["dump"] == NOT_PYTHON
+    assert info[str(family.pid)]["cpu_percent"] < 50
+    assert result["pid_namespace"] == pid_namespace() and result["samples_taken"] == 2
+
+
+@needs_pyspy
+def test_a_target_listed_twice_or_also_a_child_is_dumped_once(family: subprocess.Popen[str]) -> None:
+    first = probe_node("n1", [family.pid], {}, samples=1)
+    child = next(int(pid) for pid, v in first["info"].items()
+                 if v["child_of"] == family.pid and "target.py" in (v["title"] or ""))
+    result = probe_node("n1", [family.pid, child, family.pid], {}, samples=1)
+    assert sorted(p["pid"] for p in result["processes"]) == sorted([family.pid, child])
+    assert result["info"][str(child)]["child_of"] is None  # a target in its own right
+
+
+@needs_pyspy
+def test_probe_budget_cuts_samples_short(target: subprocess.Popen[str]) -> None:
+    start = time.monotonic()
+    result = probe_node("n1", [target.pid], {}, samples=10, interval_s=1.0, budget_s=2.5)
+    assert time.monotonic() - start < 4
+    assert 1 <= result["samples_taken"] < 10
+
+
+# --- run_command -------------------------------------------------------------------------------
+
+def test_command_argv_reaches_the_program_uninterpreted() -> None:
+    result = run_command(["echo", "$HOME | wc -l; `id`"], timeout_s=10)
+    assert result["returncode"] == 0 and result["stdout"] == "$HOME | wc -l; `id`\n"
+    assert result["error"] is None and result["kind"] is None
+
+
+def test_command_timeout_kills_its_whole_process_group() -> None:
+    # GIVEN a command whose own child would outlive it
+    start = time.monotonic()
+    result = run_command(["sh", "-c", "sleep 60 & echo $!; wait"], timeout_s=1.5)
+    # THEN it is cut at the timeout, and the grandchild is gone too
+    assert time.monotonic() - start < 5
+    assert result["kind"] == COMMAND_TIMEOUT and "1.5s" in result["error"]
+    grandchild = int(result["stdout"].split()[0])
+    time.sleep(0.2)
+    assert not os.path.exists(f"/proc/{grandchild}") or "Z" in Path(f"/proc/{grandchild}/stat").read_text().split()[2]
+
+
+def test_command_answers_before_the_callers_deadline() -> None:
+    start = time.monotonic()
+    result = run_command(["sleep", "30"], timeout_s=30, deadline=time.time() + 4)
+    assert result["kind"] == COMMAND_TIMEOUT and time.monotonic() - start < 4
+
+
+def test_command_output_is_cut_with_the_count() -> None:
+    result = run_command([sys.executable, "-c", "print('x' * 5000)"], timeout_s=30, max_output=100)
+    assert result["stdout"] == "x" * 100 and result["stdout_cut"] == 4901
+
+
+def test_missing_command_is_reported_not_raised() -> None:
+    result = run_command(["no-such-program-xyz"], timeout_s=5)
+    assert result["kind"] == COMMAND_NOT_FOUND and result["returncode"] is None
+    assert "'no-such-program-xyz'" in result["error"] and "PATH=" in result["error"]
