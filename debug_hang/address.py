@@ -92,7 +92,7 @@ def resolve_dashboard(address: ClusterAddress, timeout_s: float = GCS_READ_TIMEO
 
     def read() -> str | None:
         from ray._private import ray_constants
-        from ray._raylet import GcsClient
+        from ray._raylet import GcsClient  # type: ignore[attr-defined]
 
         client = GcsClient(address=address.gcs)
         value = client.internal_kv_get(

@@ -114,7 +114,9 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
     local: dict[str, tuple[Any, ...]] = {}
     remote: dict[str, tuple[Any, ...]] = {}
     for node_id, node_targets in by_node.items():
-        args = (node_id, [t.pid for t in node_targets], options.to_dict(), samples, interval_s, children)
+        # Each probe gets a budget so a slow node answers with what it has before we give up on it.
+        budget = max(deadline.remaining(cap=45.0) - 2.0, 1.0)
+        args = (node_id, [t.pid for t in node_targets], options.to_dict(), samples, interval_s, children, budget)
         is_local = local_raylet(node_id) is not None
         coll.paths[node_id] = "local" if is_local else "ray-task"
         (local if is_local else remote)[node_id] = args
@@ -127,7 +129,8 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
             try:
                 results[node_id] = future.result(timeout=deadline.remaining())
             except Exception as exc:  # noqa: BLE001 - one node's failure is data
-                coll.errors.append({"node_id": node_id, "pid": None, "error": f"local dump failed: {exc}"})
+                coll.errors.append({"node_id": node_id, "pid": None, "error": f"local dump failed: {exc}",
+                                    "kind": "helper-failed"})
     targets_by_key = {(t.node_id, t.pid): t for t in targets}
     for node_id, value in results.items():
         for err in value.get("errors", []):
@@ -152,11 +155,12 @@ def _run_remote(address: ClusterAddress, remote: dict[str, tuple[Any, ...]], dea
         runs = run_on_nodes(probe_node, remote, timeout_s=deadline.remaining(cap=45.0))
     except Exception as exc:  # noqa: BLE001 - report and keep the local results
         for node_id in remote:
-            coll.errors.append({"node_id": node_id, "pid": None, "error": f"no helper task could run: {exc}"})
+            coll.errors.append({"node_id": node_id, "pid": None, "error": f"no helper task could run: {exc}",
+                                "kind": "helper-failed"})
         return
     for node_id, run in runs.items():
         if run.error:
-            coll.errors.append({"node_id": node_id, "pid": None, "error": run.error})
+            coll.errors.append({"node_id": node_id, "pid": None, "error": run.error, "kind": run.kind})
         else:
             results[node_id] = run.value
 

@@ -104,8 +104,8 @@ class Diagnosis:
               "pattern": n.pattern, "state": n.state, "waits_on": why} for n, why in chain]
             for chain in chains(self.graph, self.causes)
         ]
-        errors = [{"node_id": e.get("node_id"), "pid": e.get("pid"), "error": e.get("error")}
-                  for e in self.collection.errors + self.errors]
+        errors = [{"node_id": e.get("node_id"), "pid": e.get("pid"), "error": str(e.get("error")),
+                   "kind": e.get("kind")} for e in self.collection.errors + self.errors]
         return {
             "schema": DIAGNOSIS_SCHEMA,
             "address": self.address,
@@ -137,7 +137,7 @@ def pick_job(jobs: list[dict[str, Any]], job_id: str | None, own_job: str | None
         known = ", ".join(f"{j.get('job_id')} ({j.get('status')})" for j in jobs) or "none"
         raise NotFoundError(f"no RUNNING job to diagnose; jobs: {known}. Pass --job-id to pick one")
     choice = running[0]
-    why = (f"the only RUNNING job" if len(running) == 1 else
+    why = ("the only RUNNING job" if len(running) == 1 else
            f"the most recently started of {len(running)} RUNNING jobs (pass --job-id to choose another)")
     return choice, why, [j for j in jobs if j is not choice]
 

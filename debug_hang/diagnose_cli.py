@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import sys
@@ -68,7 +69,10 @@ def main(argv: list[str] | None = None) -> int:
         opts = Options(address=args.address, job_id=args.job_id, output_dir=out, deadline_s=args.deadline,
                        samples=args.samples, interval_s=args.interval, native=args.native,
                        nonblocking=args.nonblocking, locals=args.locals)
-        diag = run(opts)
+        # Ray's driver prints cluster errors ("node ... marked dead") to stdout from a background
+        # thread once connected; keep stdout for our own output (--json must stay valid JSON).
+        with contextlib.redirect_stdout(sys.stderr):
+            diag = run(opts)
     if args.json:
         print(json.dumps(diag.to_json(), indent=2, default=str))
         return EXIT_OK

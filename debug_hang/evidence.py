@@ -56,7 +56,8 @@ def _fetch_log(client: DashboardClient, params: list[tuple[str, str]]) -> str:
     request = urllib.request.Request(f"{client.url}/api/v0/logs/file?{query}")
     try:
         with urllib.request.urlopen(request, timeout=client.timeout_s) as response:
-            return response.read().decode("utf-8", "replace")
+            text: str = response.read().decode("utf-8", "replace")
+            return text
     except OSError as exc:
         raise UnreachableError(f"log not readable: {getattr(exc, 'reason', exc)}") from None
 

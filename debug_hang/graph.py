@@ -384,7 +384,7 @@ def _edges_queue(g: WaitGraph, key: str, tasks: list[dict[str, Any]], actors: di
 def _collective_group(g: WaitGraph, actors: dict[str, dict[str, Any]], actor_node: dict[str, str]) -> dict[str, list[str]]:
     """Ranks grouped by actor class: the processes that share a process group."""
     groups: dict[str, list[str]] = {}
-    for key, node in g.nodes.items():
+    for node in g.nodes.values():
         if node.pattern in ("collective-wait", "rendezvous-wait") and node.class_name:
             groups.setdefault(node.class_name, [])
     for cls in groups:
@@ -413,8 +413,9 @@ def _edges_collectives(g: WaitGraph, inp: GraphInputs, actors: dict[str, dict[st
                 node.pattern = "collective-skipped"
                 node.evidence.append("not in any collective while its peers are")
             for w in waiting:
+                frame = g.nodes[w].frame
                 g.add_edge(w, peer, "collective-wait",
-                           f"in {g.nodes[w].frame.function if g.nodes[w].frame else 'a collective'}; "
+                           f"in {frame.function if frame is not None else 'a collective'}; "
                            f"{node.name}{'' if node.rank is None else f' rank {node.rank}'} is not")
         if not others and len(waiting) > 1:
             _mark_mismatch(g, waiting)
@@ -465,8 +466,8 @@ def _edges_pending_actors(g: WaitGraph, inp: GraphInputs, actors: dict[str, dict
         for holder_key, holder in g.nodes.items():
             if holder.kind == "resource" or holder.state not in ("blocked", "busy"):
                 continue
-            actor = actors.get(holder.actor_id or "")
-            held = dict((actor or {}).get("required_resources") or {})
+            holder_actor = actors.get(holder.actor_id or "") or {}
+            held = dict(holder_actor.get("required_resources") or {})
             for task in running.get(holder_key, []):
                 if task.get("type") == "NORMAL_TASK":
                     held.update(task.get("required_resources") or {})
@@ -574,7 +575,7 @@ def root_causes(g: WaitGraph) -> list[RootCause]:
             summary=f"deadlock cycle: {names}",
         ))
     ends: dict[str, list[str]] = {}
-    for key, node in g.nodes.items():
+    for key in g.nodes:
         if key in in_cycle or not g.into(key):
             continue
         if any(e.dst not in in_cycle for e in g.out(key)):
@@ -587,8 +588,8 @@ def root_causes(g: WaitGraph) -> list[RootCause]:
         # (a lock-order deadlock inside one actor, a blocked event loop).
         if key in ends or key in in_cycle or g.out(key):
             continue
-        pattern = catalog().get(node.pattern or "")
-        if pattern and pattern.kind == "root-cause" and node.kind != "resource":
+        own = catalog().get(node.pattern or "")
+        if own and own.kind == "root-cause" and node.kind != "resource":
             ends[key] = _upstream(g, {key})
     for key, victims in ends.items():
         node = g.nodes[key]

@@ -45,7 +45,7 @@ def _stack_lines(processes: list[Process]) -> Iterator[str]:
 
 def location(frame: Frame | None, user: Frame | None) -> str:
     """`user_fn (file:line) `code`` → `deciding_fn`: where the job's code waits, and on what."""
-    parts = []
+    parts: list[str] = []
     for f in (user, frame):
         if f is None or (parts and f is user):
             continue

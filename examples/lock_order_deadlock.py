@@ -23,9 +23,9 @@ Expected diagnosis
 """
 
 import os
+import threading
 import time
 from dataclasses import asdict, dataclass
-import threading
 
 import ray
 

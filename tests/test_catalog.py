@@ -6,8 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
+
 from debug_hang.errors import BadInputError
 from debug_hang.match_cli import load_processes
 from debug_hang.patterns import CATALOG_PATH, catalog, load_catalog, match_process

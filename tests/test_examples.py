@@ -14,8 +14,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
 from conftest import ROOT, LocalCluster, expected_of, read_json, run_script, stop_job, submit_example
+
 from debug_hang import localcluster
 
 pytestmark = pytest.mark.integration

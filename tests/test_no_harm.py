@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import LocalCluster, run_script, stop_job, submit_example
+
 from debug_hang.state import DashboardClient
 
 pytestmark = pytest.mark.integration

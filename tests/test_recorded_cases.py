@@ -12,8 +12,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
 from conftest import ROOT, expected_of
+
 from debug_hang.diagnose import reanalyse
 from debug_hang.graph import find_cycles
 from debug_hang.report import render_markdown
