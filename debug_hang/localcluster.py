@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from debug_hang.errors import DebugHangError, UnreachableError
+from debug_hang.paths import bundle_root
 
-EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES_DIR = bundle_root() / "examples"
 T = TypeVar("T")
 
 

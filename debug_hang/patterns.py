@@ -17,8 +17,9 @@ import yaml
 
 from debug_hang.errors import BadInputError
 from debug_hang.model import Frame, Process, Thread
+from debug_hang.paths import bundle_root
 
-CATALOG_PATH = Path(__file__).resolve().parent.parent / "references" / "patterns.yaml"
+CATALOG_PATH = bundle_root() / "references" / "patterns.yaml"
 CATALOG_SCHEMA = "debug-hang/patterns/v1"
 KINDS = ("symptom", "root-cause", "benign")
 DETECTS = ("stack", "state", "graph")
