@@ -31,6 +31,7 @@ INTERESTING = re.compile(
     r"Unhandled|cannot fulfill|No available node types|timed out|Killed|OOM|exit)"
 )
 _RAY_PREFIX = re.compile(r"^:(job_id|actor_name|task_name):")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @dataclass
@@ -64,7 +65,7 @@ def _fetch_log(client: DashboardClient, params: list[tuple[str, str]]) -> str:
 
 def highlights(text: str, limit: int = EXCERPT_LINES) -> list[str]:
     """The last `limit` lines that look like errors or warnings (Ray's own prefixes dropped)."""
-    lines = [ln.rstrip() for ln in text.splitlines() if ln.strip() and not _RAY_PREFIX.match(ln)]
+    lines = [_ANSI.sub("", ln).rstrip() for ln in text.splitlines() if ln.strip() and not _RAY_PREFIX.match(ln)]
     picked = [ln for ln in lines if INTERESTING.search(ln)]
     return [ln[:240] for ln in picked[-limit:]]
 
@@ -78,8 +79,9 @@ def task_history(node: GNode, tasks: list[dict[str, Any]], limit: int = 4) -> li
     out = []
     for t in mine[-limit:]:
         start, end = t.get("start_time_ms"), t.get("end_time_ms")
-        took = f"{(end - start) / 1000:.1f}s" if start and end else "?"
-        text = f"{t.get('name')} {t.get('state')} after {took}"
+        text = f"{t.get('name')} {t.get('state')}"
+        if start and end:
+            text += f" after {(end - start) / 1000:.1f}s"
         if t.get("state") == "FAILED":
             msg = (t.get("error_message") or "").strip().splitlines()
             text += f" — {t.get('error_type')}: {msg[-1][:200] if msg else ''} (State API keeps ~500 chars; full traceback in the worker log)"

@@ -46,7 +46,8 @@ class GNode:
 
     def label(self) -> str:
         where = f"pid {self.pid}" if self.pid else self.state
-        return f"{self.name} ({where})"
+        rank = f"[rank {self.rank}]" if self.rank is not None else ""
+        return f"{self.name}{rank} ({where})"
 
 
 @dataclass

@@ -146,7 +146,7 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
         yield f"### {i}. {title} (`{cause.pattern}`, confidence {cause.confidence:.2f})"
         yield f"- **Culprit**: {', '.join(c.label() for c in cause.culprits)}"
         for c in cause.culprits:
-            if c.frame is not None:
+            if c.frame is not None and c.state != "idle":
                 yield f"  - {c.name}: at `{c.frame.function}` ({c.frame.short_file}:{c.frame.line})" + (
                     f": `{c.frame.code}`" if c.frame.code else "")
         if pattern:

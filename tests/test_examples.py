@@ -22,7 +22,17 @@ pytestmark = pytest.mark.integration
 
 SCHEMA = read_json(ROOT / "references" / "diagnosis.schema.json")
 CASES = ROOT / "tests" / "data" / "cases"
-RECORDED_FILES = ("snapshot.json", "stacks.json", "tasks_after.json", "report.md", "diagnosis.json")
+RECORDED_FILES = ("snapshot.json", "stacks.json", "tasks_after.json", "report.md", "diagnosis.json", "evidence.json")
+# Evidence that explains *why* (issue 9), each gathered by the diagnosis itself:
+# text the report must contain for that example.
+EXPLAINS = {
+    "dead_rank": ["NaN in loss at step 4 on rank 3"],  # the dead rank's reason, from its own log
+    "gloo_skipped_allreduce": ["TrainWorker.train FINISHED", "skipping"],  # finished task + its warning
+    "busy_loop": ["real CPU use"],  # the spinning thread's CPU
+    "producer_never_produces": ["time.sleep"],  # the source line of the deciding frame
+    "lock_order_deadlock": ["with self."],  # both `with lock:` lines
+    "queue_producer_gone": ["FAILED"],  # the producer's failed task
+}
 
 
 def culprit_matches(expected: dict, culprits: list[dict]) -> bool:
@@ -37,6 +47,8 @@ def record(example: str, out: Path) -> None:
     for name in RECORDED_FILES:
         if (out / name).exists():
             shutil.copy(out / name, dest / name)
+    if (out / "logs").is_dir():
+        shutil.copytree(out / "logs", dest / "logs")
 
 
 @pytest.mark.parametrize("example", localcluster.examples())
@@ -68,3 +80,5 @@ def test_example_is_diagnosed(ray_cluster: LocalCluster, example: str, tmp_path:
         assert culprit_matches(culprit, top["culprits"]), f"{culprit} not in {top['culprits']}\n{report}"
     assert diag["chains"], report
     assert diag["collection"]["seconds"] < 30, diag["collection"]
+    for text in EXPLAINS.get(example, []):
+        assert text in report, f"{text!r} missing from the report of {example}\n{report}"
