@@ -8,6 +8,7 @@ on what there is. The output folder holds the phase outputs, `stacks.json`, `rep
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,7 @@ from debug_hang.collect import Collection, collect_stacks, select_targets
 from debug_hang.errors import NotFoundError
 from debug_hang.evidence import Evidence, NodeEvidence, gather
 from debug_hang.graph import GraphInputs, RootCause, WaitGraph, build_graph, chains, root_causes
-from debug_hang.model import Process, stacks_to_dict
+from debug_hang.model import Process, process_from_dict, stacks_to_dict
 from debug_hang.patterns import ProcessVerdict, catalog, match_process
 from debug_hang.pyspy import DumpOptions
 from debug_hang.state import (
@@ -234,6 +235,9 @@ def run(opts: Options) -> Diagnosis:
     addr = resolve_dashboard(addr, timeout_s=deadline.remaining(cap=5.0))
     assert addr.dashboard_url
     snap = take_snapshot(addr.dashboard_url, None, timeout_s=deadline.remaining(cap=10.0))
+    if not snap.jobs and snap.errors:
+        # The State API is down (dashboard dead or overloaded): partial results beat none.
+        return _without_state_api(opts, addr, snap, deadline, started)
     job, why, others = pick_job(snap.jobs, opts.job_id, own_job=_own_job_id())
     targets = select_targets(job, snap.actors, snap.tasks)
     collection = collect_stacks(
@@ -266,6 +270,62 @@ def run(opts: Options) -> Diagnosis:
     diag.seconds = time.monotonic() - started
     if opts.output_dir is not None:
         write_outputs(diag, opts.output_dir, after.rows)
+    return diag
+
+
+# Ray's own processes: never the job's code, not worth a dump when hunting blindly.
+_SYSTEM_TITLES = ("ray::IDLE", "ray::JobSupervisor", "ray::DashboardAgent", "ray::RuntimeEnvAgent",
+                  "ray::_QueueActor", "ray::debug-hang")
+
+
+def local_ray_workers() -> list[int]:
+    """PIDs of this machine's Ray worker processes running job code (`ray::<Class>.<method>`)."""
+    from debug_hang.pyspy import read_title
+
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            title = read_title(int(entry)) or ""
+            if title.startswith("ray::") and not title.startswith(_SYSTEM_TITLES):
+                pids.append(int(entry))
+    return sorted(pids)
+
+
+def _without_state_api(opts: Options, addr: ClusterAddress, snap: Snapshot, deadline: Deadline,
+                       started: float) -> Diagnosis:
+    """Fallback when the State API does not answer: dump the Ray workers of this machine and
+    classify them. No job, no graph edges from task state: the report says what is missing."""
+    from debug_hang.collect import Target
+
+    targets = [Target(pid=pid, node_id="local", role="worker") for pid in local_ray_workers()]
+    note = ("the State API did not answer (" + "; ".join(snap.errors)[:300] + "): only the Ray worker "
+            f"processes of this machine ({len(targets)}) were dumped, without task state or other nodes")
+    collection = Collection(targets=len(targets))
+    if targets:
+        from debug_hang.node_probe import probe_node
+
+        value = probe_node("local", [t.pid for t in targets],
+                           DumpOptions(native=opts.native, nonblocking=opts.nonblocking, locals=opts.locals).to_dict(),
+                           opts.samples, opts.interval_s, True, deadline.remaining(cap=30.0))
+        for raw in value.get("processes", []):
+            proc = process_from_dict(raw)
+            proc.role = "worker"
+            cls, _ = proc.title_parts
+            proc.actor_class = cls
+            collection.processes.append(proc)
+        collection.errors += [{"node_id": "local", **e} for e in value.get("errors", [])]
+        collection.info = {int(k): {"node_id": "local", **v} for k, v in (value.get("info") or {}).items()}
+        collection.nodes = 1
+    errors = [{"node_id": None, "pid": None, "error": note, "kind": "state-api-down"}]
+    diag = analyse({"job_id": None}, snap, collection, None, addr.gcs, "unknown: the State API is down", [],
+                   errors, started)
+    # Without task state no wait can be followed: stacks alone are candidates, not a verdict.
+    diag.verdict = "inconclusive"
+    candidates = ", ".join(f"{c.pattern} in {c.culprits[0].label()}" for c in diag.causes[:3]) or "none"
+    diag.summary = (f"Partial diagnosis: {note}. Candidates from the stacks alone: {candidates}. Next: get the "
+                    "dashboard answering again, or dump every node with scripts/run_on_each_ray_node.py --dump PIDS.")
+    if opts.output_dir is not None:
+        write_outputs(diag, opts.output_dir)
     return diag
 
 

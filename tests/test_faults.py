@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -64,3 +65,38 @@ def test_unknown_job_id_is_not_found(ray_cluster: LocalCluster, tmp_path: Path) 
                       timeout_s=60, env=ray_cluster.env())
     assert proc.returncode == 5, proc.stderr
     assert "ffff0000" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.integration
+def test_dashboard_down_still_gives_a_partial_diagnosis(tmp_path: Path) -> None:
+    # GIVEN a cluster with a hung job whose dashboard process then dies (own cluster: this breaks it)
+    from debug_hang import localcluster
+
+    cluster = localcluster.start(int(os.environ.get("DEBUG_HANG_TEST_PORT", "6400")) + 5, num_cpus=2)
+    try:
+        localcluster.submit_example(cluster, "producer_never_produces")
+        killed = 0
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+                except OSError:
+                    continue
+                if b"dashboard/dashboard.py" in cmdline and f"--port={cluster.dashboard_port}".encode() in cmdline:
+                    os.kill(int(entry), 9)
+                    killed += 1
+        assert killed == 1
+        # WHEN the diagnosis runs
+        start = time.monotonic()
+        proc = run_script(["scripts/diagnose_ray_hang.sh", cluster.gcs, str(tmp_path / "d")], timeout_s=120,
+                          env=cluster.env())
+        # THEN it ends in seconds with a partial report: what is missing, and the stacks it could get
+        assert time.monotonic() - start < 60
+        assert proc.returncode == 0, proc.stderr
+        diag = json.loads((tmp_path / "d" / "diagnosis.json").read_text())
+        assert diag["verdict"] == "inconclusive"
+        assert "State API did not answer" in diag["summary"]
+        assert any(e.get("kind") == "state-api-down" for e in diag["collection"]["errors"])
+        assert "ReplayBuffer" in (tmp_path / "d" / "report.md").read_text()
+    finally:
+        localcluster.stop(cluster)
