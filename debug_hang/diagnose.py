@@ -177,7 +177,7 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
             started: float) -> Diagnosis:
     """Everything after collection: match, graph, root causes, verdict. Pure: reruns on captures."""
     latest = collection.latest()
-    verdicts = [match_process(p) for p in latest]
+    verdicts = [_match_with_cpu(p, collection) for p in latest]
     graph = build_graph(GraphInputs(
         job=job, actors=snap.actors, tasks=snap.tasks, placement_groups=snap.placement_groups,
         node_totals=node_totals(snap), verdicts=verdicts, info=collection.info,
@@ -194,6 +194,22 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
                      verdict=verdict, summary=summary, snapshot=snap, collection=collection,
                      verdicts=verdicts, graph=graph, causes=causes, progress=progress, errors=errors,
                      seconds=time.monotonic() - started)
+
+
+# py-spy's active flag flickers (idle threads show `active` in 10-50% of samples under load):
+# a "busy" reading needs real CPU use to back it.
+BUSY_CPU_PERCENT = 30.0
+
+
+def _match_with_cpu(proc: Process, collection: Collection) -> ProcessVerdict:
+    """Match a process; a busy-loop reading without real CPU use is re-read as idle."""
+    verdict = match_process(proc)
+    cpu = collection.info.get(proc.pid or -1, {}).get("cpu_percent")
+    if verdict.pattern == "busy-loop" and cpu is not None and cpu < BUSY_CPU_PERCENT:
+        for thread in proc.threads:
+            thread.active = False
+        verdict = match_process(proc)
+    return verdict
 
 
 def youngest_task_age_s(job: dict[str, Any], tasks: list[dict[str, Any]], now_s: float) -> float | None:
