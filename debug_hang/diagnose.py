@@ -190,6 +190,8 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
     moving = [p for p in latest if not stuck.get((p.node_id, p.pid), True)
               and any(v.process is p and v.verdict in ("blocked", "busy") for v in verdicts)]
     verdict, summary = _verdict(job, causes, progress, moving, graph, verdicts)
+    if verdict == "no-hang":
+        causes = []  # waits for work in flight are not root causes
     return Diagnosis(address=address, job_id=job.get("job_id"), job_choice=job_choice, other_jobs=other_jobs,
                      verdict=verdict, summary=summary, snapshot=snap, collection=collection,
                      verdicts=verdicts, graph=graph, causes=causes, progress=progress, errors=errors,
