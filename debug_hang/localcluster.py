@@ -59,6 +59,9 @@ def loopback_env() -> dict[str, str]:
 def start(port: int = 6400, num_cpus: int = 4, extra: list[str] | None = None) -> LocalCluster:
     """Start a head node on 127.0.0.1:`port`; the other ports are derived from it."""
     base = port - 6400
+    if not 0 <= base < 1000:
+        raise DebugHangError(f"local cluster port {port} must be in 6400-7399 (other ports are derived from it)")
+    worker_ports = 20000 + (base % 40) * 1000  # a private 1000-port range per cluster, below 60000
     temp_dir = f"/tmp/ray_dh_{port}"
     shutil.rmtree(temp_dir, ignore_errors=True)
     cluster = LocalCluster(port=port, dashboard_port=8300 + base, temp_dir=temp_dir, num_cpus=num_cpus)
@@ -66,8 +69,8 @@ def start(port: int = 6400, num_cpus: int = 4, extra: list[str] | None = None) -
         str(Path(sys.executable).parent / "ray"), "start", "--head", "--node-ip-address=127.0.0.1",
         "--dashboard-host=127.0.0.1", "--disable-usage-stats", f"--port={port}",
         f"--dashboard-port={cluster.dashboard_port}", f"--dashboard-agent-listen-port={52400 + base}",
-        f"--ray-client-server-port={10400 + base}", f"--min-worker-port={25000 + base * 1000}",
-        f"--max-worker-port={25999 + base * 1000}", f"--temp-dir={temp_dir}", f"--num-cpus={num_cpus}",
+        f"--ray-client-server-port={10400 + base}", f"--min-worker-port={worker_ports}",
+        f"--max-worker-port={worker_ports + 999}", f"--temp-dir={temp_dir}", f"--num-cpus={num_cpus}",
         *(extra or []),
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=loopback_env(), check=False)
