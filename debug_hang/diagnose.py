@@ -279,6 +279,10 @@ def run(opts: Options) -> Diagnosis:
         errors.append({"node_id": None, "pid": None, "error": f"second task listing failed: {after.error}"})
     diag = analyse(job, snap, collection, None if after.error else after.rows, addr.gcs, why, others,
                    errors + [{"node_id": None, "pid": None, "error": e} for e in snap.errors], started)
+    missing = [e for e in snap.errors if "/api/v0/tasks" in e or "/api/v0/actors" in e]
+    if missing and diag.verdict == "no-hang":
+        diag.verdict = "inconclusive"
+        diag.summary = f"Task or actor state could not be read ({missing[0][:200]}); the stacks alone do not show a hang."
     if diag.causes and not deadline.expired:
         try:
             diag.evidence = gather(DashboardClient(addr.dashboard_url, timeout_s=deadline.remaining(cap=8.0)),

@@ -8,6 +8,7 @@ records `total` and how many rows came back, and a gap is reported in `warnings`
 from __future__ import annotations
 
 import json
+import re
 import time
 import urllib.error
 import urllib.parse
@@ -92,7 +93,9 @@ class DashboardClient:
             with urllib.request.urlopen(request, timeout=timeout_s or self.timeout_s) as response:
                 body = response.read()
         except urllib.error.HTTPError as exc:
-            raise UnreachableError(f"dashboard {self.url}{path} answered HTTP {exc.code}") from None
+            detail = _error_message(exc)
+            raise UnreachableError(f"dashboard {self.url}{path} answered HTTP {exc.code}"
+                                   + (f": {detail}" if detail else "")) from None
         except (urllib.error.URLError, OSError, TimeoutError) as exc:
             reason = getattr(exc, "reason", exc)
             raise UnreachableError(f"dashboard {self.url} did not answer {path}: {reason}") from None
@@ -111,7 +114,15 @@ class DashboardClient:
         try:
             body = self.get(f"/api/v0/{resource}", params, timeout_s)
         except UnreachableError as exc:
-            return ListResult(error=str(exc))
+            cap = _LIMIT_CAP.search(str(exc))
+            if not cap:
+                return ListResult(error=str(exc))
+            # The head runs with a lower RAY_MAX_LIMIT_FROM_API_SERVER: ask for exactly that.
+            params[0] = ("limit", cap.group(1))
+            try:
+                body = self.get(f"/api/v0/{resource}", params, timeout_s)
+            except UnreachableError as again:
+                return ListResult(error=str(again))
         if not body.get("result", False):
             return ListResult(error=f"State API {resource}: {body.get('msg', 'failed')[:300]}")
         data = body.get("data", {}).get("result", {})
@@ -119,6 +130,21 @@ class DashboardClient:
         if data.get("partial_failure_warning"):
             result.error = f"State API {resource} partial: {data['partial_failure_warning'][:300]}"
         return result
+
+
+_LIMIT_CAP = re.compile(r"exceeds the supported limit (\d+)")
+
+
+def _error_message(exc: urllib.error.HTTPError) -> str:
+    """The `msg` of a dashboard error response, or its first line."""
+    try:
+        raw = exc.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    try:
+        return str(json.loads(raw).get("msg", ""))[:300].strip()
+    except (ValueError, AttributeError):
+        return raw.strip().splitlines()[0][:300] if raw.strip() else ""
 
 
 def take_snapshot(dashboard_url: str, job_id: str | None, timeout_s: float = HTTP_TIMEOUT_S) -> Snapshot:
