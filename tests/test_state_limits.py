@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import run_script
+
 from debug_hang import localcluster
 
 pytestmark = pytest.mark.integration
