@@ -24,7 +24,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -37,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from debug_hang.address import ClusterAddress  # noqa: E402
+from debug_hang.localcluster import kill_by_cmdline  # noqa: E402
 from debug_hang.pyspy import MAX_PARALLEL_DUMPS, DumpOptions, find_pyspy  # noqa: E402
 from debug_hang.timeouts import Deadline  # noqa: E402
 
@@ -80,19 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def kill_ours(markers: tuple[bytes, ...]) -> None:
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                cmdline = fh.read()
-        except OSError:
-            continue
-        if any(m in cmdline for m in markers):
-            try:
-                os.kill(int(entry), signal.SIGKILL)
-            except OSError:
-                pass
+    kill_by_cmdline(markers)
 
 
 def wait_for(predicate: Any, timeout_s: float, what: str) -> Any:

@@ -83,8 +83,16 @@ def start(port: int = 6400, num_cpus: int = 4, extra: list[str] | None = None) -
 
 def stop(cluster: LocalCluster) -> None:
     """Kill this cluster's processes only (found by temp dir and port in their command lines)."""
-    markers = (cluster.temp_dir.encode(), f"--gcs_server_port={cluster.port}".encode(),
-               f"127.0.0.1:{cluster.port}".encode())
+    kill_by_cmdline((cluster.temp_dir.encode(), f"--gcs_server_port={cluster.port}".encode(),
+                     f"127.0.0.1:{cluster.port}".encode()))
+
+
+def kill_by_cmdline(markers: tuple[bytes, ...]) -> int:
+    """SIGKILL every process (but this one) whose command line contains one of `markers`.
+
+    For test and demo clusters only: `ray stop` would kill every Ray on the machine.
+    """
+    killed = 0
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
@@ -93,11 +101,13 @@ def stop(cluster: LocalCluster) -> None:
                 cmdline = fh.read()
         except OSError:
             continue
-        if any(m in cmdline for m in markers):
+        if any(m and m in cmdline for m in markers):
             try:
                 os.kill(int(entry), signal.SIGKILL)
+                killed += 1
             except OSError:
                 pass
+    return killed
 
 
 def _dashboard_up(url: str) -> bool:

@@ -41,6 +41,7 @@ import pytest
 
 from debug_hang.address import ClusterAddress
 from debug_hang.errors import EXIT_OK, EXIT_PARTIAL
+from debug_hang.localcluster import kill_by_cmdline
 from debug_hang.node_probe import local_raylet, pid_namespace, probe_node, run_command
 from debug_hang.nodes import (
     HELPER_CRASHED,
@@ -127,20 +128,7 @@ def _node_id_of(proc: subprocess.Popen[str], timeout_s: float) -> str:
 
 def _kill_ours() -> None:
     """Kill every process whose command line names our temp dir or GCS port (never others')."""
-    markers = (TMP.encode(), f"127.0.0.1:{BASE_PORT}".encode(), f"--gcs_server_port={BASE_PORT}".encode())
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                cmdline = fh.read()
-        except OSError:
-            continue
-        if any(m in cmdline for m in markers):
-            try:
-                os.kill(int(entry), signal.SIGKILL)
-            except OSError:
-                pass
+    kill_by_cmdline((TMP.encode(), f"127.0.0.1:{BASE_PORT}".encode(), f"--gcs_server_port={BASE_PORT}".encode()))
 
 
 @pytest.fixture(scope="module")
