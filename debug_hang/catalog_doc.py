@@ -58,7 +58,7 @@ def _regex_words(regex: str) -> str:
     text = regex.strip()
     text = text.removeprefix("^").removesuffix("$")
     text = text.replace("(^|/)", "").replace("\\.", ".").replace("\\s*", " ").replace("\\s+", " ")
-    text = text.replace("\\b", "").replace("\\(", "(").replace("\\[", "[").replace("\\]", "]")
+    text = text.replace("\\b", "").replace("\\(", "(")
     return text
 
 

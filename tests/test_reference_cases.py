@@ -1,0 +1,89 @@
+"""Reference cases (references/cases/<example>.md) are real runs: each page is generated from a
+capture recorded on a real hang (tests/data/cases/<example>/), and the current analysis, re-run on
+that capture, still finds the root cause and the culprits the page shows.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from debug_hang.diagnose import reanalyse
+from debug_hang.localcluster import expected_of
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = ROOT / "references" / "cases"
+CAPTURES = ROOT / "tests" / "data" / "cases"
+CASES = sorted(p.stem for p in PAGES.glob("*.md") if p.stem != "README")
+
+
+def generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("make_reference_cases", ROOT / "scripts" / "make_reference_cases.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def recorded(case: str) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads((CAPTURES / case / "diagnosis.json").read_text())
+    return doc
+
+
+def culprit_matches(expected: dict[str, Any], culprits: list[dict[str, Any]]) -> bool:
+    return any(c.get("class_name") == expected.get("class_name")
+               and (expected.get("rank") is None or c.get("rank") == expected["rank"]) for c in culprits)
+
+
+def test_there_are_at_least_six_reference_cases_of_hangs() -> None:
+    hangs = [c for c in CASES if expected_of(c)["verdict"] == "hang"]
+    assert len(hangs) >= 6, CASES
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_reanalysis_still_finds_the_root_cause_the_case_shows(case: str) -> None:
+    # GIVEN the capture recorded on the real hang, the diagnosis recorded then, and the planted cause
+    folder = CAPTURES / case
+    assert (folder / "snapshot.json").is_file() and (folder / "stacks.json").is_file(), f"no capture for {case}"
+    then_doc = recorded(case)
+    expected = expected_of(case)
+    page = (PAGES / f"{case}.md").read_text()
+    # WHEN today's code re-analyses the capture
+    now = reanalyse(folder).to_json()
+    # THEN it reaches the same verdict, pattern and culprits, which are the planted ones the page shows
+    assert now["verdict"] == then_doc["verdict"] == expected["verdict"], now["summary"]
+    if expected["verdict"] != "hang":
+        assert f"the verdict is `{expected['verdict']}`" in page
+        return
+    then = then_doc["root_causes"][0]
+    top = now["root_causes"][0]
+    assert top["pattern"] == then["pattern"] == expected["pattern"], (top["pattern"], then["pattern"])
+    for culprit in expected["culprits"]:
+        assert culprit_matches(culprit, top["culprits"]), f"{culprit} not in {top['culprits']}"
+        assert culprit_matches(culprit, then["culprits"]), f"{culprit} not in the recorded {then['culprits']}"
+    assert f"**Root-cause pattern**: `{expected['pattern']}`" in page
+    culprit_line = re.search(r"^\*\*Culprit\*\*: (.*)$", page, re.MULTILINE)
+    assert culprit_line and all(c["class_name"] in culprit_line.group(1) for c in expected["culprits"])
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_case_page_is_generated_from_its_capture(case: str) -> None:
+    text = generator().render_case(case, CAPTURES / case)
+    assert (PAGES / f"{case}.md").read_text() == text, (
+        f"references/cases/{case}.md differs from its capture: run scripts/make_reference_cases.py")
+
+
+def test_index_lists_every_case() -> None:
+    gen = generator()
+    index = (PAGES / "README.md").read_text()
+    assert index == gen.render_index(CASES)
+    for case in CASES:
+        assert f"]({case}.md)" in index
