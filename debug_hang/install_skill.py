@@ -20,6 +20,7 @@ from pathlib import Path
 
 import yaml
 
+from debug_hang import paths
 from debug_hang.errors import EXIT_CODES_HELP, EXIT_OK, BadInputError, NotFoundError, UsageError, run_main
 
 PROG = "debug-hang install-skill"
@@ -31,9 +32,9 @@ IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", "_bundle", ".my
 
 def bundle_root() -> Path:
     """The folder holding SKILL.md, scripts/, references/ and examples/ for this installation."""
-    for candidate in (PACKAGE_DIR / "_bundle", PACKAGE_DIR.parent):
-        if (candidate / "SKILL.md").is_file() and all((candidate / d).is_dir() for d in BUNDLE_DIRS):
-            return candidate
+    candidate = paths.bundle_root()
+    if (candidate / "SKILL.md").is_file() and all((candidate / d).is_dir() for d in BUNDLE_DIRS):
+        return candidate
     raise NotFoundError(
         f"no skill bundle found beside {PACKAGE_DIR} (looked for _bundle/ and the checkout root): "
         "reinstall debug-hang, or run from a checkout")

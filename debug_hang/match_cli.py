@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from debug_hang.errors import EXIT_CODES_HELP, EXIT_OK, BadInputError
-from debug_hang.model import Process, stacks_from_dict
+from debug_hang.model import STACKS_SCHEMA, Process, stacks_from_dict
 from debug_hang.patterns import ProcessVerdict, catalog, load_catalog, match_process
 
 MATCHES_SCHEMA = "debug-hang/matches/v1"
@@ -52,7 +52,7 @@ def load_processes(source: str) -> list[Process]:
                 doc = json.loads(path.read_text(encoding="utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError, OSError):
                 doc = None
-            if isinstance(doc, dict) and doc.get("schema"):
+            if isinstance(doc, dict) and doc.get("schema") == STACKS_SCHEMA:
                 try:
                     return stacks_from_dict(doc)
                 except ValueError as exc:
@@ -93,7 +93,7 @@ def render_summary(doc: dict[str, Any]) -> str:
     lines = [f"{len(doc['processes'])} process(es): " + ", ".join(f"{k} ×{n}" for k, n in doc["summary"].items())]
     for proc in doc["processes"]:
         lines.append(f"pid {proc['pid']} {proc['title'] or ''} → {proc['verdict']}"
-                     f"{' on ' + proc['pattern'] if proc['pattern'] else ''}")
+                     f"{' on ' + proc['pattern'] if proc['pattern'] and proc['pattern'] != 'unknown' else ''}")
         for t in proc["threads"]:
             f = t.get("user_frame") or t.get("frame") or {}
             where = f"{f.get('function')} ({Path(str(f.get('file'))).name}:{f.get('line')})" if f else "?"

@@ -316,15 +316,17 @@ def render_dump(doc: dict[str, Any]) -> Iterator[str]:
             info = row["info"].get(str(proc.pid), {})
             extra = f" child of {info['child_of']}" if info.get("child_of") else ""
             cpu = f" cpu {info['cpu_percent']}%" if info.get("cpu_percent") is not None else ""
-            yield f"Process {proc.pid}: {proc.title or '?'} (sample {proc.sample}){extra}{cpu}"
+            # py-spy's own text layout, so parse_stacks.py / match_patterns.py read it back.
+            yield f"# sample {proc.sample}{extra}{cpu}"
+            yield f"Process {proc.pid}: {proc.title or '?'}"
             for thread in proc.threads:
                 state = "idle" if thread.active is False else "active"
                 gil = "+gil" if thread.owns_gil else ""
-                yield f"  Thread {thread.os_thread_id or thread.thread_id} ({state}{gil}): {thread.name or ''}"
+                yield f'Thread {thread.os_thread_id or thread.thread_id} ({state}{gil}): "{thread.name or ""}"'
                 for frame in thread.frames[:MAX_FRAMES_SHOWN]:
-                    yield f"      {frame.function} ({frame.short_file}:{frame.line})"
+                    yield f"    {frame.function} ({frame.short_file}:{frame.line})"
                 if len(thread.frames) > MAX_FRAMES_SHOWN:
-                    yield f"      [... {len(thread.frames) - MAX_FRAMES_SHOWN} outer frames; see --json]"
+                    yield f"# ... {len(thread.frames) - MAX_FRAMES_SHOWN} outer frames; see --json"
         for err in row["errors"]:
             yield f"  ! pid {err.get('pid')}: [{err.get('kind')}] {err.get('error')}"
     s = doc["summary"]

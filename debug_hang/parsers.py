@@ -88,6 +88,7 @@ _PYSPY_ERROR_DETAIL = re.compile(r"^(?:Caused by:|Stack backtrace:|Reason: .*|\s
 _SEPARATOR = re.compile(r"^-{20,}\s*$")
 _PY_SUFFIXES = (".py", ".pyx", ".pyw", ".pyi")
 _STDLIB_VERSION = re.compile(r"/lib/python(\d+\.\d+)/")
+NODE_STACKS_SCHEMA = "debug-hang/node-stacks/v1"  # run_on_each_ray_node.py --dump --json
 _SCHEMA_FIELD = re.compile(r'"schema"\s*:\s*"' + re.escape(STACKS_SCHEMA) + '"')
 _PROCESSES_FIELD = re.compile(r'"processes"\s*:\s*\[')
 # Distinct frame lines remembered (each line is parsed once): bounds memory on huge inputs.
@@ -564,6 +565,17 @@ class _Parser:
                 return False
             for p in procs:
                 p.source = p.source or "stacks-v1"
+            procs = _well_formed(procs, self.warnings, lineno)
+        elif isinstance(value, dict) and value.get("schema") == NODE_STACKS_SCHEMA:
+            # run_on_each_ray_node.py --dump --json: stacks/v1 processes grouped by node.
+            raw = [p for row in value.get("nodes") or [] if isinstance(row, dict) for p in row.get("processes") or []]
+            try:
+                procs = stacks_from_dict({"schema": STACKS_SCHEMA, "processes": raw})
+            except (ValueError, TypeError, AttributeError, KeyError) as exc:
+                self.warnings.append(f"line {lineno}: malformed {NODE_STACKS_SCHEMA} document ({exc})")
+                return False
+            for p in procs:
+                p.source = p.source or "node-stacks-v1"
             procs = _well_formed(procs, self.warnings, lineno)
         elif isinstance(value, dict):
             self.warnings.append(f"line {lineno}: JSON object of unknown schema "

@@ -7,7 +7,9 @@ verdict: blocked on X, busy, idle.
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -158,7 +160,30 @@ def catalog() -> dict[str, Pattern]:
 
 
 def is_library(frame: Frame) -> bool:
-    return bool(_LIBRARY_FILE.search(frame.file)) or frame.native
+    """True for frames of the Python runtime or an installed package, not the job's own code.
+
+    Full paths decide by folder; short ones (py-spy's text output: `ray/_private/worker.py`,
+    `threading.py`) by their first component: a stdlib module or an importable installed package.
+    """
+    if frame.native or _LIBRARY_FILE.search(frame.file):
+        return True
+    if frame.file.startswith("/") or not frame.file:
+        return False
+    return _is_library_root(frame.file.split("/", 1)[0].removesuffix(".py"))
+
+
+@lru_cache(maxsize=4096)
+def _is_library_root(name: str) -> bool:
+    if name in sys.stdlib_module_names:
+        return True
+    if not name.isidentifier():
+        return False
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return False
+    origin = (spec.origin or "") if spec else ""
+    return bool(spec) and bool(_LIBRARY_FILE.search(origin))
 
 
 def _python_frames(thread: Thread) -> list[tuple[int, Frame]]:
