@@ -40,7 +40,7 @@ def test_diagnosis_does_not_harm_a_healthy_job(ray_cluster: LocalCluster, tmp_pa
         actors_after = client.list_state("actors", [("job_id", "=", str(job.job_id))]).rows
         assert {a["actor_id"] for a in actors_after} == set(actors_before)
         for actor in actors_after:
-            assert actor["state"] == "ALIVE" and actor["num_restarts"] == 0, actor
+            assert actor["state"] == "ALIVE" and int(actor["num_restarts"]) == 0, actor
         assert _finished(client, str(job.job_id)) > before
     finally:
         stop_job(ray_cluster, job)
