@@ -28,6 +28,7 @@ class Frame:
     native: bool = False
     locals: dict[str, str] | None = None
     code: str | None = None  # the source line, read on the process's node when available
+    context: list[str] | None = None  # numbered lines around it, for the job's innermost frame
 
     @property
     def short_file(self) -> str:
@@ -142,6 +143,7 @@ def process_from_dict(data: dict[str, Any]) -> Process:
                     native=bool(f.get("native", False)),
                     locals=f.get("locals"),
                     code=f.get("code"),
+                    context=f.get("context"),
                 )
                 for f in t.get("frames") or []
             ],

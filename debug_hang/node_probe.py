@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import linecache
 import os
+import re
 import shutil
 import signal
 import socket
@@ -52,6 +53,8 @@ COMMAND_TIMEOUT = "command-timeout"
 COMMAND_FAILED_TO_START = "command-failed-to-start"
 # Source lines are read for the innermost frames only: the deciding frame is almost always there.
 SOURCE_DEPTH = 12
+CONTEXT_LINES = 3  # lines kept above and below the job's innermost frame
+_LIBRARY_PATH = re.compile(r"(/site-packages/|/dist-packages/|/lib/python\d+\.\d+/)")
 
 
 def local_raylet(node_id: str) -> int | None:
@@ -144,12 +147,20 @@ def add_source_lines(proc: Process, depth: int = SOURCE_DEPTH) -> None:
     working dir, which the machine running the diagnosis usually does not have.
     """
     for thread in proc.threads:
+        user_seen = False
         for frame in thread.frames[:depth]:
             if frame.native or not frame.line or not frame.file.endswith(".py"):
                 continue
             line = linecache.getline(frame.file, frame.line)
             if line:
                 frame.code = line.strip()[:200]
+            if not user_seen and not _LIBRARY_PATH.search(frame.file):
+                # The job's innermost frame: keep the lines around it (the loop, the condition).
+                user_seen = True
+                first = max(1, frame.line - CONTEXT_LINES)
+                frame.context = [f"{n}: {linecache.getline(frame.file, n).rstrip()[:160]}"
+                                 for n in range(first, frame.line + CONTEXT_LINES + 1)
+                                 if linecache.getline(frame.file, n)]
 
 
 def pid_namespace() -> str | None:

@@ -43,6 +43,15 @@ def _stack_lines(processes: list[Process]) -> Iterator[str]:
         yield ""
 
 
+def _user_context(diag: Diagnosis, key: str) -> list[str]:
+    """Source lines around the job's innermost frame of a culprit process (read on its node)."""
+    for v in diag.verdicts:
+        if v.main is not None and v.main.user_frame is not None and v.main.user_frame.context \
+                and f"proc:{v.process.node_id}:{v.process.pid}" == key:
+            return v.main.user_frame.context
+    return []
+
+
 def location(frame: Frame | None, user: Frame | None) -> str:
     """`user_fn (file:line) `code`` → `deciding_fn`: where the job's code waits, and on what."""
     parts: list[str] = []
@@ -133,6 +142,9 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
             what = node.pattern or node.state
             marker = "  ← root cause" if j == len(chain) - 1 else ""
             yield f"{node.label()} [{what}]{marker}"
+            node_ev = diag.evidence.per_node.get(node.key) if diag.evidence is not None else None
+            if node_ev is not None and node_ev.highlights:
+                yield f"    log: {node_ev.highlights[-1][:160]}"
             if why:
                 yield f"  ↓ {why}"
         yield "```"
@@ -149,6 +161,11 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
             if c.frame is not None and c.state != "idle":
                 yield f"  - {c.name}: at `{c.frame.function}` ({c.frame.short_file}:{c.frame.line})" + (
                     f": `{c.frame.code}`" if c.frame.code else "")
+            source = _user_context(diag, c.key)
+            if source:
+                yield "  ```python"
+                yield from (f"  {line}" for line in source)
+                yield "  ```"
         if pattern:
             yield f"- **Mechanism**: {pattern.meaning}"
         yield f"- **Impact**: {len(cause.victims)} process(es) wait on it"
