@@ -100,3 +100,38 @@ def test_dashboard_down_still_gives_a_partial_diagnosis(tmp_path: Path) -> None:
         assert "ReplayBuffer" in (tmp_path / "d" / "report.md").read_text()
     finally:
         localcluster.stop(cluster)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("script", ["scripts/parse_stacks.py", "scripts/match_patterns.py"])
+def test_huge_binary_input_is_refused_fast(tmp_path: Path, script: str) -> None:
+    # GIVEN 100 MB of binary data (a core file pasted by mistake)
+    path = tmp_path / "core"
+    with path.open("wb") as fh:
+        fh.write(os.urandom(1024 * 1024) * 100)
+    start = time.monotonic()
+    proc = run_script([script, str(path)], timeout_s=120)
+    # THEN one line, exit 3, in seconds
+    assert proc.returncode == 3, proc.stderr
+    assert "binary" in proc.stderr and "Traceback" not in proc.stderr
+    assert time.monotonic() - start < 20
+
+
+@pytest.mark.integration
+def test_deadline_is_kept(ray_cluster: LocalCluster, tmp_path: Path) -> None:
+    # GIVEN a hung job and a tight deadline
+    from conftest import stop_job, submit_example
+
+    job = submit_example(ray_cluster, "actor_call_cycle")
+    try:
+        start = time.monotonic()
+        proc = run_script(["scripts/diagnose_ray_hang.sh", ray_cluster.gcs, str(tmp_path / "d"), "--job-id",
+                           str(job.job_id), "--deadline", "4", "--samples", "3", "--interval", "1"],
+                          timeout_s=60, env=ray_cluster.env())
+        elapsed = time.monotonic() - start
+    finally:
+        stop_job(ray_cluster, job)
+    # THEN the run ends by the deadline (plus interpreter start-up) with a diagnosis
+    assert proc.returncode == 0, proc.stderr
+    assert elapsed < 4 + 5, elapsed
+    assert json.loads((tmp_path / "d" / "diagnosis.json").read_text())["verdict"] in ("hang", "inconclusive")
