@@ -71,20 +71,25 @@ def highlights(text: str, limit: int = EXCERPT_LINES) -> list[str]:
 
 
 def task_history(node: GNode, tasks: list[dict[str, Any]], limit: int = 4) -> list[str]:
-    """An actor's (or worker's) most recent finished/failed tasks, newest last."""
+    """An actor's (or worker's) finished/failed tasks, grouped by name and state, newest last."""
     mine = [t for t in tasks if t.get("state") in ("FINISHED", "FAILED") and t.get("type") != "ACTOR_CREATION_TASK"
             and ((node.actor_id and t.get("actor_id") == node.actor_id)
                  or (not node.actor_id and node.pid and t.get("worker_pid") == node.pid))]
     mine.sort(key=lambda t: t.get("end_time_ms") or 0)
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for t in mine:
+        groups.setdefault((str(t.get("name")), str(t.get("state"))), []).append(t)
     out = []
-    for t in mine[-limit:]:
-        start, end = t.get("start_time_ms"), t.get("end_time_ms")
-        text = f"{t.get('name')} {t.get('state')}"
+    for (name, state), items in sorted(groups.items(), key=lambda kv: kv[1][-1].get("end_time_ms") or 0)[-limit:]:
+        last = items[-1]
+        text = f"{name} {state}" + (f" ×{len(items)}" if len(items) > 1 else "")
+        start, end = last.get("start_time_ms"), last.get("end_time_ms")
         if start and end:
-            text += f" after {(end - start) / 1000:.1f}s"
-        if t.get("state") == "FAILED":
-            msg = (t.get("error_message") or "").strip().splitlines()
-            text += f" — {t.get('error_type')}: {msg[-1][:200] if msg else ''} (State API keeps ~500 chars; full traceback in the worker log)"
+            text += f" (last took {(end - start) / 1000:.1f}s)"
+        if state == "FAILED":
+            msg = (last.get("error_message") or "").strip().splitlines()
+            text += (f" — {last.get('error_type')}: {msg[-1][:200] if msg else ''} (State API keeps ~500 chars; "
+                     "full traceback in the worker log)")
         out.append(text)
     return out
 
