@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from debug_hang.model import Frame, Process
-from debug_hang.patterns import ProcessVerdict, catalog
+from debug_hang.patterns import ProcessVerdict, catalog, is_library
 
 DONE_STATES = {"FINISHED", "FAILED"}
 PENDING_SCHED = {"PENDING_NODE_ASSIGNMENT", "PENDING_ARGS_AVAIL", "PENDING_NODE_ASSIGNMENT_FOR_ACTOR"}
@@ -43,6 +43,7 @@ class GNode:
     pattern: str | None = None  # what this node is doing / why it is stuck
     frame: Frame | None = None  # the deciding frame, when it comes from a stack
     evidence: list[str] = field(default_factory=list)
+    user_frame: Frame | None = None  # the innermost frame of the job's own code on that stack
 
     def label(self) -> str:
         where = f"pid {self.pid}" if self.pid else self.state
@@ -155,6 +156,7 @@ def build_graph(inp: GraphInputs) -> WaitGraph:
             state={"blocked": "blocked", "busy": "busy", "idle": "idle"}.get(verdict.verdict, "unknown"),
             pattern=verdict.pattern if verdict.pattern != "unknown" else None,
             frame=verdict.main.frame if verdict.main else None,
+            user_frame=verdict.main.user_frame if verdict.main else None,
         )
         if verdict.main and verdict.main.frame is not None and verdict.verdict != "idle":
             where = verdict.main.user_frame or verdict.main.frame
@@ -198,6 +200,7 @@ def build_graph(inp: GraphInputs) -> WaitGraph:
 
     for verdict in inp.verdicts:
         _detect_lock_order(g.nodes[proc_key(verdict.process)], verdict)
+        _detect_lock_self(g.nodes[proc_key(verdict.process)], verdict)
     for verdict in inp.verdicts:
         key = proc_key(verdict.process)
         node = g.nodes[key]
@@ -212,6 +215,8 @@ def build_graph(inp: GraphInputs) -> WaitGraph:
             _edges_pg(g, inp, key)
         elif edge == "child-process" or (node.pattern is None and node.state in ("blocked", "unknown")):
             _edges_children(g, inp, key, verdict.process, by_pid)
+        elif edge == "queue-producers" and _in_process_queue(verdict):
+            _check_in_process_producer(node, verdict)
         elif edge == "queue-producers":
             _edges_queue(g, key, tasks, actors, actor_node)
     _edges_collectives(g, inp, actors, tasks, actor_node)
@@ -232,6 +237,46 @@ def _detect_lock_order(node: GNode, verdict: ProcessVerdict) -> None:
     for thread, match in waits[:4]:
         frame = match.user_frame or match.frame
         node.evidence.append(f"thread {thread.name or thread.os_thread_id} waits at {_frame_text(frame)}")
+
+
+# A lock acquisition (not a wait for a condition or event someone must signal).
+_LOCK_ACQUIRE = re.compile(r"^with\s|\.acquire\(")
+
+
+def _detect_lock_self(node: GNode, verdict: ProcessVerdict) -> None:
+    """One thread waits to take a lock and no other thread of the process runs job code: nobody
+    else can hold it — the waiting thread holds it itself (re-entry from __del__ or a callback),
+    or a thread ended without releasing it. A forked child is left to _edges_children (there
+    the lock was copied locked by fork)."""
+    if node.pattern != "lock-wait" or verdict.main is None or verdict.process.role == "child":
+        return
+    frame = verdict.main.frame
+    code = (frame.code or "").strip() if frame is not None else ""
+    if frame is None or not (_LOCK_ACQUIRE.search(code) or frame.function.endswith("Lock.acquire")):
+        return
+    waiter = next((t for t, m in verdict.threads if m is verdict.main), None)
+    if waiter is None:
+        return
+    others = [t for t, _m in verdict.threads if t is not waiter
+              and any(not is_library(f) for f in t.frames if not f.native)]
+    if others:
+        return
+    node.pattern = "lock-self-deadlock"
+    node.state = "blocked"
+    frames = [f for f in waiter.frames if not f.native]
+    at = next((i for i, f in enumerate(frames) if f is frame), 0)
+    caller = next((f for f in frames[at + 1:] if not is_library(f)), None)
+    node.evidence.append(
+        f"thread {waiter.name or waiter.os_thread_id} waits to take the lock at {_frame_text(frame)}, and no other "
+        "thread of this process runs job code: nobody else can hold it — this thread holds it itself "
+        "further up its stack (threading.Lock is not reentrant), or a thread ended without releasing it")
+    if frame.function.endswith("__del__") or "finaliz" in frame.function or "callback" in frame.function:
+        node.evidence.append(
+            f"the wait is inside {frame.function}, run by this thread when "
+            + (f"{_frame_text(caller)} dropped the last reference" if caller else "the last reference was dropped")
+            + "; that frame (or one below it) is the only place the lock can be held")
+    elif caller is not None:
+        node.evidence.append(f"called from {_frame_text(caller)}: check whether that frame already holds the lock")
 
 
 def _death_text(cause: Any) -> str:
@@ -360,26 +405,88 @@ def _edges_children(g: WaitGraph, inp: GraphInputs, key: str, proc: Process,
         child.kind = "process"
         child.class_name = child.class_name or g.nodes[key].class_name  # spawned by this actor
         child.name = f"child of {g.nodes[key].name}: {str(info.get('title') or pid)[:60]}"
-        child.evidence.append(f"its own stack: {child.pattern or child.state}"
-                              + (f" at {_frame_text(child.frame)}" if child.frame else ""))
+        where = child.user_frame or child.frame
+        if not any(e.startswith("stack: ") for e in child.evidence):
+            child.evidence.append(f"its own stack: {child.pattern or child.state}"
+                                  + (f" at {_frame_text(where)}" if where else ""))
+        verdict = next((v for v in inp.verdicts if proc_key(v.process) == child_key), None)
+        if verdict is not None and child.pattern == "lock-wait":
+            waiter = next((t for t, m in verdict.threads if m is verdict.main), None)
+            holders = [t for t, _m in verdict.threads if t is not waiter
+                       and any(not is_library(f) for f in t.frames if not f.native)]
+            if not holders:
+                child.evidence.append(
+                    "no other thread of the child runs job code, so no thread of the child holds that lock: "
+                    "it was held in the parent when the child was forked (fork copies a lock's state, "
+                    "not the thread that would release it)")
         child.pattern = "child-process-hang"  # the chain ends in a child that does not exit
         g.add_edge(key, child_key, "child-process-wait", f"waits for child pid {pid}")
 
 
 def _edges_queue(g: WaitGraph, key: str, tasks: list[dict[str, Any]], actors: dict[str, dict[str, Any]],
                  actor_node: dict[str, str]) -> None:
+    """A consumer of a ray.util.queue waits on the actors that should fill it. The State API does
+    not say who holds the queue: the producers are read from evidence, strongest first: actors
+    that died or whose task failed (then went idle); failing those, idle actors that have never
+    run a single method (the producing call was never made)."""
     me = g.nodes[key]
     failed = {t.get("actor_id") for t in tasks if t.get("state") == "FAILED" and t.get("actor_id")}
+    called = {t.get("actor_id") for t in tasks if t.get("type") == "ACTOR_TASK" and t.get("actor_id")}
+    candidates: list[tuple[str, dict[str, Any]]] = []
     for actor_id, actor in actors.items():
         if actor_id == me.actor_id or actor.get("class_name") == "_QueueActor":
             continue
         node_key = actor_node.get(actor_id)
-        if node_key is None:
-            continue
+        if node_key is not None:
+            candidates.append((node_key, actor))
+    found = False
+    for node_key, actor in candidates:
         node = g.nodes[node_key]
-        if node.state == "dead" or (actor_id in failed and node.state == "idle"):
+        if node.state == "dead" or (actor.get("actor_id") in failed and node.state == "idle"):
             node.pattern = "producer-gone"
             g.add_edge(key, node_key, "queue-get-wait", "waits on a queue this actor should fill")
+            found = True
+    if found:
+        return
+    for node_key, actor in candidates:
+        node = g.nodes[node_key]
+        if node.state != "idle" or actor.get("actor_id") in called:
+            continue
+        node.pattern = "idle-no-work"
+        note = "idle and has never run a method (only its creation task): the call that should make it produce was never made"
+        if note not in node.evidence:
+            node.evidence.append(note)
+        g.add_edge(key, node_key, "queue-get-wait",
+                   "waits on a queue; no producer failed or died, and this actor has never been called")
+
+
+# Queues that only threads (or coroutines) of the same process can fill.
+_IN_PROCESS_QUEUE = re.compile(r"(^|/)(queue|asyncio/queues)\.py$")
+
+
+def _in_process_queue(verdict: ProcessVerdict) -> bool:
+    frame = verdict.main.frame if verdict.main else None
+    return frame is not None and bool(_IN_PROCESS_QUEUE.search(frame.file)) and "ray/util/" not in frame.file
+
+
+def _check_in_process_producer(node: GNode, verdict: ProcessVerdict) -> None:
+    """A wait on a queue.Queue: its producers can only be threads of this very process. When no
+    other thread runs any job code, the producer thread is gone (it returned or died; Python
+    printed its traceback, if any, to this worker's stderr): the consumer can never be fed."""
+    consumer = next((t for t, m in verdict.threads if m is verdict.main), None)
+    busy = [t for t, _m in verdict.threads
+            if t is not consumer and any(not is_library(f) for f in t.frames if not f.native)]
+    others = ", ".join(sorted(str(t.name or t.os_thread_id) for t, _ in verdict.threads if t is not consumer))
+    if busy:
+        names = ", ".join(str(t.name or t.os_thread_id) for t in busy)
+        node.evidence.append(f"queue.Queue of this process; threads running job code that may fill it: {names}")
+        return
+    node.pattern = "producer-gone"
+    node.state = "blocked"
+    node.evidence.append(
+        "waits on a queue.Queue that only threads of this process can fill, and no other thread runs "
+        f"job code (threads: {others or 'none'}): the producer thread is gone — it returned or died "
+        "(a thread's traceback goes to this worker's .err log)")
 
 
 def _collective_group(g: WaitGraph, actors: dict[str, dict[str, Any]], actor_node: dict[str, str]) -> dict[str, list[str]]:
@@ -407,6 +514,11 @@ def _edges_collectives(g: WaitGraph, inp: GraphInputs, actors: dict[str, dict[st
             node = g.nodes[peer]
             if node.state == "dead":
                 node.pattern = "peer-rank-dead"
+            elif node.state == "pending":
+                # Never started: the waiting ranks wait for it to be scheduled (the pending actor
+                # leads on to the resource it waits for).
+                node.evidence.append("never started (actor not yet created): its peers wait for it "
+                                     "to join the process group")
             elif dead and node.state == "idle":
                 node.evidence.append("collateral: not in the collective since a dead peer broke it")
                 continue
@@ -415,33 +527,56 @@ def _edges_collectives(g: WaitGraph, inp: GraphInputs, actors: dict[str, dict[st
                 node.evidence.append("not in any collective while its peers are")
             for w in waiting:
                 frame = g.nodes[w].frame
-                g.add_edge(w, peer, "collective-wait",
+                why = "has not started" if node.state == "pending" else "is not"
+                g.add_edge(w, peer, g.nodes[w].pattern or "collective-wait",
                            f"in {frame.function if frame is not None else 'a collective'}; "
-                           f"{node.name}{'' if node.rank is None else f' rank {node.rank}'} is not")
+                           f"{node.name}{'' if node.rank is None else f' rank {node.rank}'} {why}")
         if not others and len(waiting) > 1:
             _mark_mismatch(g, waiting)
 
 
 def _mark_mismatch(g: WaitGraph, waiting: list[str]) -> None:
-    """All ranks are in collectives: the minority deciding line is the odd one out."""
-    def where(k: str) -> tuple[str, int | None]:
-        frame = g.nodes[k].frame
-        return (frame.function, frame.line) if frame else ("?", None)
+    """All ranks are in collectives: the minority deciding line is the odd one out.
 
-    counts: dict[tuple[str, int | None], list[str]] = {}
+    Ranks are grouped by the collective they are in (function and line of the torch frame) and
+    the job line that called it. A strict majority names the odd ranks; a tie names every group.
+    """
+    def where(k: str) -> tuple[str, int | None, str]:
+        node = g.nodes[k]
+        frame, user = node.frame, node.user_frame
+        return ((frame.function, frame.line) if frame else ("?", None)) + (_frame_text(user) if user else "",)
+
+    def text(k: str) -> str:
+        fn, _line, caller = where(k)
+        return f"{fn}" + (f" called from {caller}" if caller else "")
+
+    def ranks(keys: list[str]) -> str:
+        known = sorted(r for r in (g.nodes[k].rank for k in keys) if r is not None)
+        return ("ranks " + ", ".join(str(r) for r in known)) if len(known) == len(keys) else f"{len(keys)} peers"
+
+    groups: dict[tuple[str, int | None, str], list[str]] = {}
     for k in waiting:
-        counts.setdefault(where(k), []).append(k)
-    if len(counts) < 2:
+        groups.setdefault(where(k), []).append(k)
+    if len(groups) < 2:
         return
-    majority = max(counts.values(), key=len)
-    for keys in counts.values():
+    sizes = sorted((len(v) for v in groups.values()), reverse=True)
+    majority = max(groups.values(), key=len) if sizes[0] > sizes[1] else None
+    for keys in groups.values():
         if keys is majority:
             continue
+        rest = [k for k in waiting if k not in keys]
         for odd in keys:
             g.nodes[odd].pattern = "collective-mismatch"
-            g.nodes[odd].evidence.append(f"in {where(odd)} while {len(majority)} peers are in {where(majority[0])}")
-            for k in majority:
-                g.add_edge(k, odd, "collective-wait", "peer is in a different collective")
+            g.nodes[odd].evidence.append(
+                f"in {text(odd)} while {ranks(rest)} "
+                + (f"are in {text(majority[0])}" if majority else "are in other collectives")
+                + " (gloo/NCCL pair collectives by call order: these never match)")
+            for k in majority or []:
+                frame = g.nodes[k].frame
+                g.add_edge(k, odd, "collective-wait",
+                           f"in {frame.function if frame is not None else 'a collective'}; "
+                           f"{g.nodes[odd].name}{'' if g.nodes[odd].rank is None else f' rank {g.nodes[odd].rank}'} "
+                           f"is in {where(odd)[0]} instead")
 
 
 def _edges_pending_actors(g: WaitGraph, inp: GraphInputs, actors: dict[str, dict[str, Any]],
@@ -602,15 +737,49 @@ def root_causes(g: WaitGraph) -> list[RootCause]:
             confidence = 0.4  # the chain ends in a wait we could not follow
         evidence = [f"{g.nodes[e.src].label()} → {node.label()}: {e.evidence}" for e in g.into(key)][:6]
         evidence += node.evidence[:6]
+        culprits = [node]
+        if node.kind in ("resource", "placement_group"):
+            # The request is the cause; the actors that cannot start because of it are named with
+            # it (a rank that never started is what its peers wait for).
+            culprits += [g.nodes[e.src] for e in g.into(key) if g.nodes[e.src].state == "pending"
+                         and g.nodes[e.src].kind != "resource"]
+            for extra in culprits[1:3]:
+                evidence += [f"{g.nodes[e.src].label()} → {extra.label()}: {e.evidence}"
+                             for e in g.into(extra.key)][:4] + extra.evidence[:2]
         causes.append(RootCause(
-            pattern=pattern_id, culprits=[node], victims=victims, confidence=confidence,
+            pattern=pattern_id, culprits=culprits, victims=victims, confidence=confidence,
             evidence=evidence, summary=f"{node.label()}: {catalog()[pattern_id].title if pattern_id in catalog() else pattern_id}",
         ))
+    causes = _merge_peers(causes)
     causes.sort(key=lambda c: (-(len(c.victims) + (5 if c.cycle else 0)) * c.confidence, c.summary))
     if any(c.confidence >= 0.8 for c in causes):
         # Waits that could not be followed are noise beside a confident finding.
         causes = [c for c in causes if c.confidence >= 0.5]
     return causes
+
+
+def _merge_peers(causes: list[RootCause]) -> list[RootCause]:
+    """Chain ends that are peers — same pattern, same class, same victims (two DataLoader workers,
+    two idle samplers) — are one finding with several culprits, not several findings."""
+    merged: list[RootCause] = []
+    index: dict[tuple[str, str | None, tuple[str, ...]], RootCause] = {}
+    for cause in causes:
+        if cause.cycle or len(cause.culprits) != 1 or cause.culprits[0].kind in ("resource", "placement_group"):
+            merged.append(cause)
+            continue
+        key = (cause.pattern, cause.culprits[0].class_name, tuple(sorted(set(cause.victims) - {cause.culprits[0].key})))
+        first = index.get(key)
+        if first is None:
+            index[key] = cause
+            merged.append(cause)
+            continue
+        first.culprits.append(cause.culprits[0])
+        first.victims = sorted((set(first.victims) | set(cause.victims)) - {c.key for c in first.culprits})
+        first.evidence += [e for e in cause.evidence if e not in first.evidence][:4]
+        first.summary = f"{first.summary} (and {len(first.culprits) - 1} more like it)" \
+            if "more like it" not in first.summary else first.summary.rsplit(" (and", 1)[0] + \
+            f" (and {len(first.culprits) - 1} more like it)"
+    return merged
 
 
 def chains(g: WaitGraph, causes: list[RootCause]) -> list[list[tuple[GNode, str | None]]]:
@@ -619,10 +788,24 @@ def chains(g: WaitGraph, causes: list[RootCause]) -> list[list[tuple[GNode, str 
     for cause in causes:
         target = {c.key for c in cause.culprits}
         starts = [v for v in cause.victims if not g.into(v)] or cause.victims or [next(iter(target))]
-        path = _path(g, starts[0], target) if cause.victims else [starts[0]]
+        path = [starts[0]]
+        if cause.victims and cause.cycle:
+            path = _path(g, starts[0], target)  # the shortest way in; the loop is added below
+        elif cause.victims:
+            # The longest wait chain down to the first culprit (the cause itself) when it is
+            # reachable, else to any culprit: driver → rank 0 → rank 3 (never started) → the
+            # request tells more than driver → rank 3 → the request.
+            for goal in ({cause.culprits[0].key}, target):
+                found = [p for p in (_longest_path(g, s, goal) for s in starts) if p[-1] in goal]
+                if found:
+                    path = max(found, key=len)
+                    break
         if cause.cycle:
-            loop = cause.cycle + [cause.cycle[0]]
-            path = (path[:-1] if path else []) + loop
+            # Enter the cycle where the path reaches it, so every step keeps its wait edge.
+            entry = path[-1] if path and path[-1] in cause.cycle else cause.cycle[0]
+            at = cause.cycle.index(entry)
+            ring = cause.cycle[at:] + cause.cycle[:at]
+            path = (path[:-1] if path else []) + ring + [ring[0]]
         steps: list[tuple[GNode, str | None]] = []
         for i, key in enumerate(path):
             nxt = path[i + 1] if i + 1 < len(path) else None
@@ -630,6 +813,32 @@ def chains(g: WaitGraph, causes: list[RootCause]) -> list[list[tuple[GNode, str 
             steps.append((g.nodes[key], why))
         out.append(steps)
     return out
+
+
+def _longest_path(g: WaitGraph, start: str, targets: set[str], budget: int = 20000) -> list[str]:
+    """Longest simple path from `start` to one of `targets` (bounded search; BFS beyond it)."""
+    best: list[str] = []
+    steps = [0]
+
+    def dfs(path: list[str], seen: set[str]) -> None:
+        nonlocal best
+        steps[0] += 1
+        if steps[0] > budget:
+            return
+        if path[-1] in targets:
+            if len(path) > len(best):
+                best = list(path)
+            return
+        for e in g.out(path[-1]):
+            if e.dst not in seen:
+                seen.add(e.dst)
+                path.append(e.dst)
+                dfs(path, seen)
+                path.pop()
+                seen.discard(e.dst)
+
+    dfs([start], {start})
+    return best if best and steps[0] <= budget else _path(g, start, targets)
 
 
 def _path(g: WaitGraph, start: str, targets: set[str]) -> list[str]:

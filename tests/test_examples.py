@@ -32,6 +32,13 @@ EXPLAINS = {
     "producer_never_produces": ["time.sleep"],  # the source line of the deciding frame
     "lock_order_deadlock": ["with self."],  # both `with lock:` lines
     "queue_producer_gone": ["FAILED"],  # the producer's failed task
+    "stdlib_queue_no_producer": ["KeyError: 'label'"],  # the dead producer thread's error, from its log
+    "reentrant_lock_del": ["dropped the last reference"],
+    "dataloader_worker_hang": ["forked"],
+    "idle_producer_never_called": ["never run a method"],
+    "collective_mismatch": ["barrier called from"],
+    "rendezvous_hang": ["has not started"],
+    "socket_io_hang": ["sock.recv"],
 }
 
 
