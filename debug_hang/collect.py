@@ -58,10 +58,17 @@ class Collection:
 
 
 def select_targets(job: dict[str, Any], actors: list[dict[str, Any]],
-                   tasks: list[dict[str, Any]]) -> list[Target]:
-    """The job's processes worth a stack: live actors, workers of running tasks, the driver."""
+                   tasks: list[dict[str, Any]], nodes: list[dict[str, Any]] | None = None) -> list[Target]:
+    """The job's processes worth a stack: live actors, workers of running tasks, the driver.
+
+    Ray 2.60 reports a running actor constructor with `node_id: null`: on a one-node cluster
+    that node is the only possible one, so the process is still dumped.
+    """
     job_id = job.get("job_id")
+    alive = [n.get("node_id") for n in nodes or [] if n.get("state") == "ALIVE"]
+    only_node = alive[0] if len(alive) == 1 else None
     found: dict[tuple[str | None, int], Target] = {}
+    actor_nodes = {str(a.get("actor_id")): a.get("node_id") for a in actors if a.get("node_id")}
     for actor in actors:
         if actor.get("job_id") != job_id or actor.get("state") != "ALIVE":
             continue
@@ -77,7 +84,8 @@ def select_targets(job: dict[str, Any], actors: list[dict[str, Any]],
         if task.get("job_id") != job_id or task.get("state") != "RUNNING":
             continue
         pid = int(task.get("worker_pid") or 0)
-        key = (task.get("node_id"), pid)
+        node_id = task.get("node_id") or actor_nodes.get(task.get("actor_id") or "") or only_node
+        key = (node_id, pid)
         if pid <= 0:
             continue
         if key in found:
@@ -85,12 +93,12 @@ def select_targets(job: dict[str, Any], actors: list[dict[str, Any]],
             if target.role == "actor" and task.get("type") == "ACTOR_TASK":
                 target.task_id, target.task_name = task.get("task_id"), task.get("name")
             continue
-        found[key] = Target(pid=pid, node_id=task.get("node_id"), role="task", job_id=job_id,
+        found[key] = Target(pid=pid, node_id=node_id, role="task", job_id=job_id,
                             task_id=task.get("task_id"), task_name=task.get("name"))
     driver = job.get("driver_info") or {}
     driver_pid = int(driver.get("pid") or 0)
     if driver_pid > 0:
-        node_id = job.get("driver_node_id")
+        node_id = job.get("driver_node_id") or only_node
         found.setdefault((node_id, driver_pid), Target(pid=driver_pid, node_id=node_id,
                                                        role="driver", job_id=job_id))
     return list(found.values())

@@ -257,7 +257,7 @@ def run(opts: Options) -> Diagnosis:
         # The State API is down (dashboard dead or overloaded): partial results beat none.
         return _without_state_api(opts, addr, snap, deadline, started)
     job, why, others = pick_job(snap.jobs, opts.job_id, own_job=_own_job_id())
-    targets = select_targets(job, snap.actors, snap.tasks)
+    targets = select_targets(job, snap.actors, snap.tasks, snap.nodes)
     collection = collect_stacks(
         addr, targets, DumpOptions(native=opts.native, nonblocking=opts.nonblocking, locals=opts.locals,
                                    timeout_s=min(10.0, deadline.remaining())),

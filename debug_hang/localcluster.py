@@ -184,7 +184,9 @@ def wait_quiet(cluster: LocalCluster, job_id: str, quiet_s: float = 3.0, max_s: 
     since = time.monotonic()
     while time.monotonic() < end:
         rows = client.list_state("tasks", [("job_id", "=", job_id)], detail=False).rows
+        actors = client.list_state("actors", [("job_id", "=", job_id)], detail=False).rows
         now = sorted((str(t.get("task_id")), str(t.get("state"))) for t in rows)
+        now += sorted((str(a.get("actor_id")), str(a.get("state"))) for a in actors)
         if now != last:
             last, since = now, time.monotonic()
         elif time.monotonic() - since >= quiet_s:
