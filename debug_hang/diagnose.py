@@ -18,10 +18,11 @@ from debug_hang.address import ClusterAddress, check_reachable, parse_address, r
 from debug_hang.collect import Collection, collect_stacks, select_targets
 from debug_hang.errors import NotFoundError
 from debug_hang.evidence import Evidence, NodeEvidence, gather
-from debug_hang.graph import GraphInputs, RootCause, WaitGraph, build_graph, chains, root_causes
+from debug_hang.graph import GraphInputs, WaitGraph, build_graph
 from debug_hang.model import Process, process_from_dict, stacks_to_dict
 from debug_hang.patterns import ProcessVerdict, catalog, match_process
 from debug_hang.pyspy import DumpOptions
+from debug_hang.rootcause import RootCause, chains, root_causes
 from debug_hang.state import (
     DashboardClient,
     Snapshot,

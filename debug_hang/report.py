@@ -76,7 +76,7 @@ def render_markdown(diag: Diagnosis) -> str:
 
 
 def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
-    from debug_hang.graph import chains
+    from debug_hang.rootcause import chains
     from debug_hang.state import resource_usage
 
     cat = catalog()

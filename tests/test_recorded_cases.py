@@ -15,8 +15,8 @@ import pytest
 from conftest import ROOT, expected_of
 
 from debug_hang.diagnose import reanalyse
-from debug_hang.graph import find_cycles
 from debug_hang.report import render_markdown
+from debug_hang.rootcause import find_cycles
 
 pytestmark = pytest.mark.unit
 

@@ -1,0 +1,258 @@
+"""From the wait-for graph to root causes: cycles are deadlocks, chains end at culprits.
+
+`root_causes` ranks what it finds (cycles first, then chain ends that most processes wait on);
+`chains` gives, for each cause, the path from its farthest victim down to the culprit, which the
+report draws.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from debug_hang.graph import GNode, WaitGraph
+from debug_hang.patterns import catalog
+
+
+@dataclass
+class RootCause:
+    pattern: str
+    culprits: list[GNode]
+    victims: list[str]  # node keys that (transitively) wait on the culprits
+    confidence: float
+    evidence: list[str]
+    summary: str
+    cycle: list[str] = field(default_factory=list)
+
+
+def find_cycles(g: WaitGraph) -> list[list[str]]:
+    """Strongly connected components with a cycle (Tarjan), each as a list of node keys."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    counter = [0]
+    succ: dict[str, list[str]] = {}
+    for e in g.edges:
+        succ.setdefault(e.src, []).append(e.dst)
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in succ.get(v, []):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1 or v in succ.get(v, []):
+                cycles.append(list(reversed(comp)))
+
+    for v in list(g.nodes):
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def _upstream(g: WaitGraph, keys: set[str]) -> list[str]:
+    """Every node that transitively waits on one of `keys`."""
+    seen: set[str] = set()
+    todo = list(keys)
+    while todo:
+        k = todo.pop()
+        for e in g.into(k):
+            if e.src not in seen and e.src not in keys:
+                seen.add(e.src)
+                todo.append(e.src)
+    return sorted(seen)
+
+
+_END_PATTERN = {
+    "busy": "busy-loop",
+    "idle": "idle-no-work",
+    "dead": "peer-rank-dead",
+    "infeasible": "infeasible-resource",
+    "starved": "resource-starvation",
+}
+
+
+def root_causes(g: WaitGraph) -> list[RootCause]:
+    """Cycles first (deadlocks), then chain ends that someone waits on, most victims first."""
+    causes: list[RootCause] = []
+    in_cycle: set[str] = set()
+    for cycle in find_cycles(g):
+        in_cycle.update(cycle)
+        members = [g.nodes[k] for k in cycle]
+        has_resource = any(n.kind in ("resource", "placement_group") for n in members)
+        pattern = "resource-starvation" if has_resource else "actor-call-cycle"
+        if not has_resource and any(n.pattern == "lock-order-deadlock" for n in members):
+            pattern = "lock-order-deadlock"
+        culprits = [n for n in members if n.kind != "resource"] if has_resource else members
+        evidence = [f"{e.src.split(':')[0]} {g.nodes[e.src].label()} → {g.nodes[e.dst].label()}: {e.evidence}"
+                    for e in g.edges if e.src in cycle and e.dst in cycle]
+        names = " → ".join(g.nodes[k].label() for k in cycle) + f" → {g.nodes[cycle[0]].label()}"
+        causes.append(RootCause(
+            pattern=pattern, culprits=culprits, victims=_upstream(g, set(cycle)),
+            confidence=0.9 if all(n.state in ("blocked", "starved", "pending") for n in members) else 0.7,
+            evidence=evidence, cycle=list(cycle),
+            summary=f"deadlock cycle: {names}",
+        ))
+    ends: dict[str, list[str]] = {}
+    for key in g.nodes:
+        if key in in_cycle or not g.into(key):
+            continue
+        if any(e.dst not in in_cycle for e in g.out(key)):
+            continue  # waits on something further down the chain
+        if any(e.dst in in_cycle for e in g.out(key)):
+            continue  # waits on a cycle: a victim, not a cause
+        ends[key] = _upstream(g, {key})
+    for key, node in g.nodes.items():
+        # A process with a root-cause pattern is a culprit even when nobody visibly waits on it
+        # (a lock-order deadlock inside one actor, a blocked event loop).
+        if key in ends or key in in_cycle or g.out(key):
+            continue
+        own = catalog().get(node.pattern or "")
+        if own and own.kind == "root-cause" and node.kind != "resource":
+            ends[key] = _upstream(g, {key})
+    for key, victims in ends.items():
+        node = g.nodes[key]
+        pattern_id = node.pattern if node.pattern and catalog().get(node.pattern) and \
+            catalog()[node.pattern].kind == "root-cause" else _END_PATTERN.get(node.state)
+        confidence = 0.85
+        if pattern_id is None:
+            pattern_id = node.pattern or "unknown"
+            confidence = 0.4  # the chain ends in a wait we could not follow
+        evidence = [f"{g.nodes[e.src].label()} → {node.label()}: {e.evidence}" for e in g.into(key)][:6]
+        evidence += node.evidence[:6]
+        culprits = [node]
+        if node.kind in ("resource", "placement_group"):
+            # The request is the cause; the actors that cannot start because of it are named with
+            # it (a rank that never started is what its peers wait for).
+            culprits += [g.nodes[e.src] for e in g.into(key) if g.nodes[e.src].state == "pending"
+                         and g.nodes[e.src].kind != "resource"]
+            for extra in culprits[1:3]:
+                evidence += [f"{g.nodes[e.src].label()} → {extra.label()}: {e.evidence}"
+                             for e in g.into(extra.key)][:4] + extra.evidence[:2]
+        causes.append(RootCause(
+            pattern=pattern_id, culprits=culprits, victims=victims, confidence=confidence,
+            evidence=evidence, summary=f"{node.label()}: {catalog()[pattern_id].title if pattern_id in catalog() else pattern_id}",
+        ))
+    causes = _merge_peers(causes)
+    causes.sort(key=lambda c: (-(len(c.victims) + (5 if c.cycle else 0)) * c.confidence, c.summary))
+    if any(c.confidence >= 0.8 for c in causes):
+        # Waits that could not be followed are noise beside a confident finding.
+        causes = [c for c in causes if c.confidence >= 0.5]
+    return causes
+
+
+def _merge_peers(causes: list[RootCause]) -> list[RootCause]:
+    """Chain ends that are peers — same pattern, same class, same victims (two DataLoader workers,
+    two idle samplers) — are one finding with several culprits, not several findings."""
+    merged: list[RootCause] = []
+    index: dict[tuple[str, str | None, tuple[str, ...]], RootCause] = {}
+    for cause in causes:
+        if cause.cycle or len(cause.culprits) != 1 or cause.culprits[0].kind in ("resource", "placement_group"):
+            merged.append(cause)
+            continue
+        key = (cause.pattern, cause.culprits[0].class_name, tuple(sorted(set(cause.victims) - {cause.culprits[0].key})))
+        first = index.get(key)
+        if first is None:
+            index[key] = cause
+            merged.append(cause)
+            continue
+        first.culprits.append(cause.culprits[0])
+        first.victims = sorted((set(first.victims) | set(cause.victims)) - {c.key for c in first.culprits})
+        first.evidence += [e for e in cause.evidence if e not in first.evidence][:4]
+        first.summary = f"{first.summary} (and {len(first.culprits) - 1} more like it)" \
+            if "more like it" not in first.summary else first.summary.rsplit(" (and", 1)[0] + \
+            f" (and {len(first.culprits) - 1} more like it)"
+    return merged
+
+
+def chains(g: WaitGraph, causes: list[RootCause]) -> list[list[tuple[GNode, str | None]]]:
+    """For each root cause, one path from its farthest victim down to the culprit."""
+    out: list[list[tuple[GNode, str | None]]] = []
+    for cause in causes:
+        target = {c.key for c in cause.culprits}
+        starts = [v for v in cause.victims if not g.into(v)] or cause.victims or [next(iter(target))]
+        path = [starts[0]]
+        if cause.victims and cause.cycle:
+            path = _path(g, starts[0], target)  # the shortest way in; the loop is added below
+        elif cause.victims:
+            # The longest wait chain down to the first culprit (the cause itself) when it is
+            # reachable, else to any culprit: driver → rank 0 → rank 3 (never started) → the
+            # request tells more than driver → rank 3 → the request.
+            for goal in ({cause.culprits[0].key}, target):
+                found = [p for p in (_longest_path(g, s, goal) for s in starts) if p[-1] in goal]
+                if found:
+                    path = max(found, key=len)
+                    break
+        if cause.cycle:
+            # Enter the cycle where the path reaches it, so every step keeps its wait edge.
+            entry = path[-1] if path and path[-1] in cause.cycle else cause.cycle[0]
+            at = cause.cycle.index(entry)
+            ring = cause.cycle[at:] + cause.cycle[:at]
+            path = (path[:-1] if path else []) + ring + [ring[0]]
+        steps: list[tuple[GNode, str | None]] = []
+        for i, key in enumerate(path):
+            nxt = path[i + 1] if i + 1 < len(path) else None
+            why = next((e.evidence for e in g.out(key) if e.dst == nxt), None) if nxt else None
+            steps.append((g.nodes[key], why))
+        out.append(steps)
+    return out
+
+
+def _longest_path(g: WaitGraph, start: str, targets: set[str], budget: int = 20000) -> list[str]:
+    """Longest simple path from `start` to one of `targets` (bounded search; BFS beyond it)."""
+    best: list[str] = []
+    steps = [0]
+
+    def dfs(path: list[str], seen: set[str]) -> None:
+        nonlocal best
+        steps[0] += 1
+        if steps[0] > budget:
+            return
+        if path[-1] in targets:
+            if len(path) > len(best):
+                best = list(path)
+            return
+        for e in g.out(path[-1]):
+            if e.dst not in seen:
+                seen.add(e.dst)
+                path.append(e.dst)
+                dfs(path, seen)
+                path.pop()
+                seen.discard(e.dst)
+
+    dfs([start], {start})
+    return best if best and steps[0] <= budget else _path(g, start, targets)
+
+
+def _path(g: WaitGraph, start: str, targets: set[str]) -> list[str]:
+    """Shortest path (BFS) from `start` to any of `targets`, following wait edges."""
+    prev: dict[str, str | None] = {start: None}
+    queue = [start]
+    while queue:
+        k = queue.pop(0)
+        if k in targets:
+            path = []
+            cur: str | None = k
+            while cur is not None:
+                path.append(cur)
+                cur = prev[cur]
+            return list(reversed(path))
+        for e in g.out(k):
+            if e.dst not in prev:
+                prev[e.dst] = k
+                queue.append(e.dst)
+    return [start]
