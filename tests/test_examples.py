@@ -47,6 +47,26 @@ def culprit_matches(expected: dict, culprits: list[dict]) -> bool:
                and (expected.get("rank") is None or c.get("rank") == expected["rank"]) for c in culprits)
 
 
+# Task fields the analysis never reads; dropped from recordings to keep them small.
+UNUSED_TASK_FIELDS = ("profiling_data", "runtime_env_info", "events", "label_selector", "fallback_strategy")
+
+
+def trim_capture(folder: Path) -> None:
+    """Keep a recorded snapshot to the diagnosed job's own actors and tasks (the test cluster
+    also holds every earlier example's), without the fields the analysis never reads."""
+    snap_path = folder / "snapshot.json"
+    job_id = json.loads((folder / "diagnosis.json").read_text())["job_id"]
+    snap = json.loads(snap_path.read_text())
+    snap["actors"] = [a for a in snap["actors"] if a.get("job_id") == job_id]
+    snap["tasks"] = [{k: v for k, v in t.items() if k not in UNUSED_TASK_FIELDS}
+                     for t in snap["tasks"] if t.get("job_id") == job_id]
+    snap_path.write_text(json.dumps(snap))
+    after = folder / "tasks_after.json"
+    if after.exists():
+        rows = json.loads(after.read_text())
+        after.write_text(json.dumps([{k: v for k, v in t.items() if k not in UNUSED_TASK_FIELDS} for t in rows]))
+
+
 def record(example: str, out: Path) -> None:
     dest = CASES / example
     shutil.rmtree(dest, ignore_errors=True)
@@ -54,6 +74,7 @@ def record(example: str, out: Path) -> None:
     for name in RECORDED_FILES:
         if (out / name).exists():
             shutil.copy(out / name, dest / name)
+    trim_capture(dest)
     if (out / "logs").is_dir():
         shutil.copytree(out / "logs", dest / "logs")
 
