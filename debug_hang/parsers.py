@@ -557,25 +557,19 @@ class _Parser:
             except (ValueError, TypeError, AttributeError) as exc:
                 self.warnings.append(f"line {lineno}: JSON list that is not py-spy output ({exc})")
                 return False
-        elif isinstance(value, dict) and value.get("schema") == STACKS_SCHEMA:
+        elif isinstance(value, dict) and value.get("schema") in (STACKS_SCHEMA, NODE_STACKS_SCHEMA):
+            schema = str(value["schema"])
+            if schema == NODE_STACKS_SCHEMA:
+                # run_on_each_ray_node.py --dump --json: stacks/v1 processes grouped by node.
+                rows = [r for r in value.get("nodes") or [] if isinstance(r, dict)]
+                value = {"schema": STACKS_SCHEMA, "processes": [p for r in rows for p in r.get("processes") or []]}
             try:
                 procs = stacks_from_dict(value)
             except (ValueError, TypeError, AttributeError, KeyError) as exc:
-                self.warnings.append(f"line {lineno}: malformed {STACKS_SCHEMA} document ({exc})")
+                self.warnings.append(f"line {lineno}: malformed {schema} document ({exc})")
                 return False
             for p in procs:
-                p.source = p.source or "stacks-v1"
-            procs = _well_formed(procs, self.warnings, lineno)
-        elif isinstance(value, dict) and value.get("schema") == NODE_STACKS_SCHEMA:
-            # run_on_each_ray_node.py --dump --json: stacks/v1 processes grouped by node.
-            raw = [p for row in value.get("nodes") or [] if isinstance(row, dict) for p in row.get("processes") or []]
-            try:
-                procs = stacks_from_dict({"schema": STACKS_SCHEMA, "processes": raw})
-            except (ValueError, TypeError, AttributeError, KeyError) as exc:
-                self.warnings.append(f"line {lineno}: malformed {NODE_STACKS_SCHEMA} document ({exc})")
-                return False
-            for p in procs:
-                p.source = p.source or "node-stacks-v1"
+                p.source = p.source or ("stacks-v1" if schema == STACKS_SCHEMA else "node-stacks-v1")
             procs = _well_formed(procs, self.warnings, lineno)
         elif isinstance(value, dict):
             self.warnings.append(f"line {lineno}: JSON object of unknown schema "
