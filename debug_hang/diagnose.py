@@ -16,7 +16,7 @@ from typing import Any
 
 from debug_hang.address import ClusterAddress, check_reachable, parse_address, resolve_dashboard
 from debug_hang.collect import Collection, collect_stacks, select_targets
-from debug_hang.errors import NotFoundError
+from debug_hang.errors import DeadlineError, NotFoundError
 from debug_hang.evidence import Evidence, NodeEvidence, gather
 from debug_hang.graph import GraphInputs, WaitGraph, build_graph
 from debug_hang.model import Process, process_from_dict, stacks_to_dict
@@ -255,6 +255,9 @@ def run(opts: Options) -> Diagnosis:
     assert addr.dashboard_url
     snap = take_snapshot(addr.dashboard_url, None, timeout_s=deadline.remaining(cap=10.0))
     if not snap.jobs and snap.errors:
+        if deadline.expired:
+            raise DeadlineError(f"the {opts.deadline_s:.0f}s deadline passed before the State API answered "
+                                f"({snap.errors[0][:200]}); rerun with a larger --deadline")
         # The State API is down (dashboard dead or overloaded): partial results beat none.
         return _without_state_api(opts, addr, snap, deadline, started)
     job, why, others = pick_job(snap.jobs, opts.job_id, own_job=_own_job_id())
