@@ -135,3 +135,40 @@ def test_deadline_is_kept(ray_cluster: LocalCluster, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert elapsed < 4 + 5, elapsed
     assert json.loads((tmp_path / "d" / "diagnosis.json").read_text())["verdict"] in ("hang", "inconclusive")
+
+
+@pytest.mark.unit
+def test_a_dashboard_that_never_answers_ends_at_the_deadline(tmp_path: Path) -> None:
+    # GIVEN a dashboard port that accepts connections but never answers (an overloaded head)
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            held.append(conn)
+
+    threading.Thread(target=accept, daemon=True).start()
+    port = server.getsockname()[1]
+    try:
+        # WHEN the diagnosis runs with a 3 s deadline
+        start = time.monotonic()
+        proc = run_script(["scripts/diagnose_ray_hang.sh", f"http://127.0.0.1:{port}", str(tmp_path / "d"),
+                           "--deadline", "3"], timeout_s=60, env=_env_without_address())
+        elapsed = time.monotonic() - start
+    finally:
+        server.close()
+        for conn in held:
+            conn.close()
+    # THEN it gives up by the deadline with exit 6 and one line saying what to do
+    assert proc.returncode == 6, proc.stderr
+    assert "deadline" in proc.stderr and "Traceback" not in proc.stderr
+    assert elapsed < 3 + 6, elapsed
