@@ -99,7 +99,7 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
             yield f"- Pending resource demands: {_cell(demands)[:300]}"
         for warning in snap.warnings[:5]:
             yield f"- ⚠ {warning}"
-    yield f"- Address: {diag.address}; job {diag.job_id} chosen because it is {diag.job_choice}"
+    yield f"- Address: {diag.address}; job {diag.job_id} chosen: {diag.job_choice}"
     others = [f"{j.get('job_id')} ({j.get('status')})" for j in diag.other_jobs if j.get("job_id")]
     if others:
         yield f"- Other jobs: {', '.join(others[:10])}{' …' if len(others) > 10 else ''}"
@@ -152,6 +152,7 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
     yield "## Root cause"
     if not diag.causes:
         yield "None identified."
+        yield ""
     for i, cause in enumerate(diag.causes[:5], 1):
         pattern = cat.get(cause.pattern)
         title = pattern.title if pattern else cause.pattern
@@ -203,7 +204,9 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
         seen.add(cause.pattern)
         for fix in pattern.fixes:
             yield f"- ({cause.pattern}) {fix}"
-    if not seen:
+    if not seen and diag.verdict == "no-hang":
+        yield "- Nothing is stuck. If the job is too slow, profile it: `py-spy record --pid PID` on its node."
+    elif not seen:
         yield "- Collect again with `--samples 5 --interval 2` and read 05_stacks.txt."
     errors = diag.collection.errors + diag.errors
     if errors:
