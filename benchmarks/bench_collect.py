@@ -188,8 +188,8 @@ def run(args: argparse.Namespace, head: str, second: str, dashboard_port: int, p
         local_s.append(seconds)
     log(f"(a) batched, local fast path: {[round(s, 3) for s in local_s]} s")
 
-    real_local_raylet = getattr(collect, "local_raylet")  # noqa: B009 - patched below
-    setattr(collect, "local_raylet", lambda node_id: None)  # noqa: B010 - force the ray-task path
+    real_local_raylets = getattr(collect, "local_raylets")  # noqa: B009 - patched below
+    setattr(collect, "local_raylets", lambda: {})  # noqa: B010 - force the ray-task path
     try:
         task_s = []
         for _ in range(args.repeat + 1):  # the first run includes connecting the driver
@@ -197,7 +197,7 @@ def run(args: argparse.Namespace, head: str, second: str, dashboard_port: int, p
             check(coll, "ray-task")
             task_s.append(seconds)
     finally:
-        setattr(collect, "local_raylet", real_local_raylet)  # noqa: B010
+        setattr(collect, "local_raylets", real_local_raylets)  # noqa: B010
     log(f"(a) batched, ray-task path: {[round(s, 3) for s in task_s]} s (first includes connect)")
 
     bare = []

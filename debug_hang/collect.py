@@ -15,7 +15,7 @@ from typing import Any
 
 from debug_hang.address import ClusterAddress
 from debug_hang.model import Process, process_from_dict
-from debug_hang.node_probe import local_raylet, probe_node
+from debug_hang.node_probe import local_raylets, probe_node
 from debug_hang.pyspy import DumpOptions
 from debug_hang.timeouts import Deadline
 
@@ -40,12 +40,28 @@ class Collection:
     """Stacks of every sample, per-process evidence, and what went wrong."""
 
     processes: list[Process] = field(default_factory=list)
-    info: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # Per-process evidence read on its node (title, ppid, child_of, env, cpu_percent), keyed by
+    # (node_id, pid): PIDs repeat across machines and pods.
+    info: dict[tuple[str | None, int], dict[str, Any]] = field(default_factory=dict)
     errors: list[dict[str, Any]] = field(default_factory=list)
     nodes: int = 0
     targets: int = 0
     seconds: float = 0.0
     paths: dict[str, str] = field(default_factory=dict)  # node_id -> "local" | "ray-task"
+
+    def info_of(self, proc: Process) -> dict[str, Any]:
+        """The node-side evidence of one process ({} when none was read)."""
+        return self.info.get((proc.node_id, proc.pid or -1), {})
+
+    def info_to_json(self) -> list[dict[str, Any]]:
+        return [{"pid": pid, **value} for (_, pid), value in self.info.items()]
+
+    @staticmethod
+    def info_from_json(raw: Any) -> dict[tuple[str | None, int], dict[str, Any]]:
+        """Read `info_to_json` output; also the older {pid: {...}} form of early recordings."""
+        rows = [{"pid": int(k), **v} for k, v in raw.items()] if isinstance(raw, dict) else list(raw or [])
+        return {(row.get("node_id"), int(row["pid"])): {k: v for k, v in row.items() if k != "pid"}
+                for row in rows}
 
     def latest(self) -> list[Process]:
         """The last sample of each process."""
@@ -121,11 +137,12 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
     results: dict[str, dict[str, Any]] = {}
     local: dict[str, tuple[Any, ...]] = {}
     remote: dict[str, tuple[Any, ...]] = {}
+    here = local_raylets()
+    # Each probe gets a budget so a slow node answers with what it has before we give up on it.
+    budget = max(deadline.remaining(cap=45.0) - 2.0, 1.0)
     for node_id, node_targets in by_node.items():
-        # Each probe gets a budget so a slow node answers with what it has before we give up on it.
-        budget = max(deadline.remaining(cap=45.0) - 2.0, 1.0)
         args = (node_id, [t.pid for t in node_targets], options.to_dict(), samples, interval_s, children, budget)
-        is_local = local_raylet(node_id) is not None
+        is_local = node_id in here
         coll.paths[node_id] = "local" if is_local else "ray-task"
         (local if is_local else remote)[node_id] = args
     with ThreadPoolExecutor(max_workers=max(1, len(local))) as pool:
@@ -144,7 +161,7 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
         for err in value.get("errors", []):
             coll.errors.append({"node_id": node_id, **err})
         for pid_text, info in (value.get("info") or {}).items():
-            coll.info[int(pid_text)] = {"node_id": node_id, **info}
+            coll.info[(node_id, int(pid_text))] = {"node_id": node_id, **info}
         for raw in value.get("processes", []):
             proc = process_from_dict(raw)
             _tag(proc, targets_by_key, coll.info)
@@ -174,9 +191,9 @@ def _run_remote(address: ClusterAddress, remote: dict[str, tuple[Any, ...]], dea
 
 
 def _tag(proc: Process, targets: dict[tuple[str | None, int], Target],
-         info: dict[int, dict[str, Any]]) -> None:
+         info: dict[tuple[str | None, int], dict[str, Any]]) -> None:
     """Attach Ray identity (actor, task, job) and rank evidence to a dumped process."""
-    pinfo = info.get(proc.pid or -1, {})
+    pinfo = info.get((proc.node_id, proc.pid or -1), {})
     target = targets.get((proc.node_id, proc.pid or -1))
     parent = pinfo.get("child_of")
     if target is None and parent is not None:

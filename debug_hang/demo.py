@@ -42,22 +42,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.scenario not in localcluster.examples():
         raise UsageError(f"unknown scenario {args.scenario!r}; try --list")
     out = Path(args.output_dir or f"/tmp/debug_hang_demo_{args.scenario}")
-    cluster = None
     if args.address:
-        cluster = localcluster.LocalCluster(port=int(args.address.rsplit(":", 1)[-1]), dashboard_port=8265,
-                                            temp_dir="", num_cpus=0)
-        address = args.address
+        cluster = localcluster.attach(args.address)
     else:
         print(f"starting a local Ray cluster on 127.0.0.1:{DEMO_PORT} ...", file=sys.stderr)
         cluster = localcluster.start(DEMO_PORT, num_cpus=4)
-        address = cluster.gcs
+    address = cluster.gcs
     job = None
     try:
-        if args.address:
-            from debug_hang.address import parse_address, resolve_dashboard
-
-            url = resolve_dashboard(parse_address(address)).dashboard_url or ""
-            cluster.dashboard_port = int(url.rsplit(":", 1)[-1])
         print(f"submitting examples/{args.scenario}.py and waiting for it to hang ...", file=sys.stderr)
         job = localcluster.submit_example(cluster, args.scenario)
         print(f"job {job.job_id} is hung; diagnosing ...", file=sys.stderr)

@@ -7,6 +7,7 @@ on what there is. The output folder holds the phase outputs, `stacks.json`, `rep
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -207,11 +208,12 @@ BUSY_CPU_PERCENT = 30.0
 def _match_with_cpu(proc: Process, collection: Collection) -> ProcessVerdict:
     """Match a process; a busy-loop reading without real CPU use is re-read as idle."""
     verdict = match_process(proc)
-    cpu = collection.info.get(proc.pid or -1, {}).get("cpu_percent")
+    cpu = collection.info_of(proc).get("cpu_percent")
     if verdict.pattern == "busy-loop" and cpu is not None and cpu < BUSY_CPU_PERCENT:
-        for thread in proc.threads:
-            thread.active = False
-        verdict = match_process(proc)
+        # Re-read as idle, on a copy: the recorded stacks keep what py-spy said.
+        idle = dataclasses.replace(proc, threads=[dataclasses.replace(t, active=False) for t in proc.threads])
+        verdict = match_process(idle)
+        verdict.process = proc
     return verdict
 
 
@@ -340,7 +342,7 @@ def _without_state_api(opts: Options, addr: ClusterAddress, snap: Snapshot, dead
             proc.actor_class = cls
             collection.processes.append(proc)
         collection.errors += [{"node_id": "local", **e} for e in value.get("errors", [])]
-        collection.info = {int(k): {"node_id": "local", **v} for k, v in (value.get("info") or {}).items()}
+        collection.info = {("local", int(k)): {"node_id": "local", **v} for k, v in (value.get("info") or {}).items()}
         collection.nodes = 1
     errors = [{"node_id": None, "pid": None, "error": note, "kind": "state-api-down"}]
     diag = analyse({"job_id": None}, snap, collection, None, addr.gcs, "unknown: the State API is down", [],
@@ -382,7 +384,7 @@ def write_outputs(diag: Diagnosis, out: Path, tasks_after: list[dict[str, Any]] 
         (out / "04_actors.json").write_text(json.dumps(job_actors, indent=1, default=str))
         (out / "snapshot.json").write_text(json.dumps(snap.to_dict(), default=str))
     (out / "05_stacks.txt").write_text(render_stacks_text(diag.collection.processes))
-    meta = {"job_id": diag.job_id, "info": {str(k): v for k, v in diag.collection.info.items()},
+    meta = {"job_id": diag.job_id, "info": diag.collection.info_to_json(),
             "errors": diag.collection.errors, "nodes": diag.collection.nodes,
             "targets": diag.collection.targets, "seconds": diag.collection.seconds,
             "paths": diag.collection.paths, "job_choice": diag.job_choice, "address": diag.address,
@@ -416,7 +418,7 @@ def reanalyse(folder: Path) -> Diagnosis:
     doc = json.loads((folder / "stacks.json").read_text())
     processes: list[Process] = stacks_from_dict(doc)
     meta = doc.get("meta") or {}
-    coll = Collection(processes=processes, info={int(k): v for k, v in (meta.get("info") or {}).items()},
+    coll = Collection(processes=processes, info=Collection.info_from_json(meta.get("info")),
                       errors=list(meta.get("errors") or []), nodes=int(meta.get("nodes") or 0),
                       targets=int(meta.get("targets") or 0), seconds=float(meta.get("seconds") or 0.0),
                       paths=dict(meta.get("paths") or {}))

@@ -88,7 +88,7 @@ class GraphInputs:
     node_totals: list[dict[str, float]]
     verdicts: list[ProcessVerdict]
     available: dict[str, float] | None = None  # cluster-wide free resources, when known
-    info: dict[int, dict[str, Any]] = field(default_factory=dict)  # per-pid evidence from nodes
+    info: dict[tuple[str | None, int], dict[str, Any]] = field(default_factory=dict)  # (node_id, pid) -> evidence
 
 
 def proc_key(proc: Process) -> str:
@@ -150,7 +150,7 @@ def build_graph(inp: GraphInputs) -> WaitGraph:
         if verdict.main and verdict.main.frame is not None and verdict.verdict != "idle":
             where = verdict.main.user_frame or verdict.main.frame
             node.evidence.append(f"stack: {verdict.main.pattern} at {_frame_text(where)}")
-        cpu = inp.info.get(proc.pid or -1, {}).get("cpu_percent")
+        cpu = inp.info.get((proc.node_id, proc.pid or -1), {}).get("cpu_percent")
         if cpu is not None and (verdict.verdict == "busy" or cpu >= 50):
             node.evidence.append(f"real CPU use {cpu:.0f}% over the sampling window")
         g.nodes[node.key] = node
@@ -380,8 +380,8 @@ def _edges_pg(g: WaitGraph, inp: GraphInputs, key: str) -> None:
 
 def _edges_children(g: WaitGraph, inp: GraphInputs, key: str, proc: Process,
                     by_pid: dict[tuple[str | None, int | None], str]) -> None:
-    for pid, info in inp.info.items():
-        if info.get("child_of") != proc.pid or info.get("node_id") != proc.node_id:
+    for (node_id, pid), info in inp.info.items():
+        if info.get("child_of") != proc.pid or node_id != proc.node_id:
             continue
         child_key = by_pid.get((proc.node_id, pid))
         if child_key is None:

@@ -33,20 +33,32 @@ class LocalCluster:
     dashboard_port: int
     temp_dir: str
     num_cpus: int
+    host: str = "127.0.0.1"
 
     @property
     def gcs(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     @property
     def dashboard(self) -> str:
-        return f"http://127.0.0.1:{self.dashboard_port}"
+        return f"http://{self.host}:{self.dashboard_port}"
 
     def env(self) -> dict[str, str]:
         """The environment for a command that should talk to this cluster."""
         env = loopback_env()
         env["RAY_ADDRESS"] = self.gcs
         return env
+
+
+def attach(address: str) -> LocalCluster:
+    """A running cluster given by its GCS address (not started, never stopped, by this module)."""
+    from debug_hang.address import check_reachable, parse_address, resolve_dashboard
+
+    addr = parse_address(address)
+    check_reachable(addr)
+    url = resolve_dashboard(addr).dashboard_url or ""
+    return LocalCluster(port=addr.port, dashboard_port=int(url.rsplit(":", 1)[-1]), temp_dir="", num_cpus=0,
+                        host=addr.host)
 
 
 def loopback_env() -> dict[str, str]:

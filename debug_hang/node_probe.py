@@ -57,17 +57,17 @@ CONTEXT_LINES = 3  # lines kept above and below the job's innermost frame
 _LIBRARY_PATH = re.compile(r"(/site-packages/|/dist-packages/|/lib/python\d+\.\d+/)")
 
 
-def local_raylet(node_id: str) -> int | None:
-    """PID of this node's raylet if it runs on this machine, in this PID namespace; else None.
+def local_raylets() -> dict[str, int]:
+    """{node_id: raylet pid} for every raylet on this machine in this PID namespace (one /proc scan).
 
-    Only then are the PIDs the State API reports for that node valid here: a node in another
-    PID namespace (a pod, `unshare --pid`) shares the IP but not the PIDs.
+    Only for those nodes are the PIDs the State API reports valid here: a node in another PID
+    namespace (a pod, `unshare --pid`) shares the IP but not the PIDs.
     """
-    needle = f"--node_id={node_id}".encode()
     try:
         own_ns = os.readlink("/proc/self/ns/pid")
     except OSError:
         own_ns = None
+    found: dict[str, int] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -76,19 +76,20 @@ def local_raylet(node_id: str) -> int | None:
                 if fh.read().strip() != b"raylet":
                     continue
             with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                cmdline = fh.read()
-        except OSError:
-            continue
-        if needle not in cmdline:
-            continue
-        try:
+                args = fh.read().split(b"\0")
             if own_ns is not None and os.readlink(f"/proc/{entry}/ns/pid") != own_ns:
-                return None
+                continue
         except OSError:
-            return None
-        # The raylet we see must be the one whose PIDs the State API reports: same namespace.
-        return int(entry)
-    return None
+            continue
+        for arg in args:
+            if arg.startswith(b"--node_id="):
+                found[arg.split(b"=", 1)[1].decode("ascii", "replace")] = int(entry)
+    return found
+
+
+def local_raylet(node_id: str) -> int | None:
+    """PID of this node's raylet if it runs on this machine, in this PID namespace; else None."""
+    return local_raylets().get(node_id)
 
 
 def raylet_log_dir(raylet_pid: int | None) -> str | None:

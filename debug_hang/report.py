@@ -119,7 +119,7 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
         where = "—"
         if v.main is not None and v.verdict != "idle":
             where = location(v.main.frame, v.main.user_frame)
-        cpu = diag.collection.info.get(v.process.pid or -1, {}).get("cpu_percent")
+        cpu = diag.collection.info_of(v.process).get("cpu_percent")
         cpu_text = "—" if cpu is None else f"{cpu:.0f}%"
         yield (f"| {_cell(v.process.label)} | {v.process.pid} | {(v.process.node_id or '?')[:8]} | {v.verdict} | "
                f"{cpu_text} | {_cell(where)} | {v.pattern or '—'} |")
