@@ -61,20 +61,28 @@ class Edge:
 
 @dataclass
 class WaitGraph:
+    """Nodes and wait edges, indexed both ways (graphs of thousands of ranks stay linear)."""
+
     nodes: dict[str, GNode] = field(default_factory=dict)
     edges: list[Edge] = field(default_factory=list)
+    _out: dict[str, list[Edge]] = field(default_factory=dict, repr=False)
+    _in: dict[str, list[Edge]] = field(default_factory=dict, repr=False)
 
     def out(self, key: str) -> list[Edge]:
-        return [e for e in self.edges if e.src == key]
+        return self._out.get(key, [])
 
     def into(self, key: str) -> list[Edge]:
-        return [e for e in self.edges if e.dst == key]
+        return self._in.get(key, [])
 
     def add_edge(self, src: str, dst: str, why: str, evidence: str) -> None:
         if src == dst and why != "ray-get-wait":
             return
-        if not any(e.src == src and e.dst == dst for e in self.edges):
-            self.edges.append(Edge(src, dst, why, evidence))
+        if any(e.dst == dst for e in self.out(src)):
+            return
+        edge = Edge(src, dst, why, evidence)
+        self.edges.append(edge)
+        self._out.setdefault(src, []).append(edge)
+        self._in.setdefault(dst, []).append(edge)
 
 
 @dataclass
