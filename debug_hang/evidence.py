@@ -63,6 +63,20 @@ def _fetch_log(client: DashboardClient, params: list[tuple[str, str]]) -> str:
         raise UnreachableError(f"log not readable: {getattr(exc, 'reason', exc)}") from None
 
 
+def _driver_log_tail(client: DashboardClient, job: dict[str, Any]) -> str:
+    """The last LOG_LINES of a submitted job's driver log, read by the agent of the driver's node.
+
+    The Job API's /logs returns the whole log (it can be hundreds of MB on a long run); it is
+    used only when the driver's node is unknown.
+    """
+    sub, node = str(job.get("submission_id")), job.get("driver_node_id")
+    if node:
+        return _fetch_log(client, [("node_id", str(node)), ("filename", f"job-driver-{sub}.log")])
+    body = client.get(f"/api/jobs/{urllib.parse.quote(sub)}/logs")
+    lines = str((body or {}).get("logs") or "").splitlines()
+    return "\n".join(lines[-LOG_LINES:])
+
+
 def highlights(text: str, limit: int = EXCERPT_LINES) -> list[str]:
     """The last `limit` lines that look like errors or warnings (Ray's own prefixes dropped)."""
     lines = [_ANSI.sub("", ln).rstrip() for ln in text.splitlines() if ln.strip() and not _RAY_PREFIX.match(ln)]
@@ -114,7 +128,7 @@ def gather(client: DashboardClient, graph: WaitGraph, keys: list[str], tasks: li
     sub = job.get("submission_id")
     with ThreadPoolExecutor(max_workers=8) as pool:
         futures = {k: pool.submit(_fetch_log, client, params) for k, params in jobs.items()}
-        driver = pool.submit(client.get, f"/api/jobs/{urllib.parse.quote(str(sub))}/logs") if sub else None
+        driver = pool.submit(_driver_log_tail, client, job) if sub else None
         for (key, suffix), future in futures.items():
             try:
                 text = future.result(timeout=client.timeout_s + 2)
@@ -125,8 +139,7 @@ def gather(client: DashboardClient, graph: WaitGraph, keys: list[str], tasks: li
             ev.per_node[key].highlights += [f"[{suffix}] {line}" for line in highlights(text)]
         if driver is not None:
             try:
-                body = driver.result(timeout=client.timeout_s + 2)
-                ev.driver_log = str((body or {}).get("logs") or "")
+                ev.driver_log = driver.result(timeout=client.timeout_s + 2)
                 ev.driver_highlights = highlights(ev.driver_log, limit=6)
             except Exception as exc:  # noqa: BLE001 - as above
                 ev.errors.append(f"driver log: {exc}")
