@@ -23,6 +23,7 @@ from debug_hang.graph import GraphInputs, WaitGraph, build_graph
 from debug_hang.model import Process, process_from_dict, stacks_to_dict
 from debug_hang.patterns import ProcessVerdict, catalog, match_process
 from debug_hang.pyspy import DumpOptions
+from debug_hang.raytrain import POLLING_TASKS, worker_ranks
 from debug_hang.rootcause import RootCause, chains, root_causes
 from debug_hang.state import (
     DashboardClient,
@@ -149,12 +150,13 @@ def detect_progress(before: list[dict[str, Any]], after: list[dict[str, Any]], s
     """Tasks that finished between two task listings: evidence the job moves.
 
     Only completions count: at the onset of a hang, calls still start (and then block).
-    Actor creation is set-up, not progress.
+    Actor creation is set-up, not progress; nor are the calls Ray's libraries make on a timer
+    (Ray Train's status polls).
     """
     was = {(t.get("task_id"), t.get("attempt_number")): t.get("state") for t in before}
     moved: list[str] = []
     for task in after:
-        if task.get("state") != "FINISHED" or task.get("type") == "ACTOR_CREATION_TASK":
+        if task.get("state") != "FINISHED" or task.get("type") == "ACTOR_CREATION_TASK" or task.get("name") in POLLING_TASKS:
             continue
         key = (task.get("task_id"), task.get("attempt_number"))
         if (key in was and was[key] != "FINISHED") or (key not in was and (task.get("end_time_ms") or 0) >= since_ms):
@@ -205,10 +207,18 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
 BUSY_CPU_PERCENT = 30.0
 
 
+# Stack readings that are waits only when the process does not compute: a backward pass that
+# uses the CPU is working, not waiting for DDP's all-reduce.
+WAITS_WHEN_IDLE = ("ddp-backward-wait",)
+
+
 def _match_with_cpu(proc: Process, collection: Collection) -> ProcessVerdict:
-    """Match a process; a busy-loop reading without real CPU use is re-read as idle."""
+    """Match a process; a busy-loop reading without real CPU use is re-read as idle, a wait
+    reading that only holds when idle (DDP backward) with real CPU use is re-read without it."""
     verdict = match_process(proc)
     cpu = collection.info_of(proc).get("cpu_percent")
+    if verdict.pattern in WAITS_WHEN_IDLE and cpu is not None and cpu >= BUSY_CPU_PERCENT:
+        verdict = match_process(proc, [p for p in catalog().values() if p.id not in WAITS_WHEN_IDLE])
     if verdict.pattern == "busy-loop" and cpu is not None and cpu < BUSY_CPU_PERCENT:
         # Re-read as idle, on a copy: the recorded stacks keep what py-spy said.
         idle = dataclasses.replace(proc, threads=[dataclasses.replace(t, active=False) for t in proc.threads])
@@ -220,7 +230,8 @@ def _match_with_cpu(proc: Process, collection: Collection) -> ProcessVerdict:
 def youngest_task_age_s(job: dict[str, Any], tasks: list[dict[str, Any]], now_s: float) -> float | None:
     """Age of the most recently started RUNNING task of the job (None if none runs)."""
     starts = [t.get("start_time_ms") or 0 for t in tasks if t.get("job_id") == job.get("job_id")
-              and t.get("state") == "RUNNING" and t.get("type") != "ACTOR_CREATION_TASK"]
+              and t.get("state") == "RUNNING" and t.get("type") != "ACTOR_CREATION_TASK"
+              and t.get("name") not in POLLING_TASKS]
     return (now_s * 1000.0 - max(starts)) / 1000.0 if starts else None
 
 
@@ -240,6 +251,11 @@ def _verdict(job: dict[str, Any], causes: list[RootCause], progress: list[str], 
                                 "followed to a cause; see the blocked-task table and collect with --samples 5.")
     top = causes[0]
     names = ", ".join(c.label() for c in top.culprits)
+    if all(c.culprits[0].kind == "resource" and c.culprits[0].state == "pending" for c in causes):
+        # Free capacity and nothing else in the way: the scheduler has not placed it *yet*.
+        waiting = ", ".join(c.label() for c in top.culprits[1:]) or "a task or actor"
+        return "inconclusive", (f"Job {job_id} is still starting: {waiting} is not created or scheduled yet, and "
+                                "the resources it needs are free, so nothing blocks it. Diagnose again in a few seconds.")
     moving_note = (f" Note: {len(moving)} process(es) changed stack between samples." if moving else "")
     title = catalog()[top.pattern].title if top.pattern in catalog() else top.pattern
     victims = len(top.victims)
@@ -270,6 +286,7 @@ def run(opts: Options) -> Diagnosis:
         deadline, samples=opts.samples, interval_s=opts.interval_s,
     )
     errors: list[dict[str, Any]] = []
+    _add_train_ranks(addr.dashboard_url, job, snap, collection, deadline, errors)
     # Progress is judged on the task states between the first listing and a second one. When a
     # task started moments ago, stretch that window to FRESH_TASK_S so that a healthy job's next
     # step has time to show (a hung job costs at most those few seconds more).
@@ -299,6 +316,19 @@ def run(opts: Options) -> Diagnosis:
     if opts.output_dir is not None:
         write_outputs(diag, opts.output_dir, after.rows)
     return diag
+
+
+def _add_train_ranks(dashboard_url: str, job: dict[str, Any], snap: Snapshot, collection: Collection,
+                     deadline: Deadline, errors: list[dict[str, Any]]) -> None:
+    """Ranks of Ray Train workers, which no process environment holds (see raytrain.py)."""
+    client = DashboardClient(dashboard_url, timeout_s=deadline.remaining(cap=5.0))
+    ranks, problems = worker_ranks(client, job.get("job_id"), snap.actors, snap.nodes)
+    errors += [{"node_id": None, "pid": None, "error": p} for p in problems]
+    for proc in collection.processes:
+        rank = ranks.get((proc.node_id, proc.pid or -1))
+        if rank is not None and proc.rank is None:
+            proc.rank = rank
+            collection.info.setdefault((proc.node_id, proc.pid or -1), {})["rank_source"] = "Ray Train controller log"
 
 
 # Ray's own processes: never the job's code, not worth a dump when hunting blindly.

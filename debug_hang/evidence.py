@@ -21,6 +21,8 @@ from typing import Any
 
 from debug_hang.errors import UnreachableError
 from debug_hang.graph import GNode, WaitGraph
+from debug_hang.patterns import catalog
+from debug_hang.raytrain import POLLING_TASKS
 from debug_hang.state import DashboardClient
 
 LOG_LINES = 200  # lines fetched per log file (kept whole in the output folder)
@@ -32,6 +34,7 @@ INTERESTING = re.compile(
 )
 _RAY_PREFIX = re.compile(r"^:(job_id|actor_name|task_name):")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_SOURCE_PREFIX = re.compile(r"^\((?P<name>[^()]*?) pid=(?P<pid>\d+)(, ip=[^)]*)?\) ")
 
 
 @dataclass
@@ -77,16 +80,36 @@ def _driver_log_tail(client: DashboardClient, job: dict[str, Any]) -> str:
     return "\n".join(lines[-LOG_LINES:])
 
 
-def highlights(text: str, limit: int = EXCERPT_LINES) -> list[str]:
-    """The last `limit` lines that look like errors or warnings (Ray's own prefixes dropped)."""
-    lines = [_ANSI.sub("", ln).rstrip() for ln in text.splitlines() if ln.strip() and not _RAY_PREFIX.match(ln)]
-    picked = [ln for ln in lines if INTERESTING.search(ln)]
+def _clean_lines(text: str) -> list[str]:
+    return [_ANSI.sub("", ln).rstrip() for ln in text.splitlines() if ln.strip() and not _RAY_PREFIX.match(ln)]
+
+
+def highlights(text: str, limit: int = EXCERPT_LINES, pids: set[int] | None = None) -> list[str]:
+    """The last `limit` lines that look like errors or warnings (Ray's own prefixes dropped).
+
+    With `pids`, a driver-log line that Ray prefixed with another process, `(Name pid=N) ...`,
+    is kept only when N is one of them: the chain's processes, not Ray's helper actors.
+    """
+    picked = []
+    for line in _clean_lines(text):
+        source = _SOURCE_PREFIX.match(line)
+        if pids is not None and source and int(source["pid"]) not in pids:
+            continue
+        if INTERESTING.search(line):
+            picked.append(line)
     return [ln[:240] for ln in picked[-limit:]]
+
+
+def last_lines(text: str, limit: int = 2) -> list[str]:
+    """The last `limit` lines a process printed: what a culprit did last, when nothing in its
+    log looks like an error (a rank that left its loop early says so only in its own words)."""
+    return [ln[:240] for ln in _clean_lines(text)[-limit:]]
 
 
 def task_history(node: GNode, tasks: list[dict[str, Any]], limit: int = 4) -> list[str]:
     """An actor's (or worker's) finished/failed tasks, grouped by name and state, newest last."""
     mine = [t for t in tasks if t.get("state") in ("FINISHED", "FAILED") and t.get("type") != "ACTOR_CREATION_TASK"
+            and t.get("name") not in POLLING_TASKS
             and ((node.actor_id and t.get("actor_id") == node.actor_id)
                  or (not node.actor_id and node.pid and t.get("worker_pid") == node.pid))]
     mine.sort(key=lambda t: t.get("end_time_ms") or 0)
@@ -137,10 +160,16 @@ def gather(client: DashboardClient, graph: WaitGraph, keys: list[str], tasks: li
                 continue
             ev.per_node[key].logs[suffix] = text
             ev.per_node[key].highlights += [f"[{suffix}] {line}" for line in highlights(text)]
+        for key in wanted:
+            node, found = graph.nodes[key], ev.per_node[key]
+            own = catalog().get(node.pattern or "")
+            if not found.highlights and own is not None and own.kind == "root-cause":
+                found.highlights += [f"[out] last printed: {line}" for line in last_lines(found.logs.get("out", ""))]
         if driver is not None:
             try:
                 ev.driver_log = driver.result(timeout=client.timeout_s + 2)
-                ev.driver_highlights = highlights(ev.driver_log, limit=6)
+                chain_pids = {graph.nodes[k].pid for k in keys if graph.nodes[k].pid}
+                ev.driver_highlights = highlights(ev.driver_log, limit=6, pids={p for p in chain_pids if p})
             except Exception as exc:  # noqa: BLE001 - as above
                 ev.errors.append(f"driver log: {exc}")
     return ev

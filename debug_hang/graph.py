@@ -17,6 +17,7 @@ from typing import Any
 
 from debug_hang.model import Frame, Process
 from debug_hang.patterns import ProcessVerdict, catalog, is_library
+from debug_hang.raytrain import POLLING_TASKS
 
 DONE_STATES = {"FINISHED", "FAILED"}
 PENDING_SCHED = {"PENDING_NODE_ASSIGNMENT", "PENDING_ARGS_AVAIL", "PENDING_NODE_ASSIGNMENT_FOR_ACTOR"}
@@ -218,6 +219,7 @@ def build_graph(inp: GraphInputs) -> WaitGraph:
             _edges_queue(g, key, tasks, actors, actor_node)
     _edges_collectives(g, inp, actors, tasks, actor_node)
     _edges_pending_actors(g, inp, actors, actor_node, tasks, running_tasks)
+    _edges_supervisors(g, tasks, actor_node, running_tasks)
     _mark_queued(g, tasks, actor_node, running_tasks)
     return g
 
@@ -293,7 +295,7 @@ def _add_dead_ranks_history(g: WaitGraph, tasks: list[dict[str, Any]], actors: d
     last: dict[str, dict[str, Any]] = {}
     for task in tasks:
         aid = task.get("actor_id")
-        if not aid or task.get("state") not in DONE_STATES or task.get("type") != "ACTOR_TASK":
+        if not aid or task.get("state") not in DONE_STATES or task.get("type") != "ACTOR_TASK" or task.get("name") in POLLING_TASKS:
             continue
         if aid not in last or (task.get("end_time_ms") or 0) > (last[aid].get("end_time_ms") or 0):
             last[aid] = task
@@ -486,11 +488,17 @@ def _check_in_process_producer(node: GNode, verdict: ProcessVerdict) -> None:
         "(a thread's traceback goes to this worker's .err log)")
 
 
+def _in_collective(node: GNode) -> bool:
+    """True when the node waits for its peers (a collective, DDP's backward, a rendezvous)."""
+    pattern = catalog().get(node.pattern or "")
+    return pattern is not None and pattern.edge == "collective-peers"
+
+
 def _collective_group(g: WaitGraph, actors: dict[str, dict[str, Any]], actor_node: dict[str, str]) -> dict[str, list[str]]:
     """Ranks grouped by actor class: the processes that share a process group."""
     groups: dict[str, list[str]] = {}
     for node in g.nodes.values():
-        if node.pattern in ("collective-wait", "rendezvous-wait") and node.class_name:
+        if _in_collective(node) and node.class_name:
             groups.setdefault(node.class_name, [])
     for cls in groups:
         for actor_id, actor in actors.items():
@@ -504,7 +512,7 @@ def _edges_collectives(g: WaitGraph, inp: GraphInputs, actors: dict[str, dict[st
     """Ranks in a collective wait on the peers that are not in it: dead ones first (a dead rank
     explains everything, and peers it took down are collateral), then idle or busy ones."""
     for _cls, members in _collective_group(g, actors, actor_node).items():
-        waiting = [k for k in members if g.nodes[k].pattern in ("collective-wait", "rendezvous-wait")]
+        waiting = [k for k in members if _in_collective(g.nodes[k])]
         others = [k for k in members if k not in waiting]
         dead = [k for k in others if g.nodes[k].state == "dead"]
         for peer in others:
@@ -619,3 +627,37 @@ def _mark_queued(g: WaitGraph, tasks: list[dict[str, Any]], actor_node: dict[str
             continue
         busy_with = ", ".join(t.get("name", "?") for t in running.get(key, [])) or "another call"
         g.nodes[key].evidence.append(f"call {task.get('name')} queued (actor-call-queued) behind {busy_with}")
+
+
+def _edges_supervisors(g: WaitGraph, tasks: list[dict[str, Any]], actor_node: dict[str, str],
+                       running: dict[str, list[dict[str, Any]]]) -> None:
+    """A controller waits on the stuck actors it created.
+
+    An actor that runs a long task and shows no wait of its own (an async loop between polls, as
+    Ray Train's TrainController) while actors it created are blocked, dead or culprits, is only as
+    stuck as they are: the chain goes on through it to them. Creation is read from the State API:
+    an actor's creation task has the creating task as its parent.
+    """
+    created_by: dict[str, str] = {}  # child actor id -> id of the task that created it
+    own_tasks: dict[str, set[str]] = {}  # actor id -> ids of its tasks (creation task included)
+    for task in tasks:
+        actor_id, task_id = task.get("actor_id"), task.get("task_id")
+        if actor_id and task_id:
+            own_tasks.setdefault(actor_id, set()).add(task_id)
+            if task.get("type") == "ACTOR_CREATION_TASK" and task.get("parent_task_id"):
+                created_by[actor_id] = task["parent_task_id"]
+    for sup_id, sup_key in actor_node.items():
+        sup = g.nodes[sup_key]
+        if sup.pattern is not None or sup.state not in ("unknown", "idle") or g.out(sup_key) or not running.get(sup_key):
+            continue
+        doing = ", ".join(sorted({str(t.get("name")) for t in running[sup_key]}))
+        for child_id, parent in created_by.items():
+            child_key = actor_node.get(child_id)
+            if child_key is None or child_id == sup_id or parent not in own_tasks.get(sup_id, set()):
+                continue
+            child = g.nodes[child_key]
+            own = catalog().get(child.pattern or "")
+            if child.state in ("blocked", "busy", "dead", "pending") or (own is not None and own.kind == "root-cause"):
+                g.add_edge(sup_key, child_key, "supervises",
+                           f"runs {doing} and created {child.label()}, which is {child.state}"
+                           + (f" ({child.pattern})" if child.pattern else ""))

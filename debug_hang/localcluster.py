@@ -167,16 +167,21 @@ class SubmittedJob:
 
 def submit_example(cluster: LocalCluster, example: str, ready_timeout_s: float = 90,
                    settle_s: float = 3.0) -> SubmittedJob:
-    """Submit examples/<example>.py as a job; wait until it prints READY, then `settle_s` more."""
+    """Submit examples/<example>.py as a job; wait until it prints READY, then `settle_s` more.
+
+    An example whose hang sets in long after its driver's last line (a Ray Train run, where the
+    ranks print) names the line that marks it in EXPECTED["ready"].
+    """
     from ray.job_submission import JobSubmissionClient
 
+    marker = str(expected_of(example).get("ready", "READY"))
     client = JobSubmissionClient(cluster.dashboard)
     sub = client.submit_job(entrypoint=f"python {example}.py", runtime_env={"working_dir": str(EXAMPLES_DIR)})
 
     def ready() -> bool:
-        return "READY" in client.get_job_logs(sub) or client.get_job_status(sub).is_terminal()
+        return marker in client.get_job_logs(sub) or client.get_job_status(sub).is_terminal()
 
-    wait_for(ready, ready_timeout_s, f"{example} to print READY")
+    wait_for(ready, ready_timeout_s, f"{example} to print {marker!r}")
     status = client.get_job_status(sub)
     if status.is_terminal():
         raise DebugHangError(f"{example} ended early ({status}): {client.get_job_logs(sub)[-500:]}")
@@ -189,6 +194,7 @@ def wait_quiet(cluster: LocalCluster, job_id: str, quiet_s: float = 3.0, max_s: 
     """Wait until the job's task states stop changing for `quiet_s` (a hang has set in), at most
     `max_s` (a healthy job never goes quiet). On a loaded machine READY can come before the last
     actors are even scheduled; diagnosing then would catch the job still starting."""
+    from debug_hang.raytrain import POLLING_TASKS
     from debug_hang.state import DashboardClient
 
     client = DashboardClient(cluster.dashboard, timeout_s=10)
@@ -198,7 +204,7 @@ def wait_quiet(cluster: LocalCluster, job_id: str, quiet_s: float = 3.0, max_s: 
     while time.monotonic() < end:
         rows = client.list_state("tasks", [("job_id", "=", job_id)], detail=False).rows
         actors = client.list_state("actors", [("job_id", "=", job_id)], detail=False).rows
-        now = sorted((str(t.get("task_id")), str(t.get("state"))) for t in rows)
+        now = sorted((str(t.get("task_id")), str(t.get("state"))) for t in rows if t.get("name") not in POLLING_TASKS)
         now += sorted((str(a.get("actor_id")), str(a.get("state"))) for a in actors)
         if now != last:
             last, since = now, time.monotonic()

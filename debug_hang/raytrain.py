@@ -1,0 +1,67 @@
+"""Ray Train (V2) jobs: the rank of each RayTrainWorker, and the calls that are not progress.
+
+Ray Train runs the user's train function in a thread of each `RayTrainWorker` actor, started and
+polled by a `TrainController` actor. A worker's rank is set inside its process (os.environ), so
+neither /proc/PID/environ nor the actor's runtime_env holds it; the controller logs it once, when
+the worker group starts, one line per worker:
+
+    - (ip=10.0.0.5, pid=4242) world_rank=0, local_rank=0, node_rank=0
+
+The controller polls every worker (`RayTrainWorker.poll_status`) about once a second, hung or
+not: those completions are not the job's progress.
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from debug_hang.state import DashboardClient
+
+CONTROLLER_CLASS = "TrainController"
+WORKER_CLASS = "RayTrainWorker"
+# Calls Ray's libraries make on a timer whether the job moves or not.
+POLLING_TASKS = frozenset({"RayTrainWorker.poll_status"})
+CONTROLLER_LOG_LINES = 2000  # the worker-group line comes early; the controller logs little after it
+_WORKER_LINE = re.compile(r"\(ip=(?P<ip>[^,\s)]+), pid=(?P<pid>\d+)\) world_rank=(?P<rank>\d+)")
+
+
+def parse_worker_ranks(text: str) -> dict[tuple[str, int], int]:
+    """(node IP, pid) -> world rank from a TrainController log; a later group start wins."""
+    ranks: dict[tuple[str, int], int] = {}
+    for match in _WORKER_LINE.finditer(text):
+        ranks[(match["ip"], int(match["pid"]))] = int(match["rank"])
+    return ranks
+
+
+def worker_ranks(client: DashboardClient, job_id: str | None, actors: list[dict[str, Any]],
+                 nodes: list[dict[str, Any]]) -> tuple[dict[tuple[str | None, int], int], list[str]]:
+    """(node_id, pid) -> world rank of the job's Ray Train workers, read from its controllers'
+    logs by the dashboard; ({}, []) when the job runs no Ray Train. Errors are returned, not raised."""
+    controllers = [a for a in actors if a.get("job_id") == job_id and a.get("class_name") == CONTROLLER_CLASS
+                   and a.get("state") == "ALIVE" and a.get("actor_id")]
+    if not controllers:
+        return {}, []
+    workers = [a for a in actors if a.get("job_id") == job_id and a.get("class_name") == WORKER_CLASS]
+    ip_of_node = {n.get("node_id"): str(n.get("node_ip")) for n in nodes}
+    ranks: dict[tuple[str | None, int], int] = {}
+    errors: list[str] = []
+    for actor in controllers:
+        query = urllib.parse.urlencode({"actor_id": actor["actor_id"], "suffix": "err",
+                                        "lines": str(CONTROLLER_LOG_LINES), "timeout": "5"})
+        try:
+            with urllib.request.urlopen(f"{client.url}/api/v0/logs/file?{query}", timeout=client.timeout_s) as response:
+                text = response.read().decode("utf-8", "replace")
+        except OSError as exc:
+            errors.append(f"Ray Train controller log not readable: {getattr(exc, 'reason', exc)}")
+            continue
+        for (ip, pid), rank in parse_worker_ranks(text).items():
+            # The worker actor with that pid (on the node with that IP when PIDs repeat).
+            same_pid = [w for w in workers if int(w.get("pid") or 0) == pid]
+            if len(same_pid) > 1:
+                same_pid = [w for w in same_pid if ip_of_node.get(w.get("node_id")) == ip]
+            if len(same_pid) == 1:
+                ranks[(same_pid[0].get("node_id"), pid)] = rank
+    return ranks, errors

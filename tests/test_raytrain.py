@@ -1,0 +1,116 @@
+"""Ray Train (V2) support, on the real capture of examples/ray_train_early_stop.py.
+
+The capture holds what a TorchTrainer run really looks like to the diagnosis: the controller, its
+helper actors (PreemptionWatcher, PlacementGroupCleaner, SynchronizationActor, Ray Data's
+autoscaling coordinator), two RayTrainWorker ranks, and the controller's status polls.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import ROOT
+
+from debug_hang.collect import Collection
+from debug_hang.diagnose import _match_with_cpu, detect_progress, reanalyse
+from debug_hang.model import stacks_from_dict
+from debug_hang.patterns import match_process, match_thread
+from debug_hang.raytrain import POLLING_TASKS, parse_worker_ranks
+from debug_hang.state import Snapshot
+
+pytestmark = pytest.mark.unit
+
+CASE = ROOT / "tests" / "data" / "cases" / "ray_train_early_stop"
+
+
+def _processes() -> list:
+    return stacks_from_dict(json.loads((CASE / "stacks.json").read_text()))
+
+
+def test_worker_ranks_come_from_the_controller_log_and_match_the_recorded_ranks() -> None:
+    # GIVEN the TrainController's own .err log, as the diagnosis fetched it
+    log = next((CASE / "logs").glob("TrainController-*.err")).read_text()
+    # WHEN its worker-group lines are parsed
+    ranks = parse_worker_ranks(log)
+    # THEN every RayTrainWorker process of the capture has the rank the log gives its pid
+    workers = {p.pid: p.rank for p in _processes() if p.actor_class == "RayTrainWorker"}
+    assert len(workers) == 2
+    assert {pid: rank for (_ip, pid), rank in ranks.items()} == workers
+    assert sorted(workers.values()) == [0, 1]
+
+
+def test_parse_worker_ranks_keeps_the_latest_group_after_a_restart() -> None:
+    # GIVEN a controller log where the worker group was started twice (a restart after a failure)
+    log = next((CASE / "logs").glob("TrainController-*.err")).read_text()
+    lines = [ln for ln in log.splitlines() if "world_rank=" in ln]
+    restarted = log + "\n" + "\n".join(ln.replace("world_rank=0", "world_rank=X").replace("world_rank=1", "world_rank=0")
+                                       .replace("world_rank=X", "world_rank=1") for ln in lines)
+    # WHEN it is parsed THEN the later assignment wins
+    first, later = parse_worker_ranks(log), parse_worker_ranks(restarted)
+    assert {k: 1 - v for k, v in first.items()} == later
+
+
+def test_ray_library_threads_are_benign_but_job_code_is_not() -> None:
+    # GIVEN the capture's Ray Train helper actors (only Ray library frames on their stacks)
+    procs = {p.actor_class: p for p in _processes() if p.sample == 0}
+    for cls in ("PreemptionWatcher", "PlacementGroupCleaner", "_AutoscalingCoordinatorActor"):
+        # WHEN each process is matched THEN it is idle, not a lock wait or a polling loop
+        verdict = match_process(procs[cls])
+        assert verdict.verdict == "idle", (cls, [(t.name, m.pattern) for t, m in verdict.threads])
+    # AND the rank-0 training thread (job code under Ray Train's thread runner) is a DDP wait
+    rank0 = next(p for p in _processes() if p.actor_class == "RayTrainWorker" and p.rank == 0)
+    training = next(t for t in rank0.threads if (t.name or "").startswith("TrainingThread"))
+    assert match_thread(training).pattern == "ddp-backward-wait"
+
+
+def test_backward_with_real_cpu_use_is_computing_not_waiting() -> None:
+    # GIVEN rank 0 waiting in loss.backward(), with the CPU use the capture measured (~0%)
+    rank0 = next(p for p in _processes() if p.actor_class == "RayTrainWorker" and p.rank == 0)
+    measured = json.loads((CASE / "stacks.json").read_text())["meta"]["info"]
+    coll = Collection(processes=[rank0], info=Collection.info_from_json(measured))
+    assert _match_with_cpu(rank0, coll).pattern == "ddp-backward-wait"
+    # WHEN the same stack comes with 95% CPU (a backward pass that computes)
+    busy = Collection(processes=[rank0], info={(rank0.node_id, rank0.pid or -1): {"cpu_percent": 95.0}})
+    # THEN it is not read as a wait
+    assert _match_with_cpu(rank0, busy).pattern != "ddp-backward-wait"
+
+
+def test_controller_status_polls_are_not_progress() -> None:
+    # GIVEN the two task listings of the capture, the first without its newest status poll
+    snap = Snapshot.from_dict(json.loads((CASE / "snapshot.json").read_text()))
+    after = json.loads((CASE / "tasks_after.json").read_text())
+    polls = sorted((t for t in after if t.get("name") in POLLING_TASKS and t.get("state") == "FINISHED"),
+                   key=lambda t: t.get("end_time_ms") or 0)
+    assert len(polls) >= 4  # the controller polls each worker about once a second
+    newest = polls[-1]
+    before = [t for t in snap.tasks if t.get("task_id") != newest["task_id"]]
+    before.append(dict(newest, state="RUNNING"))
+    # WHEN progress is judged THEN a finished poll is not progress, while any other finished call is
+    assert detect_progress(before, after, since_ms=0) == []
+    renamed = [dict(t, name="RayTrainWorker.train_step") if t["task_id"] == newest["task_id"] else t for t in after]
+    assert detect_progress(before, renamed, since_ms=0) == ["RayTrainWorker.train_step finished during the diagnosis"]
+
+
+def test_chain_runs_driver_to_controller_to_ranks() -> None:
+    # GIVEN the capture WHEN it is re-analysed
+    diag = reanalyse(CASE)
+    chain = next(iter(diag.to_json()["chains"]))
+    # THEN the chain goes driver → TrainController → rank 0 (in backward) → rank 1 (skipped)
+    assert [n["kind"] for n in chain][0] == "driver"
+    names = [n["name"] for n in chain]
+    assert names[1] == "TrainController" and names[-1] == "RayTrainWorker"
+    assert chain[-2]["pattern"] == "ddp-backward-wait" and chain[-1]["pattern"] == "collective-skipped"
+    # AND the evidence quotes the rank's own last words
+    assert any("early stop at epoch" in h for v in diag.evidence.per_node.values() for h in v.highlights)
+
+
+def test_polling_tasks_leave_the_task_history() -> None:
+    from debug_hang.evidence import task_history
+
+    diag = reanalyse(CASE)
+    culprit = diag.causes[0].culprits[0]
+    history = task_history(culprit, json.loads((CASE / "tasks_after.json").read_text()))
+    assert history and not any("poll_status" in line for line in history)
+    assert any("run_train_fn FINISHED" in line for line in history)
+
