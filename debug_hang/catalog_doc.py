@@ -47,6 +47,7 @@ EDGE_TEXT = {
     "queue-producers": "the producers of the queue",
     "child-process": "the child processes (dumped too)",
     "lock-holder": "the thread holding the lock",
+    "train-barrier": "the Ray Train ranks that have not reached the barrier",
     "none": "nowhere: the chain ends here",
 }
 

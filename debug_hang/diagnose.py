@@ -209,7 +209,7 @@ BUSY_CPU_PERCENT = 30.0
 
 # Stack readings that are waits only when the process does not compute: a backward pass that
 # uses the CPU is working, not waiting for DDP's all-reduce.
-WAITS_WHEN_IDLE = ("ddp-backward-wait",)
+WAITS_WHEN_IDLE = ("ddp-wait",)
 
 
 def _match_with_cpu(proc: Process, collection: Collection) -> ProcessVerdict:
@@ -259,7 +259,7 @@ def _verdict(job: dict[str, Any], causes: list[RootCause], progress: list[str], 
     moving_note = (f" Note: {len(moving)} process(es) changed stack between samples." if moving else "")
     title = catalog()[top.pattern].title if top.pattern in catalog() else top.pattern
     victims = len(top.victims)
-    return "hang", (f"Job {job_id} is hung: {title.lower()} — culprit {names}; "
+    return "hang", (f"Job {job_id} is hung: {title[:1].lower() + title[1:]} — culprit {names}; "
                     f"{victims} process(es) wait on it.{moving_note}")
 
 

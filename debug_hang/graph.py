@@ -17,7 +17,7 @@ from typing import Any
 
 from debug_hang.model import Frame, Process
 from debug_hang.patterns import ProcessVerdict, catalog, is_library
-from debug_hang.raytrain import POLLING_TASKS
+from debug_hang.raytrain import BARRIER_TASK, POLLING_TASKS, WORKER_CLASS
 
 DONE_STATES = {"FINISHED", "FAILED"}
 PENDING_SCHED = {"PENDING_NODE_ASSIGNMENT", "PENDING_ARGS_AVAIL", "PENDING_NODE_ASSIGNMENT_FOR_ACTOR"}
@@ -219,6 +219,7 @@ def build_graph(inp: GraphInputs) -> WaitGraph:
             _edges_queue(g, key, tasks, actors, actor_node)
     _edges_collectives(g, inp, actors, tasks, actor_node)
     _edges_pending_actors(g, inp, actors, actor_node, tasks, running_tasks)
+    _edges_train_barrier(g, tasks, actors, actor_node)
     _edges_supervisors(g, tasks, actor_node, running_tasks)
     _mark_queued(g, tasks, actor_node, running_tasks)
     return g
@@ -355,14 +356,28 @@ def _edges_submitted(g: WaitGraph, inp: GraphInputs, key: str, proc: Process, ta
     own_ids = {t["task_id"] for t in running.get(key, [])}
     if proc.role == "driver":
         own_ids.add(DRIVER_TASK_PREFIX + str(inp.job.get("job_id")))
+    found = _edges_from_parents(g, inp, key, own_ids, tasks, actor_node, by_pid)
+    if not found and proc.actor_id:
+        # A thread the actor started itself submits with whatever task its main thread ran last
+        # as parent (Ray Train's training thread: a finished status poll), so any task of this
+        # actor may be the parent of what it waits for.
+        own_ids = {str(t["task_id"]) for t in tasks if t.get("actor_id") == proc.actor_id and t.get("task_id")}
+        _edges_from_parents(g, inp, key, own_ids, tasks, actor_node, by_pid)
+
+
+def _edges_from_parents(g: WaitGraph, inp: GraphInputs, key: str, parents: set[str], tasks: list[dict[str, Any]],
+                        actor_node: dict[str, str], by_pid: dict[tuple[str | None, int | None], str]) -> int:
+    """Edges from `key` to whatever runs the unfinished tasks submitted by `parents`; how many."""
+    found = 0
     for task in tasks:
-        if task.get("parent_task_id") not in own_ids or task.get("state") in DONE_STATES:
+        if task.get("parent_task_id") not in parents or task.get("state") in DONE_STATES or task.get("name") in POLLING_TASKS:
             continue
         dst = _node_for_task(g, task, actor_node, by_pid, inp.node_totals, inp.available)
         if dst is None:
             continue
-        state = task.get("state")
-        g.add_edge(key, dst, "ray-get-wait", f"waits for {task.get('name')} ({state})")
+        found += 1
+        g.add_edge(key, dst, "ray-get-wait", f"waits for {task.get('name')} ({task.get('state')})")
+    return found
 
 
 def _edges_pg(g: WaitGraph, inp: GraphInputs, key: str) -> None:
@@ -661,3 +676,35 @@ def _edges_supervisors(g: WaitGraph, tasks: list[dict[str, Any]], actor_node: di
                 g.add_edge(sup_key, child_key, "supervises",
                            f"runs {doing} and created {child.label()}, which is {child.state}"
                            + (f" ({child.pattern})" if child.pattern else ""))
+
+
+def _edges_train_barrier(g: WaitGraph, tasks: list[dict[str, Any]], actors: dict[str, dict[str, Any]],
+                         actor_node: dict[str, str]) -> None:
+    """Ray Train's barrier: its SynchronizationActor waits for the ranks that have not called it.
+
+    Each rank that reaches ray.train.report (or another barrier) has one RUNNING
+    `broadcast_from_rank_zero` call on the actor; the rank that made it is the actor of the call's
+    parent task. Every RayTrainWorker of the job without such a call is missing.
+    """
+    by_id = {t.get("task_id"): t for t in tasks}
+    calls = [t for t in tasks if t.get("name") == BARRIER_TASK and t.get("state") == "RUNNING" and t.get("actor_id")]
+    workers = [aid for aid, a in actors.items() if a.get("class_name") == WORKER_CLASS and aid in actor_node]
+    for sync_id in sorted({str(t["actor_id"]) for t in calls}):
+        sync_key = actor_node.get(sync_id)
+        if sync_key is None:
+            continue
+        joined = {(by_id.get(t.get("parent_task_id")) or {}).get("actor_id") for t in calls if t["actor_id"] == sync_id}
+        missing = [aid for aid in workers if aid not in joined]
+        if not missing:
+            continue
+
+        def names(ids: list[str]) -> str:
+            return ", ".join(g.nodes[actor_node[a]].label() for a in ids if a in actor_node) or "none"
+
+        node = g.nodes[sync_key]
+        node.pattern, node.state = "train-barrier-wait", "blocked"
+        node.evidence.append(f"{BARRIER_TASK} RUNNING for {names([a for a in workers if a in joined])}; "
+                             f"not called by {names(missing)}")
+        for aid in missing:
+            g.add_edge(sync_key, actor_node[aid], "train-barrier",
+                       f"{g.nodes[actor_node[aid]].label()} never reached the barrier (ray.train.report): no {BARRIER_TASK} call from it")

@@ -26,7 +26,7 @@ CATALOG_SCHEMA = "debug-hang/patterns/v1"
 KINDS = ("symptom", "root-cause", "benign")
 DETECTS = ("stack", "state", "graph")
 EDGES = ("submitted-tasks", "actor-queue", "collective-peers", "placement-group",
-         "queue-producers", "child-process", "lock-holder", "none")
+         "queue-producers", "child-process", "lock-holder", "train-barrier", "none")
 # Files of the Python runtime and installed packages: never the job's own code.
 _LIBRARY_FILE = re.compile(r"(/site-packages/|/dist-packages/|/lib/python\d+\.\d+/|^<frozen )")
 

@@ -8,7 +8,8 @@ the worker group starts, one line per worker:
     - (ip=10.0.0.5, pid=4242) world_rank=0, local_rank=0, node_rank=0
 
 The controller polls every worker (`RayTrainWorker.poll_status`) about once a second, hung or
-not: those completions are not the job's progress.
+not: those completions are not the job's progress. ray.train.report is a barrier: each rank that
+calls it holds one `SynchronizationActor.broadcast_from_rank_zero` call until all ranks have.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from debug_hang.state import DashboardClient
 
 CONTROLLER_CLASS = "TrainController"
 WORKER_CLASS = "RayTrainWorker"
+# One RUNNING call per rank that reached a barrier every rank must join (ray.train.report).
+BARRIER_TASK = "SynchronizationActor.broadcast_from_rank_zero"
 # Calls Ray's libraries make on a timer whether the job moves or not.
 POLLING_TASKS = frozenset({"RayTrainWorker.poll_status"})
 CONTROLLER_LOG_LINES = 2000  # the worker-group line comes early; the controller logs little after it

@@ -98,6 +98,11 @@ def root_causes(g: WaitGraph) -> list[RootCause]:
         if not has_resource and any(n.pattern == "lock-order-deadlock" for n in members):
             pattern = "lock-order-deadlock"
         culprits = [n for n in members if n.kind != "resource"] if has_resource else members
+        skipped = [g.nodes[e.dst] for e in g.edges if e.why == "train-barrier" and e.src in cycle and e.dst in cycle]
+        if skipped:
+            # Ranks in Ray Train's barrier wait on the ranks that never called it, which wait on
+            # them in turn (a DDP step): the ranks that skipped the barrier are the cause.
+            pattern, culprits = "train-barrier-skipped", skipped
         evidence = [f"{e.src.split(':')[0]} {g.nodes[e.src].label()} → {g.nodes[e.dst].label()}: {e.evidence}"
                     for e in g.edges if e.src in cycle and e.dst in cycle]
         names = " → ".join(g.nodes[k].label() for k in cycle) + f" → {g.nodes[cycle[0]].label()}"

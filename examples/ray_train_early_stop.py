@@ -16,7 +16,7 @@ Mechanism
     driver waits in ``trainer.fit()``. No error for 30 minutes (TorchConfig's timeout_s).
 
 Expected diagnosis
-    ``collective-skipped``: RayTrainWorker rank 0 in ``ddp-backward-wait`` (``loss.backward()``
+    ``collective-skipped``: RayTrainWorker rank 0 in ``ddp-wait`` (``loss.backward()``
     line of ``train_func``); RayTrainWorker rank 1 is in no collective, its training thread gone.
     Culprit: RayTrainWorker rank 1 (its log's last line is the early stop). Ranks come from the
     controller's log, since Ray Train sets RANK inside the worker process. Chain: driver →

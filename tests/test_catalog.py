@@ -34,7 +34,7 @@ def test_catalog_loads_and_covers_the_required_patterns() -> None:
 
 def test_every_pattern_id_the_code_uses_is_in_the_catalog() -> None:
     ids = set(catalog())
-    users = ("graph.py", "diagnose.py", "patterns.py", "report.py", "match_cli.py")
+    users = ("graph.py", "diagnose.py", "patterns.py", "report.py", "match_cli.py", "rootcause.py", "raytrain.py")
     source = "\n".join((ROOT / "debug_hang" / name).read_text() for name in users)
     used = set(re.findall(r'"([a-z]+(?:-[a-z]+)+)"', source))
     candidates = {u for u in used if u.endswith(("-wait", "-cycle", "-dead", "-gone", "-hang", "-loop",
@@ -60,6 +60,8 @@ def test_a_broken_catalog_is_refused_with_a_clear_message(tmp_path: Path) -> Non
     ("actor_call_cycle/Learner-18140.json", "ray-get-wait"),
     ("actor_call_cycle/ParameterServer-18142.txt", "ray-get-wait"),
     ("chain_three_actors/Trainer-21931.json", "ray-get-wait"),
+    # DDP's forward waiting for a peer (bucket rebuild), inside Ray Train's training thread.
+    ("ray_train_report_rank0/RayTrainWorker-20454.stacks.json", "ddp-wait"),
 ])
 def test_real_dumps_are_classified(dump: str, pattern: str) -> None:
     path = DUMPS / dump

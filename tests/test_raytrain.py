@@ -61,7 +61,7 @@ def test_ray_library_threads_are_benign_but_job_code_is_not() -> None:
     # AND the rank-0 training thread (job code under Ray Train's thread runner) is a DDP wait
     rank0 = next(p for p in _processes() if p.actor_class == "RayTrainWorker" and p.rank == 0)
     training = next(t for t in rank0.threads if (t.name or "").startswith("TrainingThread"))
-    assert match_thread(training).pattern == "ddp-backward-wait"
+    assert match_thread(training).pattern == "ddp-wait"
 
 
 def test_backward_with_real_cpu_use_is_computing_not_waiting() -> None:
@@ -69,11 +69,11 @@ def test_backward_with_real_cpu_use_is_computing_not_waiting() -> None:
     rank0 = next(p for p in _processes() if p.actor_class == "RayTrainWorker" and p.rank == 0)
     measured = json.loads((CASE / "stacks.json").read_text())["meta"]["info"]
     coll = Collection(processes=[rank0], info=Collection.info_from_json(measured))
-    assert _match_with_cpu(rank0, coll).pattern == "ddp-backward-wait"
+    assert _match_with_cpu(rank0, coll).pattern == "ddp-wait"
     # WHEN the same stack comes with 95% CPU (a backward pass that computes)
     busy = Collection(processes=[rank0], info={(rank0.node_id, rank0.pid or -1): {"cpu_percent": 95.0}})
     # THEN it is not read as a wait
-    assert _match_with_cpu(rank0, busy).pattern != "ddp-backward-wait"
+    assert _match_with_cpu(rank0, busy).pattern != "ddp-wait"
 
 
 def test_controller_status_polls_are_not_progress() -> None:
@@ -100,7 +100,7 @@ def test_chain_runs_driver_to_controller_to_ranks() -> None:
     assert [n["kind"] for n in chain][0] == "driver"
     names = [n["name"] for n in chain]
     assert names[1] == "TrainController" and names[-1] == "RayTrainWorker"
-    assert chain[-2]["pattern"] == "ddp-backward-wait" and chain[-1]["pattern"] == "collective-skipped"
+    assert chain[-2]["pattern"] == "ddp-wait" and chain[-1]["pattern"] == "collective-skipped"
     # AND the evidence quotes the rank's own last words
     assert any("early stop at epoch" in h for v in diag.evidence.per_node.values() for h in v.highlights)
 
@@ -114,3 +114,35 @@ def test_polling_tasks_leave_the_task_history() -> None:
     assert history and not any("poll_status" in line for line in history)
     assert any("run_train_fn FINISHED" in line for line in history)
 
+
+
+BARRIER_CASE = ROOT / "tests" / "data" / "cases" / "ray_train_report_rank0"
+
+
+def test_report_on_rank_zero_only_is_a_cycle_through_the_barrier() -> None:
+    # GIVEN the real capture of `if rank == 0: ray.train.report(...)` WHEN it is re-analysed
+    diag = reanalyse(BARRIER_CASE)
+    nodes = diag.graph.nodes
+    # THEN the SynchronizationActor holds a barrier rank 0 joined and rank 1 did not
+    sync = next(n for n in nodes.values() if n.class_name == "SynchronizationActor")
+    assert sync.pattern == "train-barrier-wait"
+    assert any("not called by RayTrainWorker[rank 1]" in e for e in sync.evidence), sync.evidence
+    # AND the cycle rank 0 → barrier → rank 1 → rank 0 names rank 1, the rank that skipped it
+    top = diag.causes[0]
+    assert top.pattern == "train-barrier-skipped" and top.cycle
+    assert {nodes[k].class_name for k in top.cycle} == {"RayTrainWorker", "SynchronizationActor"}
+    assert [(c.class_name, c.rank) for c in top.culprits] == [("RayTrainWorker", 1)]
+
+
+def test_a_training_thread_waits_on_calls_whose_parent_is_any_task_of_its_actor() -> None:
+    # GIVEN the capture: the barrier call rank 0 waits on was submitted from Ray Train's training
+    # thread, and Ray recorded as its parent a task the actor's main thread had run (a status poll)
+    snap = Snapshot.from_dict(json.loads((BARRIER_CASE / "snapshot.json").read_text()))
+    by_id = {t["task_id"]: t for t in snap.tasks}
+    call = next(t for t in snap.tasks if t["name"] == "SynchronizationActor.broadcast_from_rank_zero")
+    parent = by_id[call["parent_task_id"]]
+    assert parent["state"] == "FINISHED" and parent["name"] != "RayTrainWorker.run_train_fn"
+    # WHEN the graph is built THEN rank 0 still waits on the SynchronizationActor
+    diag = reanalyse(BARRIER_CASE)
+    rank0 = next(k for k, n in diag.graph.nodes.items() if n.class_name == "RayTrainWorker" and n.rank == 0)
+    assert [diag.graph.nodes[e.dst].class_name for e in diag.graph.out(rank0)] == ["SynchronizationActor"]
