@@ -12,8 +12,9 @@ Mechanism
     epoch 0, rank 0 prints ``rank 0: saving checkpoint for epoch 0`` and waits in
     ``ray.train.report`` for rank 1, which never calls it: rank 1 goes on to epoch 1, where its
     first DDP step waits in a collective for rank 0 (the gradient all-reduce at the end of
-    ``loss.backward()``, or the bucket rebuild in DDP's forward). Each rank waits for the other through a different mechanism; nothing errors. Ray
-    Train prints the missing ranks only after 60 s (RAY_TRAIN_COLLECTIVE_WARN_INTERVAL_S).
+    ``loss.backward()``, or the bucket rebuild in DDP's forward). Each rank waits for the other
+    through a different mechanism; nothing errors. Ray Train prints the missing ranks only after
+    60 s (RAY_TRAIN_COLLECTIVE_WARN_INTERVAL_S).
 
 Expected diagnosis
     ``train-barrier-skipped``: a cycle rank 0 (``ray-get-wait`` in ``ray.train.report``) →
