@@ -8,6 +8,7 @@ what it started. With --address it uses an existing cluster instead and leaves i
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from pathlib import Path
 
@@ -37,10 +38,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         for name in localcluster.examples():
             exp = localcluster.expected_of(name)
-            print(f"{name:<28} {exp.get('verdict')}: {exp.get('pattern')}")
+            needs = f"  (needs {', '.join(exp['needs'])})" if exp.get("needs") else ""
+            print(f"{name:<28} {exp.get('verdict')}: {exp.get('pattern')}{needs}")
         return EXIT_OK
     if args.scenario not in localcluster.examples():
         raise UsageError(f"unknown scenario {args.scenario!r}; try --list")
+    _check_needs(args.scenario)
     out = Path(args.output_dir or f"/tmp/debug_hang_demo_{args.scenario}")
     if args.address:
         cluster = localcluster.attach(args.address)
@@ -66,3 +69,13 @@ def main(argv: list[str] | None = None) -> int:
             if not args.address:
                 localcluster.stop(cluster)
     return EXIT_OK
+
+
+def _check_needs(scenario: str) -> None:
+    """Refuse, before starting anything, a scenario whose libraries are not installed here."""
+    for module in localcluster.expected_of(scenario).get("needs") or []:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise UsageError(f"scenario {scenario} needs {module} ({exc}); install it with: "
+                             "pip install 'debug-hang[train]'") from None

@@ -40,6 +40,7 @@ EXPECTED = {
     "function returns; rank 0 waits in loss.backward() for DDP's gradient all-reduce (gloo). "
     "Ray Train's controller polls both workers and waits; the driver waits in trainer.fit().",
     "ready": "early stop at epoch",  # the hang sets in when rank 1 leaves its loop
+    "needs": ["ray.train"],  # pip install "debug-hang[train]" (or "ray[train]")
 }
 
 CONFIG = {

@@ -40,6 +40,7 @@ EXPECTED = {
     "barrier for rank 1; rank 1 waits in its first DDP step of epoch 1 (backward's gradient "
     "all-reduce) for rank 0. A cycle across two mechanisms; no error.",
     "ready": "saving checkpoint for epoch 0",
+    "needs": ["ray.train"],  # pip install "debug-hang[train]" (or "ray[train]")
 }
 
 CONFIG = {"epochs": 5, "batch_size": 32, "in_features": 8, "lr": 0.05, "seed": 0}
