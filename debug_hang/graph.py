@@ -213,6 +213,13 @@ def build_graph(inp: GraphInputs) -> WaitGraph:
             _edges_pg(g, inp, key)
         elif edge == "child-process" or (node.pattern is None and node.state in ("blocked", "unknown")):
             _edges_children(g, inp, key, verdict.process, by_pid)
+            if node.pattern is None and verdict.process.actor_id and running_tasks.get(key):
+                # An async actor awaiting the calls it made shows only an idle event loop: its
+                # running task's unfinished calls are what it waits for.
+                _edges_submitted(g, inp, key, verdict.process, tasks, running_tasks, actor_node, by_pid)
+                if g.out(key):
+                    node.state = "blocked"
+                    node.evidence.append("awaits the calls it made (an async actor: its own stack shows only an idle event loop)")
         elif edge == "queue-producers" and _in_process_queue(verdict):
             _check_in_process_producer(node, verdict)
         elif edge == "queue-producers":
@@ -676,6 +683,9 @@ def _edges_supervisors(g: WaitGraph, tasks: list[dict[str, Any]], actor_node: di
                 g.add_edge(sup_key, child_key, "supervises",
                            f"runs {doing} and created {child.label()}, which is {child.state}"
                            + (f" ({child.pattern})" if child.pattern else ""))
+        if g.out(sup_key):
+            sup.state = "blocked"
+            sup.evidence.append(f"runs {doing} and waits on the actors it created (its own stack shows no wait)")
 
 
 def _edges_train_barrier(g: WaitGraph, tasks: list[dict[str, Any]], actors: dict[str, dict[str, Any]],

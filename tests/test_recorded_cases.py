@@ -54,3 +54,14 @@ def test_cycle_case_names_every_member() -> None:
     assert len(cycles) == 1
     names = {diag.graph.nodes[k].class_name for k in cycles[0]}
     assert names == {"ParameterServer", "Learner"}
+
+
+def test_async_actor_awaiting_its_calls_stays_on_the_chain() -> None:
+    # GIVEN an async router that awaits a stuck engine: its own stack shows only an idle loop
+    case = ROOT / "tests" / "data" / "cases" / "async_router_awaits"
+    if not case.exists():
+        pytest.skip("no recorded async_router_awaits capture")
+    # WHEN the capture is re-analysed THEN the chain runs driver → router → engine
+    chain = reanalyse(case).to_json()["chains"][0]
+    assert [n["name"].split(" (")[0] for n in chain] == ["driver", "InferenceRouter", "GenerationEngine"]
+    assert chain[1]["state"] == "blocked" and chain[1]["waits_on"].startswith("waits for GenerationEngine.generate")
