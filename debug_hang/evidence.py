@@ -19,7 +19,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from debug_hang.errors import UnreachableError
 from debug_hang.graph import GNode, WaitGraph
 from debug_hang.patterns import catalog
 from debug_hang.raytrain import POLLING_TASKS
@@ -56,14 +55,7 @@ class Evidence:
 
 
 def _fetch_log(client: DashboardClient, params: list[tuple[str, str]]) -> str:
-    query = urllib.parse.urlencode(params + [("lines", str(LOG_LINES)), ("timeout", "5")])
-    request = urllib.request.Request(f"{client.url}/api/v0/logs/file?{query}")
-    try:
-        with urllib.request.urlopen(request, timeout=client.timeout_s) as response:
-            text: str = response.read().decode("utf-8", "replace")
-            return text
-    except OSError as exc:
-        raise UnreachableError(f"log not readable: {getattr(exc, 'reason', exc)}") from None
+    return client.log_file(params, LOG_LINES)
 
 
 def _driver_log_tail(client: DashboardClient, job: dict[str, Any]) -> str:

@@ -78,7 +78,13 @@ class WaitGraph:
     def add_edge(self, src: str, dst: str, why: str, evidence: str) -> None:
         if src == dst and why != "ray-get-wait":
             return
-        if any(e.dst == dst for e in self.out(src)):
+        same = next((e for e in self.out(src) if e.dst == dst), None)
+        if same is not None:
+            # Several calls into one process: keep them all in view (the one waited on may not
+            # be the one running), up to a few.
+            parts = same.evidence.split("; ")
+            if evidence not in parts and len(parts) < 3:
+                same.evidence += f"; {evidence}"
             return
         edge = Edge(src, dst, why, evidence)
         self.edges.append(edge)
@@ -207,10 +213,18 @@ def build_graph(inp: GraphInputs) -> WaitGraph:
             continue
         pattern = catalog().get(node.pattern or "")
         edge = pattern.edge if pattern else "none"
-        if edge == "submitted-tasks" or (node.pattern == "async-loop-blocked"):
+        if edge == "submitted-tasks" or node.pattern in ("async-loop-blocked", "event-wait"):
             _edges_submitted(g, inp, key, verdict.process, tasks, running_tasks, actor_node, by_pid)
         elif edge == "placement-group":
             _edges_pg(g, inp, key)
+        elif node.pattern == "poll-never-satisfied":
+            # A sleep loop around ray.wait(timeout=...) polls the calls it made: a wait on them.
+            own = {str(t["task_id"]) for t in running_tasks.get(key, [])}
+            if verdict.process.role == "driver":
+                own.add(DRIVER_TASK_PREFIX + str(inp.job.get("job_id")))
+            if _edges_from_parents(g, inp, key, own, tasks, actor_node, by_pid):
+                node.pattern = "ray-get-wait"
+                node.evidence.append("polls in a sleep loop while calls it made are unfinished: it waits for them")
         elif edge == "child-process" or (node.pattern is None and node.state in ("blocked", "unknown")):
             _edges_children(g, inp, key, verdict.process, by_pid)
             if node.pattern is None and verdict.process.actor_id and running_tasks.get(key):
@@ -227,9 +241,28 @@ def build_graph(inp: GraphInputs) -> WaitGraph:
     _edges_collectives(g, inp, actors, tasks, actor_node)
     _edges_pending_actors(g, inp, actors, actor_node, tasks, running_tasks)
     _edges_train_barrier(g, tasks, actors, actor_node)
+    for verdict in inp.verdicts:
+        _detect_event_wait(g, proc_key(verdict.process), verdict, tasks, running_tasks)
     _edges_supervisors(g, tasks, actor_node, running_tasks)
+    for verdict in inp.verdicts:
+        _detect_async_await(g, proc_key(verdict.process), verdict, running_tasks)
     _mark_queued(g, tasks, actor_node, running_tasks)
     return g
+
+
+def _detect_async_await(g: WaitGraph, key: str, verdict: ProcessVerdict, running: dict[str, list[dict[str, Any]]]) -> None:
+    """An async actor that others wait on, whose method runs but whose loop is idle and which
+    awaits no Ray call: it awaits an in-process asyncio object nobody resolves."""
+    node = g.nodes[key]
+    if node.pattern is not None or not running.get(key) or g.out(key) or not g.into(key):
+        return
+    loops = [t for t, _m in verdict.threads if any(f.function.endswith("run_forever") and "asyncio" in f.file for f in t.frames)]
+    if not loops:
+        return
+    node.pattern, node.state = "async-await-stuck", "blocked"
+    doing = ", ".join(sorted({str(t.get("name")) for t in running[key]}))
+    node.evidence.append(f"{doing} RUNNING, its event loop idle and no Ray call of it unfinished: it awaits an asyncio "
+                         "object of this actor (Event, Queue, Future, Lock) that nothing resolves")
 
 
 def _detect_lock_order(node: GNode, verdict: ProcessVerdict) -> None:
@@ -286,6 +319,37 @@ def _detect_lock_self(node: GNode, verdict: ProcessVerdict) -> None:
         node.evidence.append(f"called from {_frame_text(caller)}: check whether that frame already holds the lock")
 
 
+def _detect_event_wait(g: WaitGraph, key: str, verdict: ProcessVerdict, tasks: list[dict[str, Any]],
+                       running: dict[str, list[dict[str, Any]]]) -> None:
+    """A thread in Event.wait / Condition.wait that waits on no Ray work: who could signal it?
+
+    Calls queued on the same actor behind the waiting method cannot run before it returns
+    (event-setter-queued); with no queued call and no other thread in job code, nothing in the
+    process will set it (event-never-set). A live thread in job code may still: left a symptom.
+    """
+    node = g.nodes[key]
+    if node.pattern != "event-wait" or verdict.main is None or g.out(key):
+        return
+    where = _frame_text(verdict.main.user_frame or verdict.main.frame)
+    doing = ", ".join(sorted({str(t.get("name")) for t in running.get(key, [])})) or "its current call"
+    queued = [t for t in tasks if node.actor_id and t.get("actor_id") == node.actor_id
+              and t.get("state") in QUEUED_STATES and not t.get("worker_pid")]
+    if queued:
+        node.pattern, node.state = "event-setter-queued", "blocked"
+        names = ", ".join(sorted({str(t.get("name")) for t in queued}))
+        node.evidence.append(f"waits at {where} inside {doing}, while {len(queued)} call(s) to this actor are queued "
+                             f"behind it ({names}): they cannot start until it returns, so none of them can signal it")
+        return
+    waiter = next((t for t, m in verdict.threads if m is verdict.main), None)
+    others = [t for t, _m in verdict.threads if t is not waiter and any(not is_library(f) for f in t.frames if not f.native)]
+    if others:
+        return
+    node.pattern, node.state = "event-never-set", "blocked"
+    node.evidence.append(f"waits at {where} inside {doing}; no other thread of this process runs job code, no call to it "
+                         "is queued and it waits on no Ray task: nothing here will set it (a setter thread that died "
+                         "leaves its traceback in this worker's .err log)")
+
+
 def _death_text(cause: Any) -> str:
     if not isinstance(cause, dict):
         return "no death cause recorded"
@@ -334,12 +398,19 @@ def _node_for_task(g: WaitGraph, task: dict[str, Any], actor_node: dict[str, str
     return None
 
 
+def _amount(resource: str, value: float) -> str:
+    """A resource amount as people write it: memory in GiB, the rest as numbers."""
+    if resource in ("memory", "object_store_memory") and value >= 2**20:
+        return f"{value / 2**30:g} GiB"
+    return f"{value:g}"
+
+
 def _resource_node(g: WaitGraph, demand: dict[str, float], node_totals: list[dict[str, float]], who: str,
                    available: dict[str, float] | None = None, requester: str | None = None) -> str:
     """The node for a pending resource demand: infeasible (no node has it), starved (all of it is
     held), or pending (free capacity exists: the scheduler has simply not placed it yet)."""
     demand = {k: float(v) for k, v in demand.items() if float(v) > 0}
-    text = ", ".join(f"{k}: {v:g}" for k, v in sorted(demand.items())) or "no resources"
+    text = ", ".join(f"{k}: {_amount(k, v)}" for k, v in sorted(demand.items())) or "no resources"
     key = f"resource:{text}"
     feasible = any(all(totals.get(k, 0.0) >= v for k, v in demand.items()) for totals in node_totals)
     exhausted = available is None or any(available.get(k, 0.0) < v for k, v in demand.items())
@@ -369,21 +440,31 @@ def _edges_submitted(g: WaitGraph, inp: GraphInputs, key: str, proc: Process, ta
         # as parent (Ray Train's training thread: a finished status poll), so any task of this
         # actor may be the parent of what it waits for.
         own_ids = {str(t["task_id"]) for t in tasks if t.get("actor_id") == proc.actor_id and t.get("task_id")}
-        _edges_from_parents(g, inp, key, own_ids, tasks, actor_node, by_pid)
+        found = _edges_from_parents(g, inp, key, own_ids, tasks, actor_node, by_pid)
+    mine = running.get(key, [])
+    if not found and mine and g.nodes[key].pattern == "ray-get-wait":
+        # It waits on objects it did not create: ObjectRefs handed to it by its caller, whose
+        # other unfinished tasks are the likely producers.
+        callers = {str(t.get("parent_task_id")) for t in mine}
+        _edges_from_parents(g, inp, key, callers, tasks, actor_node, by_pid, skip={str(t.get("task_id")) for t in mine},
+                            text="probably waits for {name} ({state}), started by its caller (an ObjectRef passed in)")
 
 
 def _edges_from_parents(g: WaitGraph, inp: GraphInputs, key: str, parents: set[str], tasks: list[dict[str, Any]],
-                        actor_node: dict[str, str], by_pid: dict[tuple[str | None, int | None], str]) -> int:
+                        actor_node: dict[str, str], by_pid: dict[tuple[str | None, int | None], str],
+                        skip: set[str] | None = None, text: str = "waits for {name} ({state})") -> int:
     """Edges from `key` to whatever runs the unfinished tasks submitted by `parents`; how many."""
     found = 0
     for task in tasks:
         if task.get("parent_task_id") not in parents or task.get("state") in DONE_STATES or task.get("name") in POLLING_TASKS:
             continue
+        if skip and task.get("task_id") in skip:
+            continue
         dst = _node_for_task(g, task, actor_node, by_pid, inp.node_totals, inp.available)
-        if dst is None:
+        if dst is None or (skip is not None and dst == key):
             continue
         found += 1
-        g.add_edge(key, dst, "ray-get-wait", f"waits for {task.get('name')} ({task.get('state')})")
+        g.add_edge(key, dst, "ray-get-wait", text.format(name=task.get("name"), state=task.get("state")))
     return found
 
 
@@ -579,7 +660,9 @@ def _mark_mismatch(g: WaitGraph, waiting: list[str]) -> None:
 
     def ranks(keys: list[str]) -> str:
         known = sorted(r for r in (g.nodes[k].rank for k in keys) if r is not None)
-        return ("ranks " + ", ".join(str(r) for r in known)) if len(known) == len(keys) else f"{len(keys)} peers"
+        if len(known) != len(keys):
+            return f"{len(keys)} peers are"
+        return f"rank {known[0]} is" if len(known) == 1 else "ranks " + ", ".join(str(r) for r in known) + " are"
 
     groups: dict[tuple[str, int | None, str], list[str]] = {}
     for k in waiting:
@@ -588,6 +671,12 @@ def _mark_mismatch(g: WaitGraph, waiting: list[str]) -> None:
         return
     sizes = sorted((len(v) for v in groups.values()), reverse=True)
     majority = max(groups.values(), key=len) if sizes[0] > sizes[1] else None
+    if majority is None:
+        # A tie: DDP runs its collectives on every rank every step, so ranks inside DDP are on
+        # the common path and the rank in an explicit collective is the odd one.
+        in_ddp = [keys for keys in groups.values() if all(g.nodes[k].pattern == "ddp-wait" for k in keys)]
+        if len(in_ddp) == 1:
+            majority = in_ddp[0]
     for keys in groups.values():
         if keys is majority:
             continue
@@ -596,7 +685,7 @@ def _mark_mismatch(g: WaitGraph, waiting: list[str]) -> None:
             g.nodes[odd].pattern = "collective-mismatch"
             g.nodes[odd].evidence.append(
                 f"in {text(odd)} while {ranks(rest)} "
-                + (f"are in {text(majority[0])}" if majority else "are in other collectives")
+                + (f"in {text(majority[0])}" if majority else "in other collectives")
                 + " (gloo/NCCL pair collectives by call order: these never match)")
             for k in majority or []:
                 frame = g.nodes[k].frame

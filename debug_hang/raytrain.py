@@ -15,10 +15,9 @@ calls it holds one `SynchronizationActor.broadcast_from_rank_zero` call until al
 from __future__ import annotations
 
 import re
-import urllib.parse
-import urllib.request
 from typing import Any
 
+from debug_hang.errors import UnreachableError
 from debug_hang.state import DashboardClient
 
 CONTROLLER_CLASS = "TrainController"
@@ -52,13 +51,10 @@ def worker_ranks(client: DashboardClient, job_id: str | None, actors: list[dict[
     ranks: dict[tuple[str | None, int], int] = {}
     errors: list[str] = []
     for actor in controllers:
-        query = urllib.parse.urlencode({"actor_id": actor["actor_id"], "suffix": "err",
-                                        "lines": str(CONTROLLER_LOG_LINES), "timeout": "5"})
         try:
-            with urllib.request.urlopen(f"{client.url}/api/v0/logs/file?{query}", timeout=client.timeout_s) as response:
-                text = response.read().decode("utf-8", "replace")
-        except OSError as exc:
-            errors.append(f"Ray Train controller log not readable: {getattr(exc, 'reason', exc)}")
+            text = client.log_file([("actor_id", actor["actor_id"]), ("suffix", "err")], CONTROLLER_LOG_LINES)
+        except UnreachableError as exc:
+            errors.append(f"Ray Train controller {exc}")
             continue
         for (ip, pid), rank in parse_worker_ranks(text).items():
             # The worker actor with that pid (on the node with that IP when PIDs repeat).

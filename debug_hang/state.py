@@ -104,6 +104,16 @@ class DashboardClient:
         except json.JSONDecodeError:
             raise UnreachableError(f"dashboard {self.url}{path} returned non-JSON") from None
 
+    def log_file(self, params: list[tuple[str, str]], lines: int) -> str:
+        """The last `lines` of one Ray log file, read on its node by the dashboard agent
+        (`/api/v0/logs/file`; params name it: actor_id or node_id + pid or filename, suffix)."""
+        query = urllib.parse.urlencode([*params, ("lines", str(lines)), ("timeout", "5")])
+        try:
+            with urllib.request.urlopen(f"{self.url}/api/v0/logs/file?{query}", timeout=self.timeout_s) as response:
+                return str(response.read().decode("utf-8", "replace"))
+        except OSError as exc:
+            raise UnreachableError(f"log not readable: {getattr(exc, 'reason', exc)}") from None
+
     def list_state(self, resource: str, filters: list[tuple[str, str, str]] | None = None,
                    detail: bool = True, timeout_s: float | None = None) -> ListResult:
         """One State API list (`/api/v0/<resource>`), never raising: errors go in the result."""

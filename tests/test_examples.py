@@ -39,6 +39,13 @@ EXPLAINS = {
     "collective_mismatch": ["barrier called from"],
     "rendezvous_hang": ["has not started"],
     "socket_io_hang": ["sock.recv"],
+    "prefetch_thread_died": ["KeyError: 'num_rows'"],  # the dead setter thread's error, from its log
+    "coordinator_waits_for_registrations": ["queued behind it (Coordinator.register)"],
+    "async_weight_store_wrong_instance": ["awaits an asyncio object"],
+    "async_router_awaits": ["waits for GenerationEngine.generate"],  # through the async router
+    "ray_train_early_stop": ["early stop at epoch 5"],  # the rank's own last words
+    "ray_train_report_rank0": ["never reached the barrier"],
+    "ray_train_eval_barrier": ["dist.barrier()"],
 }
 
 
