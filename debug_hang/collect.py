@@ -73,6 +73,18 @@ class Collection:
         return list(last.values())
 
 
+DRIVER_TASK_PREFIX = "f" * 40  # a driver's task id is 40 f's + its job id
+DONE_STATES = ("FINISHED", "FAILED")
+
+
+def calls_into_other_jobs(job_id: str | None, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Unfinished calls the job made into actors of other jobs (a detached service: a parameter
+    server, a replay buffer). Ray files such a call under the actor's job, with the caller as parent."""
+    own = {t.get("task_id") for t in tasks if t.get("job_id") == job_id} | {DRIVER_TASK_PREFIX + str(job_id)}
+    return [t for t in tasks if t.get("job_id") != job_id and t.get("parent_task_id") in own
+            and t.get("actor_id") and t.get("state") not in DONE_STATES]
+
+
 def select_targets(job: dict[str, Any], actors: list[dict[str, Any]],
                    tasks: list[dict[str, Any]], nodes: list[dict[str, Any]] | None = None) -> list[Target]:
     """The job's processes worth a stack: live actors, workers of running tasks, the driver.
@@ -85,14 +97,15 @@ def select_targets(job: dict[str, Any], actors: list[dict[str, Any]],
     only_node = alive[0] if len(alive) == 1 else None
     found: dict[tuple[str | None, int], Target] = {}
     actor_nodes = {str(a.get("actor_id")): a.get("node_id") for a in actors if a.get("node_id")}
+    called = {t.get("actor_id") for t in calls_into_other_jobs(job_id, tasks)}
     for actor in actors:
-        if actor.get("job_id") != job_id or actor.get("state") != "ALIVE":
+        if (actor.get("job_id") != job_id and actor.get("actor_id") not in called) or actor.get("state") != "ALIVE":
             continue
         pid = int(actor.get("pid") or 0)
         if pid <= 0:
             continue
         found[(actor.get("node_id"), pid)] = Target(
-            pid=pid, node_id=actor.get("node_id"), role="actor", job_id=job_id,
+            pid=pid, node_id=actor.get("node_id"), role="actor", job_id=actor.get("job_id"),
             actor_id=actor.get("actor_id"), actor_class=actor.get("class_name"),
             actor_name=actor.get("name") or None,
         )

@@ -259,8 +259,10 @@ def _verdict(job: dict[str, Any], causes: list[RootCause], progress: list[str], 
     moving_note = (f" Note: {len(moving)} process(es) changed stack between samples." if moving else "")
     title = catalog()[top.pattern].title if top.pattern in catalog() else top.pattern
     victims = len(top.victims)
+    busy_note = (" A long computation looks the same in two samples: if the same line still spins in a minute, "
+                 "it is a hang." if top.pattern == "busy-loop" else "")
     return "hang", (f"Job {job_id} is hung: {title[:1].lower() + title[1:]} — culprit {names}; "
-                    f"{victims} process(es) wait on it.{moving_note}")
+                    f"{victims} process(es) wait on it.{moving_note}{busy_note}")
 
 
 def run(opts: Options) -> Diagnosis:

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from debug_hang.collect import DRIVER_TASK_PREFIX, calls_into_other_jobs
 from debug_hang.model import Frame, Process
 from debug_hang.patterns import ProcessVerdict, catalog, is_library
 from debug_hang.raytrain import BARRIER_TASK, POLLING_TASKS, WORKER_CLASS
@@ -22,7 +23,6 @@ from debug_hang.raytrain import BARRIER_TASK, POLLING_TASKS, WORKER_CLASS
 DONE_STATES = {"FINISHED", "FAILED"}
 PENDING_SCHED = {"PENDING_NODE_ASSIGNMENT", "PENDING_ARGS_AVAIL", "PENDING_NODE_ASSIGNMENT_FOR_ACTOR"}
 QUEUED_STATES = {"SUBMITTED_TO_WORKER", "PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY"}
-DRIVER_TASK_PREFIX = "f" * 40  # the driver's task id is 40 f's + the job id
 _RANK_IN_NAME = re.compile(r"rank[-_ ]?(\d+)", re.IGNORECASE)
 
 
@@ -138,8 +138,10 @@ def build_graph(inp: GraphInputs) -> WaitGraph:
     """Build the wait-for graph for one job."""
     g = WaitGraph()
     job_id = inp.job.get("job_id")
-    actors = {a["actor_id"]: a for a in inp.actors if a.get("job_id") == job_id}
-    tasks = [t for t in inp.tasks if t.get("job_id") == job_id]
+    foreign = calls_into_other_jobs(job_id, inp.tasks)  # calls into other jobs' (detached) actors
+    called = {t.get("actor_id") for t in foreign}
+    actors = {a["actor_id"]: a for a in inp.actors if a.get("job_id") == job_id or a.get("actor_id") in called}
+    tasks = [t for t in inp.tasks if t.get("job_id") == job_id] + foreign
     by_pid: dict[tuple[str | None, int | None], str] = {}
     actor_node: dict[str, str] = {}
 
@@ -383,9 +385,18 @@ def _add_dead_ranks_history(g: WaitGraph, tasks: list[dict[str, Any]], actors: d
         node.evidence.append(text)
 
 
+_PG_RESOURCE = re.compile(r"_group_(?:\d+_)?([0-9a-f]{16,})$")
+
+
+def _pending_pg_of(task: dict[str, Any], placement_groups: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The PENDING placement group a task is scheduled into (read off its resource names)."""
+    ids = {m.group(1) for k in (task.get("required_resources") or {}) if (m := _PG_RESOURCE.search(k))}
+    return next((pg for pg in placement_groups if pg.get("placement_group_id") in ids and pg.get("state") == "PENDING"), None)
+
+
 def _node_for_task(g: WaitGraph, task: dict[str, Any], actor_node: dict[str, str],
                    by_pid: dict[tuple[str | None, int | None], str], node_totals: list[dict[str, float]],
-                   available: dict[str, float] | None) -> str | None:
+                   available: dict[str, float] | None, placement_groups: list[dict[str, Any]] | None = None) -> str | None:
     """The graph node a waiting thread depends on, for one unfinished task it submitted."""
     if task.get("actor_id"):
         # A call to an actor, or its creation: the actor (its process, or the pending actor).
@@ -393,6 +404,15 @@ def _node_for_task(g: WaitGraph, task: dict[str, Any], actor_node: dict[str, str
     if task.get("state") == "RUNNING" and task.get("worker_pid"):
         return by_pid.get((task.get("node_id"), int(task["worker_pid"])))
     if task.get("state") in PENDING_SCHED:
+        pg = _pending_pg_of(task, placement_groups or [])
+        if pg is not None:
+            # Scheduled into a placement group that is not placed: the group is what it waits for
+            # (its resources show as Ray's internal CPU_group_<i>_<id> names).
+            key = _pg_node(g, pg, node_totals)
+            g.nodes[key].evidence.append(f"task {task.get('name')} is scheduled into it")
+            if g.nodes[key].class_name is None:
+                g.nodes[key].class_name = str(task.get("func_or_class_name") or task.get("name"))
+            return key
         return _resource_node(g, task.get("required_resources") or {}, node_totals,
                               f"task {task.get('name')}", available, requester=str(task.get("func_or_class_name") or task.get("name")))
     return None
@@ -460,7 +480,7 @@ def _edges_from_parents(g: WaitGraph, inp: GraphInputs, key: str, parents: set[s
             continue
         if skip and task.get("task_id") in skip:
             continue
-        dst = _node_for_task(g, task, actor_node, by_pid, inp.node_totals, inp.available)
+        dst = _node_for_task(g, task, actor_node, by_pid, inp.node_totals, inp.available, inp.placement_groups)
         if dst is None or (skip is not None and dst == key):
             continue
         found += 1
@@ -473,22 +493,28 @@ def _edges_pg(g: WaitGraph, inp: GraphInputs, key: str) -> None:
     for pg in inp.placement_groups:
         if pg.get("creator_job_id") not in (job_id, None) or pg.get("state") != "PENDING":
             continue
-        pg_key = f"pg:{pg.get('placement_group_id')}"
-        bundles = [b.get("unit_resources") or {} for b in pg.get("bundles") or []]
-        stats = pg.get("stats") or {}
-        infeasible = stats.get("scheduling_state") == "INFEASIBLE" or any(
-            not any(all(t.get(k, 0.0) >= float(v) for k, v in b.items()) for t in inp.node_totals) for b in bundles)
-        if pg_key not in g.nodes:
-            g.nodes[pg_key] = GNode(
-                key=pg_key, kind="placement_group", name=f"placement group {pg.get('name') or pg.get('placement_group_id', '')[:12]}",
-                state="infeasible" if infeasible else "pending",
-                pattern="placement-group-infeasible" if infeasible else "resource-starvation",
-                evidence=[f"PENDING, scheduling_state {stats.get('scheduling_state')}, strategy "
-                          f"{pg.get('strategy')}, bundles {bundles}"],
-            )
+        pg_key = _pg_node(g, pg, inp.node_totals)
         if g.nodes[pg_key].class_name is None:
             g.nodes[pg_key].class_name = g.nodes[key].class_name  # who waits for it
         g.add_edge(key, pg_key, "pg-ready-wait", "waits in pg.ready() for this placement group")
+
+
+def _pg_node(g: WaitGraph, pg: dict[str, Any], node_totals: list[dict[str, float]]) -> str:
+    """The graph node of a PENDING placement group: infeasible (a bundle no node can hold) or not."""
+    pg_key = f"pg:{pg.get('placement_group_id')}"
+    bundles = [b.get("unit_resources") or {} for b in pg.get("bundles") or []]
+    stats = pg.get("stats") or {}
+    infeasible = stats.get("scheduling_state") == "INFEASIBLE" or any(
+        not any(all(t.get(k, 0.0) >= float(v) for k, v in b.items()) for t in node_totals) for b in bundles)
+    if pg_key not in g.nodes:
+        g.nodes[pg_key] = GNode(
+            key=pg_key, kind="placement_group", name=f"placement group {pg.get('name') or pg.get('placement_group_id', '')[:12]}",
+            state="infeasible" if infeasible else "pending",
+            pattern="placement-group-infeasible" if infeasible else "resource-starvation",
+            evidence=[f"PENDING, scheduling_state {stats.get('scheduling_state')}"
+                      + (f", strategy {pg['strategy']}" if pg.get("strategy") else "") + f", bundles {bundles}"],
+        )
+    return pg_key
 
 
 def _edges_children(g: WaitGraph, inp: GraphInputs, key: str, proc: Process,
@@ -532,6 +558,12 @@ def _edges_queue(g: WaitGraph, key: str, tasks: list[dict[str, Any]], actors: di
     that died or whose task failed (then went idle); failing those, idle actors that have never
     run a single method (the producing call was never made)."""
     me = g.nodes[key]
+    # A put blocked on the queue actor: the queue is full and the wait is on its consumers.
+    full = me.class_name == "_QueueActor" and any(
+        t.get("actor_id") == me.actor_id and t.get("state") == "RUNNING" and str(t.get("name")).endswith(".put")
+        for t in tasks)
+    role, text = (("consumer-gone", "waits to put into a full queue this actor should drain") if full
+                  else ("producer-gone", "waits on a queue this actor should fill"))
     failed = {t.get("actor_id") for t in tasks if t.get("state") == "FAILED" and t.get("actor_id")}
     called = {t.get("actor_id") for t in tasks if t.get("type") == "ACTOR_TASK" and t.get("actor_id")}
     candidates: list[tuple[str, dict[str, Any]]] = []
@@ -545,8 +577,8 @@ def _edges_queue(g: WaitGraph, key: str, tasks: list[dict[str, Any]], actors: di
     for node_key, actor in candidates:
         node = g.nodes[node_key]
         if node.state == "dead" or (actor.get("actor_id") in failed and node.state == "idle"):
-            node.pattern = "producer-gone"
-            g.add_edge(key, node_key, "queue-get-wait", "waits on a queue this actor should fill")
+            node.pattern = role
+            g.add_edge(key, node_key, "queue-get-wait", text)
             found = True
     if found:
         return

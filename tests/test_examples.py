@@ -17,6 +17,7 @@ import pytest
 from conftest import ROOT, LocalCluster, expected_of, read_json, run_script, stop_job, submit_example
 
 from debug_hang import localcluster
+from debug_hang.collect import calls_into_other_jobs
 
 pytestmark = pytest.mark.integration
 
@@ -46,6 +47,8 @@ EXPLAINS = {
     "ray_train_early_stop": ["early stop at epoch 5"],  # the rank's own last words
     "ray_train_report_rank0": ["never reached the barrier"],
     "ray_train_eval_barrier": ["dist.barrier()"],
+    "queue_consumer_died": ["TypeError"],  # the consumer's failed task
+    "detached_service_never_published": ["WeightServer.pull"],  # the call into the other job's actor
 }
 
 
@@ -64,9 +67,11 @@ def trim_capture(folder: Path) -> None:
     snap_path = folder / "snapshot.json"
     job_id = json.loads((folder / "diagnosis.json").read_text())["job_id"]
     snap = json.loads(snap_path.read_text())
-    snap["actors"] = [a for a in snap["actors"] if a.get("job_id") == job_id]
+    foreign = calls_into_other_jobs(job_id, snap["tasks"])  # calls into other jobs' actors stay
+    called = {t.get("actor_id") for t in foreign}
+    snap["actors"] = [a for a in snap["actors"] if a.get("job_id") == job_id or a.get("actor_id") in called]
     snap["tasks"] = [{k: v for k, v in t.items() if k not in UNUSED_TASK_FIELDS}
-                     for t in snap["tasks"] if t.get("job_id") == job_id]
+                     for t in [*(t for t in snap["tasks"] if t.get("job_id") == job_id), *foreign]]
     snap_path.write_text(json.dumps(snap))
     after = folder / "tasks_after.json"
     if after.exists():

@@ -65,3 +65,17 @@ def test_async_actor_awaiting_its_calls_stays_on_the_chain() -> None:
     chain = reanalyse(case).to_json()["chains"][0]
     assert [n["name"].split(" (")[0] for n in chain] == ["driver", "InferenceRouter", "GenerationEngine"]
     assert chain[1]["state"] == "blocked" and chain[1]["waits_on"].startswith("waits for GenerationEngine.generate")
+
+
+def test_a_call_into_another_jobs_detached_actor_is_followed() -> None:
+    # GIVEN a job whose only call goes to a detached actor of another job (filed under that job)
+    case = ROOT / "tests" / "data" / "cases" / "detached_service_never_published"
+    if not case.exists():
+        pytest.skip("no recorded detached_service_never_published capture")
+    diag = reanalyse(case)
+    # WHEN re-analysed THEN the chain goes from this job's driver into the other job's actor
+    chain = diag.to_json()["chains"][0]
+    assert [n["kind"] for n in chain] == ["driver", "actor"]
+    assert chain[1]["name"] == "WeightServer" and chain[1]["pattern"] == "event-never-set"
+    server = next(a for a in diag.snapshot.actors if a["class_name"] == "WeightServer")
+    assert server["job_id"] != diag.job_id
