@@ -238,6 +238,10 @@ def youngest_task_age_s(job: dict[str, Any], tasks: list[dict[str, Any]], now_s:
 def _verdict(job: dict[str, Any], causes: list[RootCause], progress: list[str], moving: list[Process],
              graph: WaitGraph, verdicts: list[ProcessVerdict]) -> tuple[str, str]:
     job_id = job.get("job_id")
+    status = job.get("status")
+    if status in ("SUCCEEDED", "FAILED", "STOPPED"):
+        return "no-hang", (f"Job {job_id} is not running: its status is {status}"
+                           + (f" ({str(job.get('message'))[:200]})" if job.get("message") else "") + ". Nothing of it can hang now.")
     if progress and not any(c.cycle for c in causes):
         return "no-hang", (f"Job {job_id} is making progress: {progress[0]}"
                            f"{f' (and {len(progress) - 1} more)' if len(progress) > 1 else ''}. "

@@ -79,3 +79,23 @@ def test_a_call_into_another_jobs_detached_actor_is_followed() -> None:
     assert chain[1]["name"] == "WeightServer" and chain[1]["pattern"] == "event-never-set"
     server = next(a for a in diag.snapshot.actors if a["class_name"] == "WeightServer")
     assert server["job_id"] != diag.job_id
+
+
+def test_a_job_that_already_ended_is_not_called_hung(tmp_path: Path) -> None:
+    # GIVEN a real capture of a hang, as if the job had ended by the time it was diagnosed
+    import shutil
+
+    case = ROOT / "tests" / "data" / "cases" / "producer_never_produces"
+    if not case.exists():
+        pytest.skip("no recorded producer_never_produces capture")
+    folder = tmp_path / "case"
+    shutil.copytree(case, folder)
+    snap = json.loads((folder / "snapshot.json").read_text())
+    job_id = json.loads((folder / "diagnosis.json").read_text())["job_id"]
+    for job in snap["jobs"]:
+        if job.get("job_id") == job_id:
+            job["status"], job["message"] = "SUCCEEDED", "Job finished successfully."
+    (folder / "snapshot.json").write_text(json.dumps(snap))
+    # WHEN it is re-analysed THEN the verdict says so instead of naming a culprit
+    diag = reanalyse(folder)
+    assert diag.verdict == "no-hang" and "SUCCEEDED" in diag.summary and not diag.causes
