@@ -138,6 +138,9 @@ def load_catalog(path: Path | str = CATALOG_PATH) -> list[Pattern]:
         for key in ("title", "meaning", "leads_to"):
             if not raw.get(key):
                 raise BadInputError(f"{where} ({pid}): missing {key}")
+        for key in ("root_causes", "fixes", "references", "states"):
+            if not all(isinstance(item, str) for item in raw.get(key) or ()):
+                raise BadInputError(f"{where} ({pid}): every item of {key} must be text (quote items that contain ': ')")
         patterns.append(Pattern(
             id=pid, title=str(raw["title"]), kind=raw["kind"], detect=raw["detect"],
             meaning=str(raw["meaning"]).strip(), leads_to=str(raw["leads_to"]), edge=raw["edge"],

@@ -98,11 +98,13 @@ def root_causes(g: WaitGraph) -> list[RootCause]:
         if not has_resource and any(n.pattern == "lock-order-deadlock" for n in members):
             pattern = "lock-order-deadlock"
         culprits = [n for n in members if n.kind != "resource"] if has_resource else members
-        skipped = [g.nodes[e.dst] for e in g.edges if e.why == "train-barrier" and e.src in cycle and e.dst in cycle]
-        if skipped:
-            # Ranks in Ray Train's barrier wait on the ranks that never called it, which wait on
-            # them in turn (a DDP step): the ranks that skipped the barrier are the cause.
-            pattern, culprits = "train-barrier-skipped", skipped
+        outside = [g.nodes[e.dst] for e in g.edges if e.why == "train-barrier" and e.src in cycle and e.dst in cycle]
+        if outside:
+            # Ranks in Ray Train's barrier and ranks still in a DDP step wait on each other. The
+            # ones outside it may never call report, or the ones inside may have run fewer steps:
+            # both are named, those outside first.
+            inside = [n for n in members if n.class_name == outside[0].class_name and n not in outside]
+            pattern, culprits = "train-barrier-skipped", outside + inside
         evidence = [f"{e.src.split(':')[0]} {g.nodes[e.src].label()} → {g.nodes[e.dst].label()}: {e.evidence}"
                     for e in g.edges if e.src in cycle and e.dst in cycle]
         names = " → ".join(g.nodes[k].label() for k in cycle) + f" → {g.nodes[cycle[0]].label()}"

@@ -53,6 +53,13 @@ def test_a_broken_catalog_is_refused_with_a_clear_message(tmp_path: Path) -> Non
     bad.write_text("schema: [unclosed")
     with pytest.raises(BadInputError, match="not valid YAML"):
         load_catalog(bad)
+    # an unquoted list item with ': ' in it parses as a mapping, not text
+    bad.write_text("schema: debug-hang/patterns/v1\npatterns:\n  - {id: x, kind: symptom, detect: state, edge: none, "
+                   "title: t, meaning: m, leads_to: l}\n    \n")
+    good = bad.read_text()
+    bad.write_text(good.replace("leads_to: l}", "leads_to: l, fixes: [{a: b}]}"))
+    with pytest.raises(BadInputError, match="must be text"):
+        load_catalog(bad)
     assert load_catalog(CATALOG_PATH)
 
 

@@ -131,7 +131,9 @@ def test_report_on_rank_zero_only_is_a_cycle_through_the_barrier() -> None:
     top = diag.causes[0]
     assert top.pattern == "train-barrier-skipped" and top.cycle
     assert {nodes[k].class_name for k in top.cycle} == {"RayTrainWorker", "SynchronizationActor"}
-    assert [(c.class_name, c.rank) for c in top.culprits] == [("RayTrainWorker", 1)]
+    # (rank 1 never calls report; the rank inside the barrier is named too, after it, since a
+    # rank that ran fewer steps gives the same picture)
+    assert [(c.class_name, c.rank) for c in top.culprits] == [("RayTrainWorker", 1), ("RayTrainWorker", 0)]
 
 
 def test_a_training_thread_waits_on_calls_whose_parent_is_any_task_of_its_actor() -> None:
