@@ -122,6 +122,13 @@ def select_targets(job: dict[str, Any], actors: list[dict[str, Any]],
             if target.role == "actor" and task.get("type") == "ACTOR_TASK":
                 target.task_id, target.task_name = task.get("task_id"), task.get("name")
             continue
+        if task.get("type") == "ACTOR_CREATION_TASK" and task.get("actor_id"):
+            # A constructor still running (the actor is PENDING_CREATION): the process is the actor.
+            row = next((a for a in actors if a.get("actor_id") == task["actor_id"]), {})
+            found[key] = Target(pid=pid, node_id=node_id, role="actor", job_id=job_id, actor_id=task["actor_id"],
+                                actor_class=row.get("class_name") or str(task.get("name", "")).split(".")[0],
+                                actor_name=row.get("name") or None, task_id=task.get("task_id"), task_name=task.get("name"))
+            continue
         found[key] = Target(pid=pid, node_id=node_id, role="task", job_id=job_id,
                             task_id=task.get("task_id"), task_name=task.get("name"))
     driver = job.get("driver_info") or {}

@@ -517,11 +517,16 @@ def _pg_node(g: WaitGraph, pg: dict[str, Any], node_totals: list[dict[str, float
     return pg_key
 
 
+_HELPER_CHILD = re.compile(r"multiprocessing\.(resource_tracker|forkserver)|from multiprocessing\.(resource_tracker|forkserver) import")
+
+
 def _edges_children(g: WaitGraph, inp: GraphInputs, key: str, proc: Process,
                     by_pid: dict[tuple[str | None, int | None], str]) -> None:
     for (node_id, pid), info in inp.info.items():
         if info.get("child_of") != proc.pid or node_id != proc.node_id:
             continue
+        if _HELPER_CHILD.search(str(info.get("title") or "")):
+            continue  # multiprocessing's own helpers (resource tracker, fork server) wait by design
         child_key = by_pid.get((proc.node_id, pid))
         if child_key is None:
             child_key = f"proc:{proc.node_id}:{pid}"
