@@ -268,12 +268,13 @@ def match_process(proc: Process, patterns: list[Pattern] | None = None) -> Proce
                 if m.pattern == "unknown" or cat[m.pattern].kind != "benign"]
     if not relevant:
         return ProcessVerdict(proc, matched, "idle", _main_thread_match(matched))
-    # Prefer the main thread, then known patterns over unknown, then root causes over symptoms.
-    def rank(item: tuple[Thread, ThreadMatch]) -> tuple[int, int, float]:
+    # Prefer known patterns, then threads in the job's own code (a Tune or Ray Train training
+    # thread over the library's main thread waiting on it), then the main thread.
+    def rank(item: tuple[Thread, ThreadMatch]) -> tuple[int, int, int, float]:
         thread, match = item
         is_main = thread.name == "MainThread" or (thread.os_thread_id is not None and thread.os_thread_id == proc.pid)
         known = match.pattern != "unknown"
-        return (0 if known else 1, 0 if is_main else 1, -match.confidence)
+        return (0 if known else 1, 0 if match.user_frame is not None else 1, 0 if is_main else 1, -match.confidence)
 
     relevant.sort(key=rank)
     _, main = relevant[0]
