@@ -261,7 +261,8 @@ def _verdict(job: dict[str, Any], causes: list[RootCause], progress: list[str], 
         return "inconclusive", (f"Job {job_id} is still starting: {waiting} is not created or scheduled yet, and "
                                 "the resources it needs are free, so nothing blocks it. Diagnose again in a few seconds.")
     moving_note = (f" Note: {len(moving)} process(es) changed stack between samples." if moving else "")
-    title = catalog()[top.pattern].title if top.pattern in catalog() else top.pattern
+    title = (catalog()[top.pattern].title if top.pattern in catalog()
+             else "A chain of waits ending in a process whose own wait is not recognised (see its evidence)")
     victims = len(top.victims)
     busy_note = (" A long computation looks the same in two samples: if the same line still spins in a minute, "
                  "it is a hang." if top.pattern == "busy-loop" else "")

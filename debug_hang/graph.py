@@ -202,6 +202,17 @@ def build_graph(inp: GraphInputs) -> WaitGraph:
             key = by_pid.get((task.get("node_id"), int(task["worker_pid"])))
             if key:
                 running_tasks.setdefault(key, []).append(task)
+    for key, running in running_tasks.items():
+        node = g.nodes[key]
+        calls = [t for t in running if t.get("name") not in POLLING_TASKS]
+        if node.state == "idle" and calls:
+            # The State API says a call runs here, yet no thread shows it: a generator paused by
+            # backpressure (num_returns="streaming") until its consumer reads on, or a call caught
+            # between two frames. Not an idle actor.
+            node.state, node.pattern = "unknown", None
+            node.evidence.append(f"{', '.join(sorted({str(t.get('name')) for t in calls}))} RUNNING here, but no thread "
+                                 "runs it: a streaming generator paused until its consumer reads more, or a call "
+                                 "between frames (dump again with --samples 5)")
     _add_dead_ranks_history(g, tasks, actors, actor_node)
 
     for verdict in inp.verdicts:
