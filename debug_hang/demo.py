@@ -36,10 +36,12 @@ def build_parser(prog: str = "debug-hang demo") -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.list:
-        for name in localcluster.examples():
+        names = localcluster.examples()
+        width = max((len(n) for n in names), default=0) + 2
+        for name in names:
             exp = localcluster.expected_of(name)
             needs = f"  (needs {', '.join(exp['needs'])})" if exp.get("needs") else ""
-            print(f"{name:<28} {exp.get('verdict')}: {exp.get('pattern')}{needs}")
+            print(f"{name:<{width}}{exp.get('verdict')}: {exp.get('pattern')}{needs}")
         return EXIT_OK
     if args.scenario not in localcluster.examples():
         raise UsageError(f"unknown scenario {args.scenario!r}; try --list")
