@@ -45,6 +45,7 @@ class GNode:
     frame: Frame | None = None  # the deciding frame, when it comes from a stack
     evidence: list[str] = field(default_factory=list)
     user_frame: Frame | None = None  # the innermost frame of the job's own code on that stack
+    lock_wait: Frame | None = None  # another thread of the process waiting at a lock line
 
     def label(self) -> str:
         where = f"pid {self.pid}" if self.pid else self.state
@@ -167,6 +168,15 @@ def build_graph(inp: GraphInputs) -> WaitGraph:
         if verdict.main and verdict.main.frame is not None and verdict.verdict != "idle":
             where = verdict.main.user_frame or verdict.main.frame
             node.evidence.append(f"stack: {verdict.main.pattern} at {_frame_text(where)}")
+        getter = next((m for _t, m in verdict.threads if m.pattern == "ray-get-wait"), None)
+        locked = next((m for _t, m in verdict.threads if m.pattern == "lock-wait"), None)
+        if verdict.pattern in ("ray-get-wait", "lock-wait") and getter is not None and locked is not None:
+            # One thread in ray.get, another at a lock line: the remote call is what leads on (the
+            # lock is likely held across it), so the process is followed through its ray.get.
+            node.pattern, node.frame, node.user_frame = "ray-get-wait", getter.frame, getter.user_frame
+            node.lock_wait = locked.user_frame or locked.frame
+            node.evidence.append(f"another thread waits for a lock at {_frame_text(node.lock_wait)}, while this "
+                                 "one is in ray.get: a lock held across a remote call?")
         cpu = inp.info.get((proc.node_id, proc.pid or -1), {}).get("cpu_percent")
         if cpu is not None and (verdict.verdict == "busy" or cpu >= 50):
             node.evidence.append(f"real CPU use {cpu:.0f}% over the sampling window")

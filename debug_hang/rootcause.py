@@ -95,7 +95,10 @@ def root_causes(g: WaitGraph) -> list[RootCause]:
         members = [g.nodes[k] for k in cycle]
         has_resource = any(n.kind in ("resource", "placement_group") for n in members)
         pattern = "resource-starvation" if has_resource else "actor-call-cycle"
-        if not has_resource and any(n.pattern == "lock-order-deadlock" for n in members):
+        if not has_resource and (any(n.pattern == "lock-order-deadlock" for n in members)
+                                 or all(n.lock_wait is not None for n in members if n.kind != "driver")):
+            # Every actor of the cycle has one thread in ray.get and another at a lock line: each
+            # holds its lock across the call into the other.
             pattern = "lock-order-deadlock"
         culprits = [n for n in members if n.kind != "resource"] if has_resource else members
         outside = [g.nodes[e.dst] for e in g.edges if e.why == "train-barrier" and e.src in cycle and e.dst in cycle]
@@ -107,6 +110,7 @@ def root_causes(g: WaitGraph) -> list[RootCause]:
             pattern, culprits = "train-barrier-skipped", outside + inside
         evidence = [f"{e.src.split(':')[0]} {g.nodes[e.src].label()} → {g.nodes[e.dst].label()}: {e.evidence}"
                     for e in g.edges if e.src in cycle and e.dst in cycle]
+        evidence += [f"{n.label()}: {text}" for n in members for text in n.evidence if text.startswith("another thread waits for a lock")]
         names = " → ".join(g.nodes[k].label() for k in cycle) + f" → {g.nodes[cycle[0]].label()}"
         causes.append(RootCause(
             pattern=pattern, culprits=culprits, victims=_upstream(g, set(cycle)),

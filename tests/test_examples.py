@@ -48,6 +48,7 @@ EXPLAINS = {
     "ray_train_report_rank0": ["never reached the barrier"],
     "ray_train_eval_barrier": ["dist.barrier()"],
     "queue_consumer_died": ["TypeError"],  # the consumer's failed task
+    "lock_held_across_remote_call": ["a lock held across a remote call"],
     "detached_service_never_published": ["WeightServer.pull"],  # the call into the other job's actor
 }
 
