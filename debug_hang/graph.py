@@ -15,12 +15,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from debug_hang.collect import DRIVER_TASK_PREFIX, calls_into_other_jobs
+from debug_hang.collect import DONE_STATES, DRIVER_TASK_PREFIX, calls_into_other_jobs
 from debug_hang.model import Frame, Process
 from debug_hang.patterns import ProcessVerdict, catalog, is_library
 from debug_hang.raytrain import BARRIER_TASK, POLLING_TASKS, WORKER_CLASS
 
-DONE_STATES = {"FINISHED", "FAILED"}
 PENDING_SCHED = {"PENDING_NODE_ASSIGNMENT", "PENDING_ARGS_AVAIL", "PENDING_NODE_ASSIGNMENT_FOR_ACTOR"}
 QUEUED_STATES = {"SUBMITTED_TO_WORKER", "PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY"}
 _RANK_IN_NAME = re.compile(r"rank[-_ ]?(\d+)", re.IGNORECASE)
@@ -94,6 +93,35 @@ class WaitGraph:
 
 
 @dataclass
+class TaskIndex:
+    """The job's tasks, indexed once by parent task and by actor, so that following each blocked
+    process to the calls it made stays linear in the number of tasks (thousands of ranks)."""
+
+    tasks: list[dict[str, Any]]
+    by_parent: dict[str, list[int]] = field(default_factory=dict)
+    by_actor: dict[str, list[int]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, tasks: list[dict[str, Any]]) -> TaskIndex:
+        index = cls(tasks)
+        for i, task in enumerate(tasks):
+            if task.get("parent_task_id"):
+                index.by_parent.setdefault(str(task["parent_task_id"]), []).append(i)
+            if task.get("actor_id"):
+                index.by_actor.setdefault(str(task["actor_id"]), []).append(i)
+        return index
+
+    def children(self, parents: set[str]) -> list[dict[str, Any]]:
+        """Tasks submitted by any of `parents`, in listing order."""
+        positions = sorted(i for p in parents for i in self.by_parent.get(p, []))
+        return [self.tasks[i] for i in positions]
+
+    def of_actor(self, actor_id: str | None) -> list[dict[str, Any]]:
+        """Tasks run by (or calls queued on) one actor, in listing order."""
+        return [self.tasks[i] for i in self.by_actor.get(actor_id or "", [])]
+
+
+@dataclass
 class GraphInputs:
     """What the graph is built from: one job's state and the latest stack of each process."""
 
@@ -143,6 +171,7 @@ def build_graph(inp: GraphInputs) -> WaitGraph:
     called = {t.get("actor_id") for t in foreign}
     actors = {a["actor_id"]: a for a in inp.actors if a.get("job_id") == job_id or a.get("actor_id") in called}
     tasks = [t for t in inp.tasks if t.get("job_id") == job_id] + foreign
+    index = TaskIndex.of(tasks)
     by_pid: dict[tuple[str | None, int | None], str] = {}
     actor_node: dict[str, str] = {}
 
@@ -237,7 +266,7 @@ def build_graph(inp: GraphInputs) -> WaitGraph:
         pattern = catalog().get(node.pattern or "")
         edge = pattern.edge if pattern else "none"
         if edge == "submitted-tasks" or node.pattern in ("async-loop-blocked", "event-wait"):
-            _edges_submitted(g, inp, key, verdict.process, tasks, running_tasks, actor_node, by_pid)
+            _edges_submitted(g, inp, key, verdict.process, index, running_tasks, actor_node, by_pid)
         elif edge == "placement-group":
             _edges_pg(g, inp, key)
         elif node.pattern == "poll-never-satisfied":
@@ -245,7 +274,7 @@ def build_graph(inp: GraphInputs) -> WaitGraph:
             own = {str(t["task_id"]) for t in running_tasks.get(key, [])}
             if verdict.process.role == "driver":
                 own.add(DRIVER_TASK_PREFIX + str(inp.job.get("job_id")))
-            if _edges_from_parents(g, inp, key, own, tasks, actor_node, by_pid):
+            if _edges_from_parents(g, inp, key, own, index, actor_node, by_pid):
                 node.pattern = "ray-get-wait"
                 node.evidence.append("polls in a sleep loop while calls it made are unfinished: it waits for them")
         elif edge == "child-process" or (node.pattern is None and node.state in ("blocked", "unknown")):
@@ -253,7 +282,7 @@ def build_graph(inp: GraphInputs) -> WaitGraph:
             if node.pattern is None and verdict.process.actor_id and running_tasks.get(key):
                 # An async actor awaiting the calls it made shows only an idle event loop: its
                 # running task's unfinished calls are what it waits for.
-                _edges_submitted(g, inp, key, verdict.process, tasks, running_tasks, actor_node, by_pid)
+                _edges_submitted(g, inp, key, verdict.process, index, running_tasks, actor_node, by_pid)
                 if g.out(key):
                     node.state = "blocked"
                     node.evidence.append("awaits the calls it made (an async actor: its own stack shows only an idle event loop)")
@@ -262,10 +291,10 @@ def build_graph(inp: GraphInputs) -> WaitGraph:
         elif edge == "queue-producers":
             _edges_queue(g, key, tasks, actors, actor_node)
     _edges_collectives(g, inp, actors, tasks, actor_node)
-    _edges_pending_actors(g, inp, actors, actor_node, tasks, running_tasks)
+    _edges_pending_actors(g, inp, actors, actor_node, index, running_tasks)
     _edges_train_barrier(g, tasks, actors, actor_node)
     for verdict in inp.verdicts:
-        _detect_event_wait(g, proc_key(verdict.process), verdict, tasks, running_tasks)
+        _detect_event_wait(g, proc_key(verdict.process), verdict, index, running_tasks)
     _edges_supervisors(g, tasks, actor_node, running_tasks)
     for verdict in inp.verdicts:
         _detect_async_await(g, proc_key(verdict.process), verdict, running_tasks)
@@ -342,7 +371,7 @@ def _detect_lock_self(node: GNode, verdict: ProcessVerdict) -> None:
         node.evidence.append(f"called from {_frame_text(caller)}: check whether that frame already holds the lock")
 
 
-def _detect_event_wait(g: WaitGraph, key: str, verdict: ProcessVerdict, tasks: list[dict[str, Any]],
+def _detect_event_wait(g: WaitGraph, key: str, verdict: ProcessVerdict, index: TaskIndex,
                        running: dict[str, list[dict[str, Any]]]) -> None:
     """A thread in Event.wait / Condition.wait that waits on no Ray work: who could signal it?
 
@@ -355,8 +384,7 @@ def _detect_event_wait(g: WaitGraph, key: str, verdict: ProcessVerdict, tasks: l
         return
     where = _frame_text(verdict.main.user_frame or verdict.main.frame)
     doing = ", ".join(sorted({str(t.get("name")) for t in running.get(key, [])})) or "its current call"
-    queued = [t for t in tasks if node.actor_id and t.get("actor_id") == node.actor_id
-              and t.get("state") in QUEUED_STATES and not t.get("worker_pid")]
+    queued = [t for t in index.of_actor(node.actor_id) if t.get("state") in QUEUED_STATES and not t.get("worker_pid")]
     if queued:
         node.pattern, node.state = "event-setter-queued", "blocked"
         names = ", ".join(sorted({str(t.get("name")) for t in queued}))
@@ -469,35 +497,35 @@ def _resource_node(g: WaitGraph, demand: dict[str, float], node_totals: list[dic
     return key
 
 
-def _edges_submitted(g: WaitGraph, inp: GraphInputs, key: str, proc: Process, tasks: list[dict[str, Any]],
+def _edges_submitted(g: WaitGraph, inp: GraphInputs, key: str, proc: Process, index: TaskIndex,
                      running: dict[str, list[dict[str, Any]]], actor_node: dict[str, str],
                      by_pid: dict[tuple[str | None, int | None], str]) -> None:
     own_ids = {t["task_id"] for t in running.get(key, [])}
     if proc.role == "driver":
         own_ids.add(DRIVER_TASK_PREFIX + str(inp.job.get("job_id")))
-    found = _edges_from_parents(g, inp, key, own_ids, tasks, actor_node, by_pid)
+    found = _edges_from_parents(g, inp, key, own_ids, index, actor_node, by_pid)
     if not found and proc.actor_id:
         # A thread the actor started itself submits with whatever task its main thread ran last
         # as parent (Ray Train's training thread: a finished status poll), so any task of this
         # actor may be the parent of what it waits for.
-        own_ids = {str(t["task_id"]) for t in tasks if t.get("actor_id") == proc.actor_id and t.get("task_id")}
-        found = _edges_from_parents(g, inp, key, own_ids, tasks, actor_node, by_pid)
+        own_ids = {str(t["task_id"]) for t in index.of_actor(proc.actor_id) if t.get("task_id")}
+        found = _edges_from_parents(g, inp, key, own_ids, index, actor_node, by_pid)
     mine = running.get(key, [])
     if not found and mine and g.nodes[key].pattern == "ray-get-wait":
         # It waits on objects it did not create: ObjectRefs handed to it by its caller, whose
         # other unfinished tasks are the likely producers.
         callers = {str(t.get("parent_task_id")) for t in mine}
-        _edges_from_parents(g, inp, key, callers, tasks, actor_node, by_pid, skip={str(t.get("task_id")) for t in mine},
+        _edges_from_parents(g, inp, key, callers, index, actor_node, by_pid, skip={str(t.get("task_id")) for t in mine},
                             text="probably waits for {name} ({state}), started by its caller (an ObjectRef passed in)")
 
 
-def _edges_from_parents(g: WaitGraph, inp: GraphInputs, key: str, parents: set[str], tasks: list[dict[str, Any]],
+def _edges_from_parents(g: WaitGraph, inp: GraphInputs, key: str, parents: set[str], index: TaskIndex,
                         actor_node: dict[str, str], by_pid: dict[tuple[str | None, int | None], str],
                         skip: set[str] | None = None, text: str = "waits for {name} ({state})") -> int:
     """Edges from `key` to whatever runs the unfinished tasks submitted by `parents`; how many."""
     found = 0
-    for task in tasks:
-        if task.get("parent_task_id") not in parents or task.get("state") in DONE_STATES or task.get("name") in POLLING_TASKS:
+    for task in index.children(parents):
+        if task.get("state") in DONE_STATES or task.get("name") in POLLING_TASKS:
             continue
         if skip and task.get("task_id") in skip:
             continue
@@ -754,7 +782,7 @@ def _mark_mismatch(g: WaitGraph, waiting: list[str]) -> None:
 
 
 def _edges_pending_actors(g: WaitGraph, inp: GraphInputs, actors: dict[str, dict[str, Any]],
-                          actor_node: dict[str, str], tasks: list[dict[str, Any]],
+                          actor_node: dict[str, str], index: TaskIndex,
                           running: dict[str, list[dict[str, Any]]]) -> None:
     """A pending actor waits for its resources; a starved resource waits for its holders."""
     for actor_id, actor in actors.items():
@@ -762,8 +790,7 @@ def _edges_pending_actors(g: WaitGraph, inp: GraphInputs, actors: dict[str, dict
         if key is None or g.nodes[key].state != "pending":
             continue
         demand = dict(actor.get("required_resources") or {})
-        creation = next((t for t in tasks if t.get("actor_id") == actor_id
-                         and t.get("type") == "ACTOR_CREATION_TASK"), None)
+        creation = next((t for t in index.of_actor(actor_id) if t.get("type") == "ACTOR_CREATION_TASK"), None)
         if creation and creation.get("required_resources"):
             demand = dict(creation["required_resources"])
         res = _resource_node(g, demand, inp.node_totals, f"actor {actor.get('class_name')}", inp.available,
