@@ -328,6 +328,9 @@ def run(opts: Options) -> Diagnosis:
 def _add_train_ranks(dashboard_url: str, job: dict[str, Any], snap: Snapshot, collection: Collection,
                      deadline: Deadline, errors: list[dict[str, Any]]) -> None:
     """Ranks of Ray Train workers, which no process environment holds (see raytrain.py)."""
+    if deadline.remaining() < 1.0:
+        errors.append({"node_id": None, "pid": None, "error": "no time left to read Ray Train ranks"})
+        return
     client = DashboardClient(dashboard_url, timeout_s=deadline.remaining(cap=5.0))
     ranks, problems = worker_ranks(client, job.get("job_id"), snap.actors, snap.nodes)
     errors += [{"node_id": None, "pid": None, "error": p} for p in problems]

@@ -438,8 +438,10 @@ _PG_RESOURCE = re.compile(r"_group_(?:\d+_)?([0-9a-f]{16,})$")
 
 
 def _pending_pg_of(task: dict[str, Any], placement_groups: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The PENDING placement group a task is scheduled into (read off its resource names)."""
-    ids = {m.group(1) for k in (task.get("required_resources") or {}) if (m := _PG_RESOURCE.search(k))}
+    """The PENDING placement group a task is scheduled into: the task's placement_group_id, or,
+    where the State API row lacks it, the group id inside its CPU_group_<i>_<id> resource names."""
+    ids = {task["placement_group_id"]} if task.get("placement_group_id") else {
+        m.group(1) for k in (task.get("required_resources") or {}) if (m := _PG_RESOURCE.search(k))}
     return next((pg for pg in placement_groups if pg.get("placement_group_id") in ids and pg.get("state") == "PENDING"), None)
 
 

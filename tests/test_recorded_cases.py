@@ -99,3 +99,16 @@ def test_a_job_that_already_ended_is_not_called_hung(tmp_path: Path) -> None:
     # WHEN it is re-analysed THEN the verdict says so instead of naming a culprit
     diag = reanalyse(folder)
     assert diag.verdict == "no-hang" and "SUCCEEDED" in diag.summary and not diag.causes
+
+
+def test_a_task_in_an_infeasible_placement_group_leads_to_the_group() -> None:
+    # GIVEN a real capture: the driver waits on a task scheduled into a placement group whose
+    # bundle asks for a custom resource no node has
+    case = ROOT / "tests" / "data" / "captures" / "task_in_infeasible_pg"
+    # WHEN re-analysed THEN the group, by name, is the culprit (not Ray's CPU_group_<i>_<id> names)
+    diag = reanalyse(case)
+    top = diag.causes[0]
+    assert top.pattern == "placement-group-infeasible"
+    assert [c.name for c in top.culprits] == ["placement group eval_pg"]
+    assert any("accelerator_x" in e for e in top.culprits[0].evidence)
+    assert "_group_" not in diag.summary
