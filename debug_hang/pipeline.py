@@ -24,6 +24,7 @@ from debug_hang.collect.state import DashboardClient, take_snapshot
 from debug_hang.errors import DeadlineError, NotFoundError
 from debug_hang.model import Collection, Evidence, NodeEvidence, Process, process_from_dict, stacks_from_dict
 from debug_hang.probe.pyspy import DumpOptions
+from debug_hang.redact import learn_runtime_envs, redact_obj
 from debug_hang.report.write import write_outputs
 from debug_hang.snapshot import Snapshot, running_jobs
 from debug_hang.timeouts import DEFAULT_DEADLINE_S, Deadline
@@ -42,6 +43,8 @@ class Options:
     native: bool = False
     nonblocking: bool = False
     locals: bool = False
+    force: bool = False  # replace the outputs of an earlier run in output_dir
+    include_runtime_env: bool = False  # write runtime_env/metadata rows (may hold secrets)
 
 
 def pick_job(jobs: list[dict[str, Any]], job_id: str | None, own_job: str | None = None) -> tuple[dict[str, Any], str, list[dict[str, Any]]]:
@@ -71,6 +74,7 @@ def run(opts: Options) -> Diagnosis:
     addr = resolve_dashboard(addr, timeout_s=deadline.remaining(cap=5.0))
     assert addr.dashboard_url
     snap = take_snapshot(addr.dashboard_url, None, timeout_s=deadline.remaining(cap=10.0))
+    scrub_snapshot(snap)
     if not snap.jobs and snap.errors:
         if deadline.expired:
             raise DeadlineError(f"the {opts.deadline_s:.0f}s deadline passed before the State API answered "
@@ -99,6 +103,7 @@ def run(opts: Options) -> Diagnosis:
     after = client.list_state("tasks", [("job_id", "=", str(job.get("job_id")))])
     if after.error:
         errors.append({"node_id": None, "pid": None, "error": f"second task listing failed: {after.error}"})
+    after.rows = redact_obj(after.rows)
     diag = analyse(job, snap, collection, None if after.error else after.rows, addr.gcs, why, others,
                    errors + [{"node_id": None, "pid": None, "error": e} for e in snap.errors], started)
     missing = [e for e in snap.errors if "/api/v0/tasks" in e or "/api/v0/actors" in e]
@@ -113,8 +118,17 @@ def run(opts: Options) -> Diagnosis:
             diag.errors.append({"node_id": None, "pid": None, "error": f"evidence gathering failed: {exc}"})
     diag.seconds = time.monotonic() - started
     if opts.output_dir is not None:
-        write_outputs(diag, opts.output_dir, after.rows)
+        write_outputs(diag, opts.output_dir, after.rows, force=opts.force,
+                      include_runtime_env=opts.include_runtime_env)
     return diag
+
+
+def scrub_snapshot(snap: Snapshot) -> None:
+    """Learn the secret env_vars of every job's, actor's and task's runtime_env, then redact the
+    rows in memory: names and messages are cut to a few hundred characters later, and a cut
+    token would escape the final pass at the writer."""
+    learn_runtime_envs([*snap.jobs, *snap.actors, *snap.tasks])
+    snap.jobs, snap.actors, snap.tasks = (redact_obj(snap.jobs), redact_obj(snap.actors), redact_obj(snap.tasks))
 
 
 def _add_train_ranks(dashboard_url: str, job: dict[str, Any], snap: Snapshot, collection: Collection,
@@ -183,7 +197,7 @@ def _without_state_api(opts: Options, addr: ClusterAddress, snap: Snapshot, dead
     diag.summary = (f"Partial diagnosis: {note}. Candidates from the stacks alone: {candidates}. Next: get the "
                     "dashboard answering again, or dump every node with scripts/run_on_each_ray_node.py --dump PIDS.")
     if opts.output_dir is not None:
-        write_outputs(diag, opts.output_dir)
+        write_outputs(diag, opts.output_dir, force=opts.force, include_runtime_env=opts.include_runtime_env)
     return diag
 
 

@@ -36,12 +36,13 @@ REDACTED = "[REDACTED]"
 
 # An environment variable (or a JSON key) whose value is a secret, by its name.
 SECRET_NAME = re.compile(
-    r"(?i)(secret|token|passw(?:or)?d|passphrase|pwd$|api_?key|access_?key|private_?key|credential|"
+    r"(?i)(secret|token|passw(?:or)?d|passphrase|api_?key|access_?key|private_?key|credential|"
     r"auth(?:orization|_?key)?$|signature|^key$|_key$|cookie|sessionid|dsn$|connection_?string)"
 )
 # Values too plain to redact everywhere they appear (a flag, a count, a switch).
 _PLAIN_VALUE = re.compile(r"(?i)^(true|false|yes|no|on|off|none|null|\d{1,6}|[a-z]{1,5})$")
 MIN_LEARNT_LENGTH = 6
+MIN_SECRET_TEXT = 6  # shorter text can hold no rule's match and no learnt value
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ RULES: tuple[Rule, ...] = (
 
 # key=VALUE, "token": "VALUE", Authorization: Bearer VALUE. The keyword may end a longer name
 # (HF_TOKEN, aws_secret_access_key); the value must look like a secret (see _assignment).
-_KEYWORD = (r"(?i)(?<![A-Za-z])(?P<k>api[_-]?key|apikey|access[_-]?key|secret|token|passw(?:or)?d|passphrase|pwd|"
+_KEYWORD = (r"(?i)(?<![A-Za-z])(?P<k>api[_-]?key|apikey|access[_-]?key|secret|token|passw(?:or)?d|passphrase|"
             r"authorization|auth|credentials?|signature|key)s?")
 _ASSIGN = re.compile(
     _KEYWORD + r"(?P<sep>[\"']?[ \t]{0,3}(?:=|:|=>)[ \t]{0,3}[\"']?(?:(?:bearer|basic|token)[ \t]{1,3})?)"
@@ -96,13 +97,13 @@ _URL_PARAM = re.compile(
     r"password|client_secret|code)=)(?P<v>[^&\s\"'<>#]+)"
 )
 _SHAPES = re.compile("|".join(f"(?:{r.pattern})" for r in RULES))
-_PASSWORDISH = ("secret", "passw", "pwd", "passphrase", "credential", "auth", "token", "signature")
+_PASSWORDISH = ("secret", "passw", "passphrase", "credential", "auth", "token", "signature")
 
 
 def _looks_secret(value: str, keyword: str) -> bool:
     """A value after a secret word: a password-like word takes any value of 4+ characters; `key`
     and the rest need a long or digit-bearing run (not `key=lambda`, `key: value`)."""
-    if value.startswith(("$", "%", "*")) or REDACTED in value or value.isdigit() \
+    if value.startswith(("$", "%", "*", "/")) or REDACTED in value or value.isdigit() \
             or value.lower() in ("bearer", "basic", "token"):
         return False
     word = keyword.lower()
@@ -156,9 +157,13 @@ class Redactor:
     def learnt(self) -> int:
         return len(self._values)
 
+    @property
+    def values(self) -> frozenset[str]:
+        return frozenset(self._values)
+
     def redact(self, text: str) -> str:
         """`text` with every secret replaced by [REDACTED]; linear in len(text)."""
-        if not text:
+        if len(text) < MIN_SECRET_TEXT:
             return text
         literal = self._literal
         if literal is not None:
@@ -186,7 +191,9 @@ class Redactor:
             return out
         if isinstance(obj, (list, tuple)):
             return [self.redact_obj(v) for v in obj]
-        return obj
+        if obj is None or isinstance(obj, (bool, int, float)):
+            return obj
+        return self.redact(strip_controls(str(obj)))  # what json.dumps(default=str) would write
 
 
 def _assignment(m: re.Match[str]) -> str:
@@ -196,8 +203,10 @@ def _assignment(m: re.Match[str]) -> str:
 
 
 def worth_learning(value: str) -> bool:
-    """A learnt value is redacted everywhere: skip ones so plain they would blank the report."""
-    return len(value) >= MIN_LEARNT_LENGTH and not _PLAIN_VALUE.match(value) and value != REDACTED
+    """A learnt value is redacted everywhere: skip ones so plain they would blank the report, and
+    absolute paths (GOOGLE_APPLICATION_CREDENTIALS names a key file; it is not the key)."""
+    return (len(value) >= MIN_LEARNT_LENGTH and not _PLAIN_VALUE.match(value) and value != REDACTED
+            and not (value.startswith("/") and " " not in value))
 
 
 DEFAULT = Redactor()
@@ -214,6 +223,10 @@ def redact_obj(obj: Any) -> Any:
 
 def learn_env(env: Mapping[str, Any] | None) -> None:
     DEFAULT.learn_env(env)
+
+
+def learn(values: Iterable[str]) -> None:
+    DEFAULT.learn(values)
 
 
 def learn_runtime_envs(rows: Iterable[Mapping[str, Any]]) -> None:

@@ -10,14 +10,21 @@ waits on nothing.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, is_library
 from debug_hang.model import Frame, Process
-from debug_hang.snapshot import BARRIER_TASK, DONE_STATES, DRIVER_TASK_PREFIX, POLLING_TASKS, WORKER_CLASS, calls_into_other_jobs
+from debug_hang.snapshot import (
+    BARRIER_TASK,
+    DONE_STATES,
+    DRIVER_TASK_PREFIX,
+    POLLING_TASKS,
+    WORKER_CLASS,
+    calls_into_other_jobs,
+    rank_env,
+)
 
 PENDING_SCHED = {"PENDING_NODE_ASSIGNMENT", "PENDING_ARGS_AVAIL", "PENDING_NODE_ASSIGNMENT_FOR_ACTOR"}
 QUEUED_STATES = {"SUBMITTED_TO_WORKER", "PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY"}
@@ -151,10 +158,7 @@ def _rank_of(proc: Process | None, actor: dict[str, Any] | None) -> int | None:
     if proc is not None and proc.rank is not None:
         return proc.rank
     actor = actor or {}
-    try:
-        env = (json.loads(actor.get("serialized_runtime_env") or "{}") or {}).get("env_vars") or {}
-    except (TypeError, ValueError):
-        env = {}
+    env = rank_env(actor)
     if str(env.get("RANK", "")).isdigit():
         return int(env["RANK"])
     name = actor.get("name") or actor.get("repr_name") or ""

@@ -17,6 +17,7 @@ from debug_hang.collect.address import ClusterAddress
 from debug_hang.model import Collection, Process, process_from_dict
 from debug_hang.probe.node_probe import local_raylets, probe_node
 from debug_hang.probe.pyspy import DumpOptions
+from debug_hang.redact import learn
 from debug_hang.snapshot import calls_into_other_jobs
 from debug_hang.timeouts import Deadline
 
@@ -129,6 +130,8 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
                                     "kind": "helper-failed"})
     targets_by_key = {(t.node_id, t.pid): t for t in targets}
     for node_id, value in results.items():
+        # The targets' secret env values, read on their node: redacted from here on (logs, rows).
+        learn(v for v in value.pop("redact_values", None) or [] if isinstance(v, str))
         for err in value.get("errors", []):
             coll.errors.append({"node_id": node_id, **err})
         for pid_text, info in (value.get("info") or {}).items():

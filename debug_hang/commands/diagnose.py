@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
 import json
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 from debug_hang.errors import EXIT_CODES_HELP, EXIT_OK
 from debug_hang.pipeline import Options, reanalyse, run
 from debug_hang.report.json_out import to_json
+from debug_hang.report.write import prepare_output_dir
 from debug_hang.timeouts import DEFAULT_DEADLINE_S
 
 DESCRIPTION = """Diagnose why a Ray job hangs: cluster state, blocked tasks and actors, Python stacks of every
@@ -20,10 +20,12 @@ process of the job (py-spy, on each process's own node), wait-for graph, root ca
 Writes into OUTPUT_DIR: 01_cluster.txt, 02_jobs.json, 03_tasks.json, 04_actors.json,
 05_stacks.txt, stacks.json, snapshot.json, report.md (for people), diagnosis.json (for machines,
 schema references/diagnosis.schema.json). Prints the report path and a short summary.
-Read-only: nothing is restarted, killed or reconfigured."""
+Read-only: nothing is restarted, killed or reconfigured. Safe to share: the folder is private
+(0700, files 0600), secrets (tokens, keys, passwords, secret env values) are redacted from every
+file and from what is printed, and runtime_env rows are left out (README, "Safety")."""
 
 EPILOG = f"""examples:
-  diagnose_ray_hang.sh                          # $RAY_ADDRESS, the RUNNING job, /tmp/ray_hang_diag_<time>
+  diagnose_ray_hang.sh                          # $RAY_ADDRESS, the RUNNING job, a new /tmp/ray_hang_diag_XXXXXXXX
   diagnose_ray_hang.sh 10.0.0.5 /tmp/diag       # port 6379 assumed
   diagnose_ray_hang.sh 10.0.0.5:6380 --job-id 02000000 --json
   debug-hang diagnose --reanalyse /tmp/diag     # re-run the analysis on a recorded folder
@@ -35,7 +37,13 @@ def build_parser(prog: str = "debug-hang diagnose") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description=DESCRIPTION, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("address", nargs="?", help="GCS address host[:port] (default $RAY_ADDRESS; port 6379 if omitted)")
-    p.add_argument("output_dir", nargs="?", help="output folder (default /tmp/ray_hang_diag_<timestamp>)")
+    p.add_argument("output_dir", nargs="?",
+                   help="output folder, new or empty (default: a new private /tmp/ray_hang_diag_XXXXXXXX)")
+    p.add_argument("--force", action="store_true",
+                   help="use a non-empty OUTPUT_DIR: the outputs of the earlier diagnosis there are removed first")
+    p.add_argument("--include-runtime-env", action="store_true",
+                   help="also write jobs' runtime_env and metadata, actors' and tasks' runtime env rows "
+                        "(they hold env_vars, where secrets live; redacted, but left out by default)")
     p.add_argument("--job-id", help="job id or submission id to diagnose (default: the RUNNING job)")
     p.add_argument("--deadline", type=float, default=DEFAULT_DEADLINE_S,
                    help=f"seconds the whole run may take; a partial report is written by then (default {DEFAULT_DEADLINE_S:.0f})")
@@ -65,11 +73,13 @@ def main(argv: list[str] | None = None) -> int:
             print(render_markdown(diag))
             return EXIT_OK
     else:
-        out = Path(args.output_dir or f"/tmp/ray_hang_diag_{dt.datetime.now():%Y%m%d_%H%M%S}")
+        # Checked (and created private) before anything is read: a refused folder costs nothing.
+        out = prepare_output_dir(Path(args.output_dir) if args.output_dir else None, force=args.force)
         args.output_dir = str(out)
         opts = Options(address=args.address, job_id=args.job_id, output_dir=out, deadline_s=args.deadline,
                        samples=args.samples, interval_s=args.interval, native=args.native,
-                       nonblocking=args.nonblocking, locals=args.locals)
+                       nonblocking=args.nonblocking, locals=args.locals, force=True,
+                       include_runtime_env=args.include_runtime_env)
         # Ray's driver prints cluster errors ("node ... marked dead") to stdout from a background
         # thread once connected; keep stdout for our own output (--json must stay valid JSON).
         with contextlib.redirect_stdout(sys.stderr):

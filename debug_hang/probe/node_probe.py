@@ -34,9 +34,10 @@ from debug_hang.probe.pyspy import (
     read_title,
     validate_pid,
 )
+from debug_hang.redact import SECRET_NAME, Redactor
+from debug_hang.snapshot import RANK_VARS
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-RANK_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK")
 # Children of a Ray worker worth dumping: a training job's own subprocesses. Ray's own helper
 # processes never appear under a worker, so every child is taken, up to this many per target.
 MAX_CHILDREN_PER_TARGET = 16
@@ -107,20 +108,29 @@ def raylet_log_dir(raylet_pid: int | None) -> str | None:
     return None
 
 
-def read_rank_env(pid: int) -> dict[str, str]:
-    """RANK, LOCAL_RANK, WORLD_SIZE... from the process's start-up environment, if set."""
+def read_env(pid: int) -> tuple[dict[str, str], list[str]]:
+    """From the process's start-up environment: its rank variables (RANK, LOCAL_RANK, ...) and
+    the values of variables whose names look secret (to redact; never stored)."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as fh:
             raw = fh.read()
     except OSError:
-        return {}
+        return {}, []
     found: dict[str, str] = {}
+    secrets: list[str] = []
     for item in raw.split(b"\0"):
         key, _, value = item.partition(b"=")
         name = key.decode("ascii", "replace")
         if name in RANK_VARS:
             found[name] = value.decode("utf-8", "replace")[:32]
-    return found
+        elif SECRET_NAME.search(name) and value:
+            secrets.append(value.decode("utf-8", "replace"))
+    return found, secrets
+
+
+def read_rank_env(pid: int) -> dict[str, str]:
+    """RANK, LOCAL_RANK, WORLD_SIZE... from the process's start-up environment, if set."""
+    return read_env(pid)[0]
 
 
 def cpu_ticks(pid: int) -> int | None:
@@ -141,12 +151,14 @@ def parent_pid(pid: int) -> int | None:
         return None
 
 
-def add_source_lines(proc: Process, depth: int = SOURCE_DEPTH) -> None:
+def add_source_lines(proc: Process, depth: int = SOURCE_DEPTH, redactor: Redactor | None = None) -> None:
     """Attach the source line of the innermost `depth` Python frames of each thread.
 
     Read here, on the process's own node: a submitted job's code lives in that node's runtime
-    working dir, which the machine running the diagnosis usually does not have.
+    working dir, which the machine running the diagnosis usually does not have. Lines are
+    redacted before they are cut (a cut token is no longer recognisable).
     """
+    clean = (redactor or Redactor()).redact
     for thread in proc.threads:
         user_seen = False
         for frame in thread.frames[:depth]:
@@ -154,12 +166,12 @@ def add_source_lines(proc: Process, depth: int = SOURCE_DEPTH) -> None:
                 continue
             line = linecache.getline(frame.file, frame.line)
             if line:
-                frame.code = line.strip()[:200]
+                frame.code = clean(line.strip())[:200]
             if not user_seen and not _LIBRARY_PATH.search(frame.file):
                 # The job's innermost frame: keep the lines around it (the loop, the condition).
                 user_seen = True
                 first = max(1, frame.line - CONTEXT_LINES)
-                frame.context = [f"{n}: {linecache.getline(frame.file, n).rstrip()[:160]}"
+                frame.context = [f"{n}: {clean(linecache.getline(frame.file, n).rstrip())[:160]}"
                                  for n in range(first, frame.line + CONTEXT_LINES + 1)
                                  if linecache.getline(frame.file, n)]
 
@@ -210,8 +222,12 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
                 if child not in info and child not in own:
                     all_pids.append(child)
                     info[child] = {"title": read_title(child), "ppid": parent_pid(child), "child_of": pid}
+    redactor = Redactor()  # this node's: the token rules + the targets' secret env values
     for pid in all_pids:
-        info[pid]["env"] = read_rank_env(pid)
+        info[pid]["env"], found = read_env(pid)
+        redactor.learn(found)
+    for pid in all_pids:
+        info[pid]["title"] = redactor.redact(info[pid]["title"] or "") or None
     pyspy = find_pyspy()
     if pyspy is None and all_pids:
         # One clear node-level error instead of the same message once per process.
@@ -247,8 +263,8 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
             for proc in result.processes:
                 proc.sample = sample
                 proc.node_id = node_id
-                add_source_lines(proc)
-                processes.append(process_to_dict(proc))
+                add_source_lines(proc, redactor=redactor)
+                processes.append(redactor.redact_obj(process_to_dict(proc)))
     window = max(time.monotonic() - t_before, 1e-3)
     for pid in all_pids:
         before, after = ticks_before.get(pid), cpu_ticks(pid)
@@ -264,6 +280,9 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
         "info": {str(pid): value for pid, value in info.items()},
         "errors": errors,
         "samples_taken": taken,
+        # Values of the targets' secret-named environment variables: the caller redacts them
+        # wherever they appear (logs read elsewhere); they are never written.
+        "redact_values": sorted(redactor.values),
         "seconds": round(time.monotonic() - start, 3),
     }
 

@@ -1,7 +1,10 @@
 """Render a Diagnosis as the seed's Markdown report, and stacks as py-spy-like text.
 
 Output is bounded: a responder's chat and an agent's context both truncate, so tables and
-evidence are capped and the full material stays in the output folder.
+evidence are capped and the full material stays in the output folder. Everything the job controls
+(names, titles, frames, log lines) goes in through `redact`'s Markdown helpers: escaped in
+cells and lines, in code spans, or fenced and labelled as job output, so that it can add no
+structure (a heading, a fence, a link) to the report an agent or a person reads.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from debug_hang.analyse.patterns import catalog
 from debug_hang.model import Frame, Process
+from debug_hang.redact import code_span, fence, md_cell, md_inline, strip_controls
 
 if TYPE_CHECKING:
     from debug_hang.analyse.diagnosis import Diagnosis
@@ -30,17 +34,22 @@ def _stack_lines(processes: list[Process]) -> Iterator[str]:
         tags = ", ".join(x for x in (
             proc.role, proc.actor_class, None if proc.rank is None else f"rank {proc.rank}",
             f"node {proc.node_id[:12]}" if proc.node_id else None, f"sample {proc.sample}") if x)
-        yield f"--- PID {proc.pid} ({tags}) ---"
-        yield f"Process {proc.pid}: {proc.title or ''}"
+        yield f"--- PID {proc.pid} ({_line(tags)}) ---"
+        yield f"Process {proc.pid}: {_line(proc.title or '')}"
         for thread in proc.threads:
             state = "active" if thread.active else "idle"
             if thread.owns_gil:
                 state += "+gil"
-            yield f'Thread {thread.os_thread_id or thread.thread_id} ({state}): "{thread.name or ""}"'
+            yield f'Thread {thread.os_thread_id or thread.thread_id} ({state}): "{_line(thread.name or "")}"'
             for frame in thread.frames:
                 where = f"{frame.short_file}:{frame.line}" if frame.line else frame.short_file
-                yield f"    {frame.function} ({where})"
+                yield f"    {_line(frame.function)} ({_line(where)})"
         yield ""
+
+
+def _line(text: str) -> str:
+    """Job-controlled text on one line of 05_stacks.txt: a newline in it would forge a record."""
+    return strip_controls(text, newlines=False)
 
 
 def _user_context(diag: Diagnosis, key: str) -> list[str]:
@@ -58,17 +67,13 @@ def location(frame: Frame | None, user: Frame | None) -> str:
     for f in (user, frame):
         if f is None or (parts and f is user):
             continue
-        text = f"`{f.function}` ({f.short_file}:{f.line})"
+        text = f"{code_span(f.function)} ({md_cell(f.short_file)}:{f.line})"
         if f.code:
-            text += f" `{f.code[:80]}`"
+            text += f" {code_span(f.code, 80)}"
         parts.append(text)
     if user is not None and frame is not None and user is not frame:
-        return f"{parts[0]} → `{frame.function}`"
+        return f"{parts[0]} → {code_span(frame.function)}"
     return parts[0] if parts else "—"
-
-
-def _cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def render_markdown(diag: Diagnosis) -> str:
@@ -80,9 +85,9 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
 
     cat = catalog()
     snap = diag.snapshot
-    yield f"# Ray hang diagnosis — job {diag.job_id}: **{diag.verdict}**"
+    yield f"# Ray hang diagnosis — job {md_cell(diag.job_id)}: **{diag.verdict}**"
     yield ""
-    yield diag.summary
+    yield md_inline(diag.summary)
     yield ""
     yield "## Cluster summary"
     if snap is not None:
@@ -95,18 +100,18 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
                 yield f"- {res} reserved: {used:g} / {total:g} (reserved by tasks and actors, not real load)"
         demands = (snap.cluster_status.get("loadMetricsReport") or {}).get("resourceDemand") or []
         if demands:
-            yield f"- Pending resource demands: {_cell(demands)[:300]}"
+            yield f"- Pending resource demands: {md_inline(demands, 300)}"
         for warning in snap.warnings[:5]:
-            yield f"- ⚠ {warning}"
-    yield f"- Address: {diag.address}; job {diag.job_id} chosen: {diag.job_choice}"
+            yield f"- ⚠ {md_inline(warning)}"
+    yield f"- Address: {md_inline(diag.address)}; job {md_inline(diag.job_id)} chosen: {md_inline(diag.job_choice)}"
     others = [f"{j.get('job_id')} ({j.get('status')})" for j in diag.other_jobs if j.get("job_id")]
     if others:
-        yield f"- Other jobs: {', '.join(others[:10])}{' …' if len(others) > 10 else ''}"
+        yield f"- Other jobs: {md_inline(', '.join(others[:10]))}{' …' if len(others) > 10 else ''}"
     coll = diag.collection
     yield (f"- Collection: {len({(p.node_id, p.pid) for p in coll.processes})} processes on {coll.nodes} node(s), "
            f"{len(coll.processes)} stacks in {coll.seconds:.1f}s; whole diagnosis {diag.seconds:.1f}s")
     if diag.progress:
-        yield f"- Progress seen: {'; '.join(diag.progress[:3])}"
+        yield f"- Progress seen: {md_inline('; '.join(diag.progress[:3]))}"
     yield ""
     yield "## Blocked tasks"
     yield "CPU = real CPU use of the process over the sampling window (a spin shows ~100%, a wait ~0%)."
@@ -120,14 +125,15 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
             where = location(v.main.frame, v.main.user_frame)
         cpu = diag.collection.info_of(v.process).get("cpu_percent")
         cpu_text = "—" if cpu is None else f"{cpu:.0f}%"
-        yield (f"| {_cell(v.process.label)} | {v.process.pid} | {(v.process.node_id or '?')[:8]} | {v.verdict} | "
-               f"{cpu_text} | {_cell(where)} | {v.pattern or '—'} |")
+        yield (f"| {md_cell(v.process.label)} | {v.process.pid} | {md_cell((v.process.node_id or '?')[:8])} | "
+               f"{v.verdict} | {cpu_text} | {where} | {v.pattern or '—'} |")
     if len(rows) > MAX_TABLE_ROWS:
         yield f"| … {len(rows) - MAX_TABLE_ROWS} more in 05_stacks.txt | | | | | | |"
     for node in diag.graph.nodes.values():
         if node.state in ("dead", "pending") and node.kind in ("actor", "rank"):
-            yield (f"| {_cell(node.name)}{'' if node.rank is None else f'[rank {node.rank}]'} | {node.pid or '—'} | "
-                   f"{(node.node_id or '?')[:8]} | {node.state} | — | — | {node.pattern or '—'} |")
+            yield (f"| {md_cell(node.name)}{'' if node.rank is None else f' (rank {node.rank})'} | "
+                   f"{node.pid or '—'} | {md_cell((node.node_id or '?')[:8])} | {node.state} | — | — | "
+                   f"{node.pattern or '—'} |")
     yield ""
     yield "## Blocking chain"
     all_chains = diag.chains
@@ -136,17 +142,17 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
     for i, chain in enumerate(all_chains[:5], 1):
         if len(all_chains) > 1:
             yield f"Chain {i}:"
-        yield "```"
+        lines = []
         for j, (node, why) in enumerate(chain):
             what = node.pattern or node.state
             marker = "  ← root cause" if j == len(chain) - 1 else ""
-            yield f"{node.label()} [{what}]{marker}"
+            lines.append(f"{node.label()} [{what}]{marker}")
             node_ev = diag.evidence.per_node.get(node.key) if diag.evidence is not None else None
             if node_ev is not None and node_ev.highlights:
-                yield f"    log: {node_ev.highlights[-1][:160]}"
+                lines.append(f"    log: {node_ev.highlights[-1][:160]}")
             if why:
-                yield f"  ↓ {why}"
-        yield "```"
+                lines.append(f"  ↓ {why}")
+        yield from fence(lines, "text")
     yield ""
     yield "## Root cause"
     if not diag.causes:
@@ -156,43 +162,40 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
         pattern = cat.get(cause.pattern)
         title = pattern.title if pattern else cause.pattern
         yield f"### {i}. {title} (`{cause.pattern}`, confidence {cause.confidence:.2f})"
-        yield f"- **Culprit**: {', '.join(c.label() for c in cause.culprits)}"
+        yield f"- **Culprit**: {md_inline(', '.join(c.label() for c in cause.culprits))}"
         for c in cause.culprits:
             if c.frame is not None and c.state != "idle":
-                yield f"  - {c.name}: at `{c.frame.function}` ({c.frame.short_file}:{c.frame.line})" + (
-                    f": `{c.frame.code}`" if c.frame.code else "")
+                yield (f"  - {md_cell(c.name)}: at {code_span(c.frame.function)} "
+                       f"({md_cell(c.frame.short_file)}:{c.frame.line})"
+                       + (f": {code_span(c.frame.code)}" if c.frame.code else ""))
             source = _user_context(diag, c.key)
             if source:
-                yield "  ```python"
-                yield from (f"  {line}" for line in source)
-                yield "  ```"
+                yield from fence(source, "python job-source", indent="  ")
         if pattern:
             yield f"- **Mechanism**: {pattern.meaning}"
         yield f"- **Impact**: {len(cause.victims)} process(es) wait on it"
         for ev in cause.evidence[:MAX_EVIDENCE]:
-            yield f"- evidence: {_cell(ev)[:300]}"
+            yield f"- evidence: {md_inline(ev, 300)}"
         if diag.evidence is not None:
             for c in cause.culprits:
                 node_ev = diag.evidence.per_node.get(c.key)
                 if node_ev is None:
                     continue
                 for line in node_ev.history:
-                    yield f"- task history ({c.name}): {_cell(line)[:300]}"
+                    yield f"- task history ({md_cell(c.name)}): {md_inline(line, 300)}"
                 for line in node_ev.highlights:
-                    yield f"- own log ({c.name} pid {c.pid}): `{_cell(line)[:240]}`"
+                    yield f"- own log ({md_cell(c.name)} pid {c.pid}): {code_span(line, 240)}"
         yield ""
     diffs = locals_differences(diag)
     if diffs:
         yield "## Locals that differ between peers (--locals)"
         for line in diffs[:10]:
-            yield f"- {line}"
+            yield f"- {md_inline(line)}"
         yield ""
     if diag.evidence is not None and diag.evidence.driver_highlights:
         yield "## Driver log (lines that matter)"
-        yield "```"
-        for line in diag.evidence.driver_highlights:
-            yield line
-        yield "```"
+        yield "Printed by the job (not by debug-hang):"
+        yield from fence(diag.evidence.driver_highlights, "text job-output")
         yield ""
     yield "## Fix suggestions"
     seen: set[str] = set()
@@ -212,7 +215,8 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
         yield ""
         yield "## What could not be collected"
         for err in errors[:15]:
-            yield f"- node {(err.get('node_id') or '?')[:12]} pid {err.get('pid') or '—'}: {_cell(err.get('error'))[:300]}"
+            yield (f"- node {md_cell((err.get('node_id') or '?')[:12])} pid {md_cell(err.get('pid') or '—')}: "
+                   f"{md_inline(err.get('error'), 300)}")
         if len(errors) > 15:
             yield f"- … {len(errors) - 15} more in diagnosis.json"
 
