@@ -38,6 +38,9 @@ class Diagnosis:
     seconds: float = 0.0
     evidence: Evidence | None = None
     chains: list[Chain] = field(default_factory=list)
+    # Processes in unfinished calls whose stack could not be read, and why (see verdict.uninspected):
+    # when not empty and the verdict is inconclusive, the exit code says so (EXIT_INCONCLUSIVE).
+    uninspected: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.chains:

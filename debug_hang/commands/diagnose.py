@@ -8,8 +8,10 @@ import json
 import sys
 from pathlib import Path
 
-from debug_hang.errors import EXIT_CODES_HELP, EXIT_OK
+from debug_hang.analyse.diagnosis import Diagnosis
+from debug_hang.errors import EXIT_CODES_HELP, EXIT_INCONCLUSIVE, EXIT_OK
 from debug_hang.pipeline import Options, reanalyse, run
+from debug_hang.redact import strip_controls
 from debug_hang.report.json_out import to_json
 from debug_hang.report.write import prepare_output_dir
 from debug_hang.timeouts import DEFAULT_DEADLINE_S
@@ -71,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             from debug_hang.report.markdown import render_markdown
 
             print(render_markdown(diag))
-            return EXIT_OK
+            return exit_code(diag)
     else:
         # Checked (and created private) before anything is read: a refused folder costs nothing.
         out = prepare_output_dir(Path(args.output_dir) if args.output_dir else None, force=args.force)
@@ -86,14 +88,21 @@ def main(argv: list[str] | None = None) -> int:
             diag = run(opts)
     if args.json:
         print(json.dumps(to_json(diag), indent=2, default=str))
-        return EXIT_OK
+        return exit_code(diag)
     out = Path(diag_out(args))
     print(f"report: {out / 'report.md'}")
     print(f"verdict: {diag.verdict} (job {diag.job_id}, {diag.seconds:.1f}s)")
-    print(diag.summary)
+    print(strip_controls(diag.summary, newlines=False))
     for cause in diag.causes[:3]:
-        print(f"  - {cause.pattern}: {', '.join(c.label() for c in cause.culprits)} (confidence {cause.confidence:.2f})")
+        names = strip_controls(", ".join(c.label() for c in cause.culprits), newlines=False)
+        print(f"  - {cause.pattern}: {names} (confidence {cause.confidence:.2f})")
     errors = diag.collection.errors + diag.errors
     if errors:
         print(f"  ! {len(errors)} collection error(s): see the report", file=sys.stderr)
-    return EXIT_OK
+    return exit_code(diag)
+
+
+def exit_code(diag: Diagnosis) -> int:
+    """0 when a diagnosis was produced; EXIT_INCONCLUSIVE when the blocked processes could not be
+    inspected (no stacks: a verdict would be a guess)."""
+    return EXIT_INCONCLUSIVE if diag.verdict == "inconclusive" and diag.uninspected else EXIT_OK
