@@ -251,6 +251,8 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
                                       locals=opts.locals, timeout_s=min(opts.timeout_s, left))
         taken += 1
         for result in dump_pids(all_pids, sample_opts):
+            if result.note and not any(e["pid"] == result.pid and e["kind"] == result.note_kind for e in errors):
+                errors.append({"pid": result.pid, "error": result.note, "kind": result.note_kind, "sample": sample})
             if result.error:
                 if result.kind == NOT_PYTHON and info[result.pid]["child_of"] is not None:
                     # A child that is not Python (a shell, the raylet, a compiler) is expected.
