@@ -19,7 +19,7 @@ from debug_hang.analyse.verdict import analyse, youngest_task_age_s
 from debug_hang.collect.address import ClusterAddress, check_reachable, parse_address, resolve_dashboard
 from debug_hang.collect.evidence import gather
 from debug_hang.collect.raytrain import worker_ranks
-from debug_hang.collect.stacks import Target, collect_stacks, select_targets
+from debug_hang.collect.stacks import MAX_TARGETS, Target, cap_targets, collect_stacks, select_targets
 from debug_hang.collect.state import DashboardClient, take_snapshot
 from debug_hang.errors import DeadlineError, NotFoundError
 from debug_hang.model import Collection, Evidence, NodeEvidence, Process, process_from_dict, stacks_from_dict
@@ -45,6 +45,7 @@ class Options:
     locals: bool = False
     force: bool = False  # replace the outputs of an earlier run in output_dir
     include_runtime_env: bool = False  # write runtime_env/metadata rows (may hold secrets)
+    max_targets: int = MAX_TARGETS  # processes dumped at most (by priority; the cut is reported)
 
 
 def pick_job(jobs: list[dict[str, Any]], job_id: str | None, own_job: str | None = None) -> tuple[dict[str, Any], str, list[dict[str, Any]]]:
@@ -82,13 +83,19 @@ def run(opts: Options) -> Diagnosis:
         # The State API is down (dashboard dead or overloaded): partial results beat none.
         return _without_state_api(opts, addr, snap, deadline, started)
     job, why, others = pick_job(snap.jobs, opts.job_id, own_job=_own_job_id())
-    targets = select_targets(job, snap.actors, snap.tasks, snap.nodes)
+    targets, cut = cap_targets(select_targets(job, snap.actors, snap.tasks, snap.nodes), job, snap.tasks,
+                               opts.max_targets)
     collection = collect_stacks(
         addr, targets, DumpOptions(native=opts.native, nonblocking=opts.nonblocking, locals=opts.locals,
                                    timeout_s=min(10.0, deadline.remaining())),
         deadline, samples=opts.samples, interval_s=opts.interval_s,
     )
     errors: list[dict[str, Any]] = []
+    if cut:
+        errors.append({"node_id": None, "pid": None, "kind": "targets-capped",
+                       "error": f"{cut} of {len(targets) + cut} processes of the job were not dumped: at most "
+                                f"{opts.max_targets} per diagnosis (--max-targets), those in unfinished calls, "
+                                "their peers and the actors they wait on first"})
     _add_train_ranks(addr.dashboard_url, job, snap, collection, deadline, errors)
     # Progress is judged on the task states between the first listing and a second one. When a
     # task started moments ago, stretch that window to FRESH_TASK_S so that a healthy job's next

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from debug_hang.analyse.diagnosis import Diagnosis
-from debug_hang.errors import EXIT_CODES_HELP, EXIT_INCONCLUSIVE, EXIT_OK
+from debug_hang.collect.stacks import MAX_TARGETS
+from debug_hang.errors import EXIT_CODES_HELP, EXIT_INCONCLUSIVE, EXIT_OK, UsageError
 from debug_hang.pipeline import Options, reanalyse, run
 from debug_hang.redact import strip_controls
 from debug_hang.report.json_out import to_json
@@ -56,6 +57,9 @@ def build_parser(prog: str = "debug-hang diagnose") -> argparse.ArgumentParser:
                    help="do not pause targets while dumping (no impact on the job, but stacks may be torn)")
     p.add_argument("--locals", action="store_true",
                    help="include local variables of frames (may contain data: off by default)")
+    p.add_argument("--max-targets", type=int, default=MAX_TARGETS,
+                   help=f"processes dumped at most: those in unfinished calls, their peers and the actors they "
+                        f"wait on first; the cut is reported (default {MAX_TARGETS})")
     p.add_argument("--json", action="store_true", help="print diagnosis.json to stdout instead of the summary")
     p.add_argument("--reanalyse", metavar="DIR", help="re-run the analysis on a recorded output folder (no cluster needed)")
     return p
@@ -75,13 +79,15 @@ def main(argv: list[str] | None = None) -> int:
             print(render_markdown(diag))
             return exit_code(diag)
     else:
+        if args.max_targets < 1:
+            raise UsageError(f"--max-targets must be at least 1, got {args.max_targets}")
         # Checked (and created private) before anything is read: a refused folder costs nothing.
         out = prepare_output_dir(Path(args.output_dir) if args.output_dir else None, force=args.force)
         args.output_dir = str(out)
         opts = Options(address=args.address, job_id=args.job_id, output_dir=out, deadline_s=args.deadline,
                        samples=args.samples, interval_s=args.interval, native=args.native,
                        nonblocking=args.nonblocking, locals=args.locals, force=True,
-                       include_runtime_env=args.include_runtime_env)
+                       include_runtime_env=args.include_runtime_env, max_targets=args.max_targets)
         # Ray's driver prints cluster errors ("node ... marked dead") to stdout from a background
         # thread once connected; keep stdout for our own output (--json must stay valid JSON).
         with contextlib.redirect_stdout(sys.stderr):

@@ -186,7 +186,7 @@ def pid_namespace() -> str | None:
 
 def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: int = 2,
                interval_s: float = 0.5, children: bool = True,
-               budget_s: float | None = None) -> dict[str, Any]:
+               budget_s: float | None = None, deadline_epoch: float | None = None) -> dict[str, Any]:
     """Dump `pids` (and their children) on this node `samples` times; return JSON-able data.
 
     Result: {"node_id", "hostname", "pid_namespace", "pyspy", "processes": [stacks/v1 process
@@ -194,9 +194,16 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     "errors": [{"pid", "error", "kind", "sample"}], "samples_taken", "seconds"}.
     Never raises for a process-level problem: a missing py-spy, a pid that is gone or a
     permission error lands in "errors" with a `kind` from pyspy.DUMP_ERROR_KINDS. With
-    `budget_s`, later samples are skipped and dumps cut short so that the probe returns in time.
+    `budget_s`, later samples are skipped and dumps cut short so that the probe returns in time;
+    `deadline_epoch` (wall clock, time.time()) is the caller's absolute end: a probe that started
+    late (a helper waiting for a worker on a loaded node) still answers by then, with what it has.
     """
     start = time.monotonic()
+    budget = budget_s
+    if deadline_epoch is not None:
+        # At least a second: a node whose clock runs ahead still gets one sample.
+        by_clock = max(float(deadline_epoch) - time.time(), 1.0)
+        budget = by_clock if budget is None else min(budget, by_clock)
     opts = DumpOptions(**options)
     targets = [validate_pid(p) for p in pids]
     info: dict[int, dict[str, Any]] = {}
@@ -239,12 +246,12 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     taken = 0
     for sample in range(max(1, samples) if pyspy else 0):
         if sample:
-            if budget_s is not None and _left(start, budget_s) < interval_s + 1.0:
+            if budget is not None and _left(start, budget) < interval_s + 1.0:
                 break  # no time for another sample: keep what we have
             time.sleep(interval_s)
         sample_opts = opts
-        if budget_s is not None:
-            left = _left(start, budget_s)
+        if budget is not None:
+            left = _left(start, budget)
             if left < 0.5:
                 break
             sample_opts = DumpOptions(native=opts.native, nonblocking=opts.nonblocking,
