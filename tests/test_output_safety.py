@@ -67,7 +67,7 @@ def test_ranks_from_runtime_env_survive_as_rank_env(tmp_path: Path) -> None:
 
 def test_other_jobs_keep_only_id_status_and_entrypoint_head(tmp_path: Path) -> None:
     # GIVEN a capture of a cluster that ran many jobs
-    diag = reanalyse(CASES / "detached_service_never_published")
+    diag = reanalyse(CASES / "stdlib_queue_no_producer")
     assert diag.snapshot is not None and len(diag.snapshot.jobs) > 1
     write_outputs(diag, tmp_path / "d")
     jobs = json.loads((tmp_path / "d" / "02_jobs.json").read_text())
