@@ -43,15 +43,19 @@ SECRET_NAME = re.compile(
 _PLAIN_VALUE = re.compile(r"(?i)^(true|false|yes|no|on|off|none|null|\d{1,6}|[a-z]{1,5})$")
 MIN_LEARNT_LENGTH = 6
 MIN_SECRET_TEXT = 6  # shorter text can hold no rule's match and no learnt value
+CACHED_LENGTH = 200  # strings up to this long are remembered (they repeat across rows)
+CACHE_SIZE = 100_000
 
 
 @dataclass(frozen=True)
 class Rule:
-    """One token shape: `pattern` matches the secret itself; `example` is a positive, `near_miss`
-    a look-alike that must stay (both are checked by tests/test_redact.py)."""
+    """One token shape: `pattern` matches the secret itself; it runs only on text holding one of
+    its `triggers` (lower-case literals; none: text of 40+ characters). `example` is a positive,
+    `near_miss` a look-alike that must stay (both checked by tests/test_redact.py)."""
 
     id: str
     pattern: str
+    triggers: tuple[str, ...]
     example: str
     near_miss: str
 
@@ -59,44 +63,54 @@ class Rule:
 _B64 = "A-Za-z0-9+/"
 RULES: tuple[Rule, ...] = (
     Rule("aws-access-key-id", r"(?<![A-Z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])",
+         ("akia", "asia", "agpa", "aida", "aroa", "aipa", "anpa", "anva", "abia", "acca"),
          "AKIAZ7EXAMPLEQ4XUJ2D", "AKIA-IS-NOT-A-KEY"),
     # A bare 40-character base64 run with upper, lower case and digits: an AWS secret access key.
-    # (Ray ids are lower-case hex; a longer or shorter run is some other blob.)
-    Rule("aws-secret-access-key", rf"(?<![{_B64}=])(?=[{_B64}]{{0,39}}[A-Z])(?=[{_B64}]{{0,39}}[a-z])"
-         rf"(?=[{_B64}]{{0,39}}[0-9])[{_B64}]{{40}}(?![{_B64}=])",
+    # (Ray ids are lower-case hex; a longer or shorter run is some other blob.) Candidates are
+    # found with a plain 40-character class run, the rest is checked in _aws_secret.
+    Rule("aws-secret-access-key", rf"[{_B64}]{{40}}", (),
          "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLE9KY", "ffffffffffffffffffffffffffffffffffffffff"),
-    Rule("huggingface", r"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{20,}", "hf_XyZ12abcDEFghiJKLmnoPQRstuVWXyz0", "hf_hub"),
+    Rule("huggingface", r"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{20,}", ("hf_",), "hf_XyZ12abcDEFghiJKLmnoPQRstuVWXyz0", "hf_hub"),
     Rule("github", r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
+         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
          "ghp_1a2B3c4D5e6F7g8H9i0JkLmNoPqRsTuVwXyZ", "ghp_short"),
-    Rule("sk-key", r"(?<![A-Za-z0-9_-])sk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_-]{20,}",
+    Rule("sk-key", r"(?<![A-Za-z0-9_-])sk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_-]{20,}", ("sk-",),
          "sk-proj-4f9Qm2LxT8vN1cR7yB3kZ0aW", "task-worker-assignment-2"),
-    Rule("slack", r"(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}", "xoxb-123456789012-abcdefGHIJ", "xox-a"),
-    Rule("jwt", r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+    Rule("slack", r"(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}", ("xox",), "xoxb-123456789012-abcdefGHIJ", "xox-a"),
+    Rule("jwt", r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", ("eyj",),
          "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
          "eyJ.not.a.jwt"),
     Rule("private-key", r"-----BEGIN [A-Z ]{0,20}PRIVATE KEY-----[A-Za-z0-9+/=\s:,]{0,8000}(?:-----END [A-Z ]{0,20}PRIVATE KEY-----)?",
+         ("private key-----",),
          "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----", "-----BEGIN CERTIFICATE-----"),
 )
+_COMPILED = tuple((rule, re.compile(rule.pattern)) for rule in RULES)
+_RUN40 = re.compile(rf"[{_B64}]{{40}}")
+_B64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
 
 # key=VALUE, "token": "VALUE", Authorization: Bearer VALUE. The keyword may end a longer name
-# (HF_TOKEN, aws_secret_access_key); the value must look like a secret (see _assignment).
-_KEYWORD = (r"(?i)(?<![A-Za-z])(?P<k>api[_-]?key|apikey|access[_-]?key|secret|token|passw(?:or)?d|passphrase|"
-            r"authorization|auth|credentials?|signature|key)s?")
+# (HF_TOKEN, aws_secret_access_key) but not sit inside a word (monkey=); the value must look
+# like a secret (see _assignment). Each pattern starts with a literal or a keyword so that the
+# regex engine skips ahead; the triggers gate them.
+_KEYWORDS = ("key", "token", "secret", "passw", "passphrase", "auth", "credential", "signature")
 _ASSIGN = re.compile(
-    _KEYWORD + r"(?P<sep>[\"']?[ \t]{0,3}(?:=|:|=>)[ \t]{0,3}[\"']?(?:(?:bearer|basic|token)[ \t]{1,3})?)"
+    r"(?i)(?P<k>api[_-]?key|apikey|access[_-]?key|secret|token|passw(?:or)?d|passphrase|"
+    r"authorization|auth|credentials?|signature|key)s?"
+    r"(?P<sep>[\"']?[ \t]{0,3}(?:=|:|=>)[ \t]{0,3}[\"']?(?:(?:bearer|basic|token)[ \t]{1,3})?)"
     r"(?P<v>[^\s\"'`,;&|<>()\[\]{}]{4,})"
 )
-_BEARER = re.compile(r"(?i)(?<![A-Za-z])(?P<k>bearer|basic)[ \t]{1,3}(?P<v>[A-Za-z0-9._~+/=-]{8,})")
+# One scan that says whether any check below could match (the checks' own triggers).
+_ANY_TRIGGER = re.compile("|".join(re.escape(t) for t in sorted(
+    {t for r in RULES for t in r.triggers} | set(_KEYWORDS) | {"://", "bearer", "basic", "sig=", "code="}, key=len, reverse=True)))
+_BEARER = re.compile(r"(?i)(?P<k>bearer|basic)[ \t]{1,3}(?P<v>[A-Za-z0-9._~+/=-]{8,})")
 # scheme://user:password@host
-_URL_USERINFO = re.compile(r"(?i)(?P<pre>(?<![a-z0-9+.-])[a-z][a-z0-9+.-]{0,20}://[^\s/@:\"'<>]{0,256}:)"
-                           r"(?P<v>[^\s/@\"'<>]{1,256})(?=@)")
+_URL_USERINFO = re.compile(r"(?P<pre>://[^\s/@:\"'<>]{0,256}:)(?P<v>[^\s/@\"'<>]{1,256})(?=@)")
 # ?X-Amz-Signature=...&sig=...: query parameters that carry credentials.
 _URL_PARAM = re.compile(
     r"(?i)(?P<pre>[?&;](?:x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|"
     r"x-goog-credential|sig|signature|token|access_token|id_token|refresh_token|api_key|apikey|key|"
     r"password|client_secret|code)=)(?P<v>[^&\s\"'<>#]+)"
 )
-_SHAPES = re.compile("|".join(f"(?:{r.pattern})" for r in RULES))
 _PASSWORDISH = ("secret", "passw", "passphrase", "credential", "auth", "token", "signature")
 
 
@@ -125,8 +139,10 @@ class Redactor:
 
     def __init__(self) -> None:
         self._values: set[str] = set()
-        self._literal: re.Pattern[str] | None = None
+        self._ordered: tuple[str, ...] = ()  # longest first
         self._lock = threading.Lock()
+        # Short strings repeat across State API rows (states, names, event kinds): remembered.
+        self._cache: dict[str, str] = {}
 
     def learn(self, values: Iterable[str]) -> None:
         """Redact these exact strings wherever they appear from now on."""
@@ -135,8 +151,8 @@ class Redactor:
             return
         with self._lock:
             self._values |= fresh
-            ordered = sorted(self._values, key=len, reverse=True)
-            self._literal = re.compile("|".join(re.escape(v) for v in ordered))
+            self._ordered = tuple(sorted(self._values, key=len, reverse=True))
+            self._cache = {}
 
     def learn_env(self, env: Mapping[str, Any] | None) -> None:
         """Learn every value held under a secret-looking name (an environ, runtime_env env_vars)."""
@@ -162,17 +178,49 @@ class Redactor:
         return frozenset(self._values)
 
     def redact(self, text: str) -> str:
-        """`text` with every secret replaced by [REDACTED]; linear in len(text)."""
+        """`text` with every secret replaced by [REDACTED]; linear in len(text).
+
+        Each check runs only when a literal it needs is in the text (`in` on str runs at memory
+        speed): most strings (ids, states, names) cost a lower() and a few substring tests.
+        """
         if len(text) < MIN_SECRET_TEXT:
             return text
-        literal = self._literal
-        if literal is not None:
-            text = literal.sub(REDACTED, text)
-        text = _SHAPES.sub(REDACTED, text)
-        text = _URL_USERINFO.sub(lambda m: m["pre"] + REDACTED, text)
-        text = _URL_PARAM.sub(lambda m: m["pre"] + REDACTED, text)
-        text = _ASSIGN.sub(_assignment, text)
-        return _BEARER.sub(lambda m: f"{m['k']} {REDACTED}" if _looks_secret(m["v"], "token") else m[0], text)
+        if len(text) <= CACHED_LENGTH:
+            done = self._cache.get(text)
+            if done is None:
+                done = self._redact(text)
+                if len(self._cache) >= CACHE_SIZE:
+                    self._cache = {}
+                self._cache[text] = done
+            return done
+        return self._redact(text)
+
+    def _redact(self, text: str) -> str:
+        for value in self._ordered:
+            if value in text:
+                text = text.replace(value, REDACTED)
+        low = text.lower()
+        if _ANY_TRIGGER.search(low) is None and (len(text) < 40 or _RUN40.search(text) is None):
+            return text  # nothing any rule could match: ids, states, names, most lines
+        for rule, pattern in _COMPILED:
+            if rule.triggers and not any(t in low for t in rule.triggers):
+                continue
+            if not rule.triggers:
+                if len(text) >= 40:
+                    text = pattern.sub(_aws_secret, text)
+                continue
+            text = pattern.sub(REDACTED, text)
+            low = text.lower()
+        if "://" in text and "@" in text:
+            text = _URL_USERINFO.sub(lambda m: m["pre"] + REDACTED, text)
+        if "=" in text and ("?" in text or "&" in text or ";" in text):
+            text = _URL_PARAM.sub(lambda m: m["pre"] + REDACTED, text)
+        if ("=" in text or ":" in text) and any(k in low for k in _KEYWORDS):
+            text = _ASSIGN.sub(_assignment, text)
+            low = text.lower()
+        if "bearer" in low or "basic" in low:
+            text = _BEARER.sub(_bearer, text)
+        return text
 
     def redact_obj(self, obj: Any) -> Any:
         """A JSON-able structure with every string redacted, and the value of every secret-named
@@ -196,10 +244,34 @@ class Redactor:
         return self.redact(strip_controls(str(obj)))  # what json.dumps(default=str) would write
 
 
+def _inside_word(m: re.Match[str]) -> bool:
+    """The keyword continues a word (`monkey=`): not a secret's name."""
+    start = m.start()
+    return start > 0 and m.string[start - 1].isalpha()
+
+
 def _assignment(m: re.Match[str]) -> str:
-    if not _looks_secret(m["v"], m["k"]):
+    if _inside_word(m) or not _looks_secret(m["v"], m["k"]):
         return m[0]
     return m[0][: m.start("v") - m.start()] + REDACTED
+
+
+def _bearer(m: re.Match[str]) -> str:
+    if _inside_word(m) or not _looks_secret(m["v"], "token"):
+        return m[0]
+    return f"{m['k']} {REDACTED}"
+
+
+def _aws_secret(m: re.Match[str]) -> str:
+    """A 40-character run is an AWS secret key when it stands alone (no base64 character on
+    either side) and mixes upper case, lower case and digits."""
+    text, start, end = m.string, m.start(), m.end()
+    if (start > 0 and text[start - 1] in _B64_CHARS) or (end < len(text) and text[end] in _B64_CHARS):
+        return m[0]
+    run = m[0]
+    if any(c.isupper() for c in run) and any(c.islower() for c in run) and any(c.isdigit() for c in run):
+        return REDACTED
+    return m[0]
 
 
 def worth_learning(value: str) -> bool:
@@ -261,7 +333,7 @@ _CONTROLS_ONE_LINE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200b-\u200f\u2028
 def strip_controls(text: str, newlines: bool = True) -> str:
     """Remove terminal escape sequences and control characters (tab kept; newlines kept when
     `newlines`, else each becomes a space; CR dropped). Linear."""
-    if not text:
+    if not text or text.isprintable():  # no control character at all: the common case
         return text
     text = _ESCAPES.sub("", text.replace("\r\n", "\n"))
     if not newlines:
@@ -276,7 +348,7 @@ def safe_text(text: object, newlines: bool = True) -> str:
 
 # --- Markdown -----------------------------------------------------------------------------------
 
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#~!])")
+_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|#~!"})
 
 
 def md_cell(text: object, limit: int | None = None) -> str:
@@ -285,7 +357,7 @@ def md_cell(text: object, limit: int | None = None) -> str:
     flat = strip_controls(str(text), newlines=False)
     if limit is not None and len(flat) > limit:
         flat = flat[:limit] + "…"
-    return _MD_SPECIAL.sub(r"\\\1", flat)
+    return flat.translate(_MD_SPECIAL)
 
 
 def md_inline(text: object, limit: int | None = None) -> str:
@@ -294,13 +366,13 @@ def md_inline(text: object, limit: int | None = None) -> str:
     flat = strip_controls(str(text), newlines=False)
     if limit is not None and len(flat) > limit:
         flat = flat[:limit] + "…"
-    flat = _MD_INLINE.sub(r"\\\1", flat)
+    flat = flat.translate(_MD_INLINE)
     if flat.count("`") % 2:
         flat = flat.replace("`", "'")  # an unbalanced backtick would swallow what follows
     return flat
 
 
-_MD_INLINE = re.compile(r"([\\\[\]<>|!])")
+_MD_INLINE = str.maketrans({c: "\\" + c for c in "\\[]<>|!"})
 _BACKTICKS = re.compile("`+")
 
 

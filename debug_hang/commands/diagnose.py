@@ -82,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.max_targets < 1:
             raise UsageError(f"--max-targets must be at least 1, got {args.max_targets}")
         # Checked (and created private) before anything is read: a refused folder costs nothing.
-        out = prepare_output_dir(Path(args.output_dir) if args.output_dir else None, force=args.force)
+        given = Path(args.output_dir) if args.output_dir else None
+        out = prepare_output_dir(given, force=args.force)
         args.output_dir = str(out)
         opts = Options(address=args.address, job_id=args.job_id, output_dir=out, deadline_s=args.deadline,
                        samples=args.samples, interval_s=args.interval, native=args.native,
@@ -90,8 +91,13 @@ def main(argv: list[str] | None = None) -> int:
                        include_runtime_env=args.include_runtime_env, max_targets=args.max_targets)
         # Ray's driver prints cluster errors ("node ... marked dead") to stdout from a background
         # thread once connected; keep stdout for our own output (--json must stay valid JSON).
-        with contextlib.redirect_stdout(sys.stderr):
-            diag = run(opts)
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                diag = run(opts)
+        except BaseException:
+            if given is None and not any(out.iterdir()):
+                out.rmdir()  # no diagnosis: leave no empty folder of ours behind
+            raise
     if args.json:
         print(json.dumps(to_json(diag), indent=2, default=str))
         return exit_code(diag)
