@@ -50,6 +50,7 @@ EXPLAINS = {
     "queue_consumer_died": ["TypeError"],  # the consumer's failed task
     "lock_held_across_remote_call": ["a lock held across a remote call"],
     "detached_service_never_published": ["WeightServer.pull"],  # the call into the other job's actor
+    "secrets_in_the_job": ["Bearer [REDACTED]", "time.sleep"],  # the 401 warning, its token redacted
 }
 
 

@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 from debug_hang.analyse.patterns import catalog, match_thread  # noqa: E402
 from debug_hang.errors import EXIT_OK, NotFoundError, run_main  # noqa: E402
 from debug_hang.model import Process, Thread, stacks_from_dict  # noqa: E402
+from debug_hang.redact import strip_controls  # noqa: E402
 
 PROG = "make_reference_cases.py"
 CAPTURES = ROOT / "tests" / "data" / "cases"
@@ -138,7 +139,8 @@ def _scenario_lines(body: str) -> Iterator[str]:
 
 
 def _cell(value: object) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    """A recorded name or message as one table cell: one line, no column break, no code span."""
+    return strip_controls(str(value), newlines=False).replace("|", "\\|").replace("`", "\\`")
 
 
 def _short(value: object, n: int = 8) -> str:
@@ -163,7 +165,7 @@ def _task_rows(tasks: list[dict[str, Any]], actors: dict[str, dict[str, Any]]) -
     for t in waiting[:MAX_TASK_ROWS]:
         actor = actors.get(str(t.get("actor_id")), {}).get("class_name") if t.get("actor_id") else None
         yield (f"| {_cell(t.get('name'))} | {t.get('state')} | {t.get('type')} | {t.get('worker_pid') or '—'} | "
-               f"{actor or '—'} | {_short(t.get('node_id'))} | {t.get('error_type') or '—'} | "
+               f"{_cell(actor) if actor else '—'} | {_short(t.get('node_id'))} | {t.get('error_type') or '—'} | "
                f"{_cell(_error_end(t.get('error_message')))} |")
     if len(waiting) > MAX_TASK_ROWS:
         yield f"| … {len(waiting) - MAX_TASK_ROWS} more | | | | | | | |"
@@ -180,7 +182,7 @@ def _actor_rows(actors: list[dict[str, Any]]) -> Iterator[str]:
         cause = f"{ctx.get('reason', '')}: {ctx.get('error_message', '')}"[:160] if ctx else (
             json.dumps(death)[:160] if death else "—")
         res = json.dumps(a.get("required_resources") or {}, sort_keys=True)
-        yield (f"| {a.get('class_name')} | {a.get('state')} | {a.get('pid') or '—'} | {_short(a.get('node_id'))} | "
+        yield (f"| {_cell(a.get('class_name'))} | {a.get('state')} | {a.get('pid') or '—'} | {_short(a.get('node_id'))} | "
                f"`{res}` | {_cell(cause)} |")
 
 
@@ -231,7 +233,7 @@ def _stack_lines(processes: list[Process], diag: dict[str, Any]) -> Iterator[str
     for proc in _relevant(processes, diag):
         tags = ", ".join(x for x in (proc.role, proc.actor_class,
                                      None if proc.rank is None else f"rank {proc.rank}") if x)
-        yield f"Process {proc.pid}: {proc.title or ''}   ({tags})"
+        yield strip_controls(f"Process {proc.pid}: {proc.title or ''}   ({tags})", newlines=False)
         shown = 0
         for thread in proc.threads:
             pattern = match_thread(thread).pattern
@@ -249,10 +251,14 @@ def _stack_lines(processes: list[Process], diag: dict[str, Any]) -> Iterator[str
 
 
 def _demote(report: str) -> Iterator[str]:
-    in_code = False
+    fence = ""  # the open fence (a run of 3+ backticks); only the same run closes it
     for line in report.rstrip("\n").splitlines():
-        if line.startswith("```"):
-            in_code = not in_code
+        ticks = re.match(r"\s*(`{3,})", line)
+        if ticks and not fence:
+            fence = ticks.group(1)
+        elif ticks and line.strip() == fence:
+            fence = ""
+        in_code = bool(fence)
         if not in_code and line.startswith("#"):
             line = "##" + line
         yield line
