@@ -28,7 +28,7 @@ import io
 import json
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -81,7 +81,7 @@ RULES: tuple[Rule, ...] = (
          "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
          "eyJ.not.a.jwt"),
     Rule("private-key", r"-----BEGIN [A-Z ]{0,20}PRIVATE KEY-----[A-Za-z0-9+/=\s:,]{0,8000}(?:-----END [A-Z ]{0,20}PRIVATE KEY-----)?",
-         ("private key-----",),
+         ("-----begin ",),
          "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----", "-----BEGIN CERTIFICATE-----"),
 )
 _COMPILED = tuple((rule, re.compile(rule.pattern)) for rule in RULES)
@@ -99,9 +99,9 @@ _ASSIGN = re.compile(
     r"(?P<sep>[\"']?[ \t]{0,3}(?:=|:|=>)[ \t]{0,3}[\"']?(?:(?:bearer|basic|token)[ \t]{1,3})?)"
     r"(?P<v>[^\s\"'`,;&|<>()\[\]{}]{4,})"
 )
-# One scan that says whether any check below could match (the checks' own triggers).
-_ANY_TRIGGER = re.compile("|".join(re.escape(t) for t in sorted(
-    {t for r in RULES for t in r.triggers} | set(_KEYWORDS) | {"://", "bearer", "basic", "sig=", "code="}, key=len, reverse=True)))
+# Whether any check below could match at all (most strings: no).
+_ALL_TRIGGERS = tuple(sorted({t for r in RULES for t in r.triggers} | set(_KEYWORDS)
+                             | {"://", "bearer", "basic", "sig=", "code="}))
 _BEARER = re.compile(r"(?i)(?P<k>bearer|basic)[ \t]{1,3}(?P<v>[A-Za-z0-9._~+/=-]{8,})")
 # scheme://user:password@host
 _URL_USERINFO = re.compile(r"(?P<pre>://[^\s/@:\"'<>]{0,256}:)(?P<v>[^\s/@\"'<>]{1,256})(?=@)")
@@ -200,26 +200,22 @@ class Redactor:
             if value in text:
                 text = text.replace(value, REDACTED)
         low = text.lower()
-        if _ANY_TRIGGER.search(low) is None and (len(text) < 40 or _RUN40.search(text) is None):
+        if not any(t in low for t in _ALL_TRIGGERS) and (len(text) < 40 or _RUN40.search(text) is None):
             return text  # nothing any rule could match: ids, states, names, most lines
         for rule, pattern in _COMPILED:
-            if rule.triggers and not any(t in low for t in rule.triggers):
-                continue
-            if not rule.triggers:
-                if len(text) >= 40:
-                    text = pattern.sub(_aws_secret, text)
-                continue
-            text = pattern.sub(REDACTED, text)
-            low = text.lower()
-        if "://" in text and "@" in text:
-            text = _URL_USERINFO.sub(lambda m: m["pre"] + REDACTED, text)
+            if rule.triggers:
+                text, low = _sub_at(text, low, rule.triggers, pattern, _whole)
+            elif len(text) >= 40:
+                text = pattern.sub(_aws_secret, text)
+                low = text.lower()
+        if "@" in text:
+            text, low = _sub_at(text, low, ("://",), _URL_USERINFO, _userinfo)
         if "=" in text and ("?" in text or "&" in text or ";" in text):
             text = _URL_PARAM.sub(lambda m: m["pre"] + REDACTED, text)
-        if ("=" in text or ":" in text) and any(k in low for k in _KEYWORDS):
-            text = _ASSIGN.sub(_assignment, text)
             low = text.lower()
-        if "bearer" in low or "basic" in low:
-            text = _BEARER.sub(_bearer, text)
+        if "=" in text or ":" in text:
+            text, low = _sub_at(text, low, _KEYWORDS, _ASSIGN, _assignment)
+        text, low = _sub_at(text, low, ("bearer", "basic"), _BEARER, _bearer)
         return text
 
     def redact_obj(self, obj: Any) -> Any:
@@ -242,6 +238,47 @@ class Redactor:
         if obj is None or isinstance(obj, (bool, int, float)):
             return obj
         return self.redact(strip_controls(str(obj)))  # what json.dumps(default=str) would write
+
+
+def _sub_at(text: str, low: str, triggers: tuple[str, ...], pattern: re.Pattern[str],
+            repl: Callable[[re.Match[str]], str]) -> tuple[str, str]:
+    """`pattern.sub(repl, text)`, tried only where a trigger occurs (found in `low`, text.lower(),
+    at memory speed): each pattern starts with its trigger, so it is matched there and nowhere
+    else. Linear; returns the new text and its lower-case form."""
+    if len(low) != len(text):  # lower() changed the length (rare Unicode): scan the plain way
+        new = pattern.sub(repl, text)
+        return new, new.lower()
+    starts: set[int] = set()
+    for trigger in triggers:
+        at = low.find(trigger)
+        while at >= 0:
+            starts.add(at)
+            at = low.find(trigger, at + 1)
+    if not starts:
+        return text, low
+    parts: list[str] = []
+    last = 0
+    for at in sorted(starts):
+        if at < last:
+            continue
+        m = pattern.match(text, at)
+        if m is None or m.end() == at:
+            continue
+        parts += [text[last:at], repl(m)]
+        last = m.end()
+    if not parts:
+        return text, low
+    parts.append(text[last:])
+    new = "".join(parts)
+    return new, new.lower()
+
+
+def _whole(m: re.Match[str]) -> str:
+    return REDACTED
+
+
+def _userinfo(m: re.Match[str]) -> str:
+    return m["pre"] + REDACTED
 
 
 def _inside_word(m: re.Match[str]) -> bool:
@@ -335,6 +372,8 @@ def strip_controls(text: str, newlines: bool = True) -> str:
     `newlines`, else each becomes a space; CR dropped). Linear."""
     if not text or text.isprintable():  # no control character at all: the common case
         return text
+    if _CONTROLS.search(text) is None:  # only newlines (and tabs): a charset scan, fast
+        return text if newlines else text.replace("\r", "").replace("\n", " ")
     text = _ESCAPES.sub("", text.replace("\r\n", "\n"))
     if not newlines:
         text = text.replace("\n", " ")
