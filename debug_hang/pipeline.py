@@ -24,7 +24,7 @@ from debug_hang.collect.state import DashboardClient, take_snapshot
 from debug_hang.errors import DeadlineError, NotFoundError
 from debug_hang.model import Collection, Evidence, NodeEvidence, Process, process_from_dict, stacks_from_dict
 from debug_hang.probe.pyspy import DumpOptions
-from debug_hang.redact import learn_runtime_envs, redact_obj
+from debug_hang.redact import learn, learn_runtime_envs, redact_obj
 from debug_hang.report.write import write_outputs
 from debug_hang.snapshot import Snapshot, running_jobs
 from debug_hang.timeouts import DEFAULT_DEADLINE_S, Deadline
@@ -186,6 +186,7 @@ def _without_state_api(opts: Options, addr: ClusterAddress, snap: Snapshot, dead
         value = probe_node("local", [t.pid for t in targets],
                            DumpOptions(native=opts.native, nonblocking=opts.nonblocking, locals=opts.locals).to_dict(),
                            opts.samples, opts.interval_s, True, deadline.remaining(cap=30.0))
+        learn(v for v in value.pop("redact_values", None) or [] if isinstance(v, str))
         for raw in value.get("processes", []):
             proc = process_from_dict(raw)
             proc.role = "worker"

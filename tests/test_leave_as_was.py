@@ -121,3 +121,14 @@ def test_the_node_probe_reports_the_resume(target: int, stopping_pyspy: str, mon
     kinds = {e["kind"] for e in value["errors"]}
     assert {DUMP_TIMEOUT, TARGET_RESUMED} <= kinds, value["errors"]
     assert process_state(target) not in STOPPED_STATES
+
+
+def test_a_command_run_on_a_node_that_is_killed_resumes_its_pid(target: int, stopping_pyspy: str) -> None:
+    # GIVEN `run_on_each_ray_node.py -- py-spy dump --pid N` where that py-spy stops N and hangs
+    from debug_hang.probe.node_probe import COMMAND_TIMEOUT, run_command
+
+    # WHEN the command times out and its process group is killed
+    result = run_command([stopping_pyspy, "dump", "--pid", str(target)], timeout_s=1.0)
+    # THEN N runs again, and the result says it was resumed
+    assert result["kind"] == COMMAND_TIMEOUT and "SIGCONT" in result["error"], result
+    assert process_state(target) not in STOPPED_STATES

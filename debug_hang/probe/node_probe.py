@@ -25,13 +25,16 @@ from debug_hang.probe.pyspy import (
     NOT_PYTHON,
     PROCESS_EXITED,
     PYSPY_MISSING,
+    STOPPED_STATES,
     DumpOptions,
     child_pids,
     dump_pids,
     find_pyspy,
+    process_state,
     process_tree,
     pyspy_missing_message,
     read_title,
+    resume_if_stopped,
     validate_pid,
 )
 from debug_hang.redact import SECRET_NAME, Redactor
@@ -339,6 +342,7 @@ def run_command(argv: list[str], timeout_s: float, max_output: int = MAX_OUTPUT_
     except ValueError as exc:
         result.update(error=str(exc), kind=COMMAND_FAILED_TO_START)
         return result
+    stopped_before = {pid for pid in _pid_args(resolved) if process_state(pid) in STOPPED_STATES}
     try:
         proc = subprocess.Popen(resolved, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True)
@@ -358,6 +362,12 @@ def run_command(argv: list[str], timeout_s: float, max_output: int = MAX_OUTPUT_
         out, err = proc.communicate()
         result.update(error=f"command did not finish within {limit:.1f}s; its process group was "
                       "killed", kind=COMMAND_TIMEOUT)
+        # A killed `py-spy dump --pid N` may leave N stopped: resume it (unless it was stopped
+        # before the command ran), and say so.
+        resumed = [f"{pid}: {note}" for pid in _pid_args(resolved)
+                   if pid not in stopped_before and (note := resume_if_stopped(pid))]
+        if resumed:
+            result["error"] += "; " + "; ".join(resumed)
     result["returncode"] = proc.returncode
     for name, data in (("stdout", out), ("stderr", err)):
         cut = max(0, len(data) - max_output) if max_output > 0 else 0
@@ -366,6 +376,18 @@ def run_command(argv: list[str], timeout_s: float, max_output: int = MAX_OUTPUT_
         result[f"{name}_cut"] = cut
     result["seconds"] = round(time.monotonic() - start, 3)
     return result
+
+
+def _pid_args(argv: list[str]) -> list[int]:
+    """The valid pids given to a command as `--pid N` / `-p N` (py-spy's spelling)."""
+    pids = []
+    for flag, value in zip(argv, argv[1:], strict=False):
+        if flag in ("--pid", "-p"):
+            try:
+                pids.append(validate_pid(value))
+            except ValueError:
+                continue
+    return pids
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
