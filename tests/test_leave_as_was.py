@@ -132,3 +132,15 @@ def test_a_command_run_on_a_node_that_is_killed_resumes_its_pid(target: int, sto
     # THEN N runs again, and the result says it was resumed
     assert result["kind"] == COMMAND_TIMEOUT and "SIGCONT" in result["error"], result
     assert process_state(target) not in STOPPED_STATES
+
+
+def test_a_probe_answers_by_its_absolute_deadline_with_what_it_has(target: int) -> None:
+    # GIVEN a probe asked for 5 samples 1 s apart, but whose caller stops waiting in 2 s
+    if find_pyspy() is None:
+        pytest.skip("py-spy not installed")
+    start = time.monotonic()
+    value = probe_node("local", [target], DumpOptions().to_dict(), samples=5, interval_s=1.0, children=False,
+                       budget_s=60.0, deadline_epoch=time.time() + 2.0)
+    # THEN it answers in time, with the samples it could take (not nothing)
+    assert time.monotonic() - start < 4.0
+    assert 1 <= value["samples_taken"] < 5 and value["processes"]
