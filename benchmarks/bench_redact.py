@@ -53,7 +53,9 @@ def timed(fn: Callable[[], object]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--n", type=int, default=1_000_000, help="characters of the smaller input (default 1000000; below ~1 MB the CPU caches, not the algorithm, set the ratio)")
+    parser.add_argument("--n", type=int, default=1_000_000,
+                        help="characters of the smaller input (default 1000000; below ~1 MB the CPU "
+                             "caches, not the algorithm, set the ratio)")
     args = parser.parse_args()
     red = Redactor()
     red.learn([f"learnt-secret-value-{i:04d}" for i in range(50)])

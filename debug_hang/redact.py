@@ -9,7 +9,8 @@ a State API row). What is redacted:
 - known token shapes (`RULES`: AWS access key ids and secret keys, Hugging Face, GitHub, OpenAI /
   Anthropic style `sk-` keys, Slack, JWTs, PEM private keys);
 - a value after a secret-looking word (`key`, `token`, `secret`, `password`, `authorization`,
-  `api_key`, `credential`, `signature`) and `=`, `:` or `Bearer`;
+  `api_key`, `credential`, `signature`) and `=`, `:` or `Bearer`, or after a command-line flag
+  naming one (`--hf-token VALUE`, `--db-password=VALUE`);
 - credentials in URLs (`user:pass@host`, `X-Amz-Signature=`, `X-Amz-Credential=`, `sig=`, ...);
 - every value seen under a secret-looking environment variable name (`learn_env`): learnt from
   the jobs' `runtime_env` env_vars and the targets' `/proc/PID/environ`, redacted wherever it
@@ -98,6 +99,12 @@ _ASSIGN = re.compile(
     r"authorization|auth|credentials?|signature|key)s?"
     r"(?P<sep>[\"']?[ \t]{0,3}(?:=|:|=>)[ \t]{0,3}[\"']?(?:(?:bearer|basic|token)[ \t]{1,3})?)"
     r"(?P<v>[^\s\"'`,;&|<>()\[\]{}]{4,})"
+)
+# A command-line flag naming a secret, then its value: `--hf-token hf_...`, `--db-password=x`
+# (entrypoints, process titles). Anchored at `--`.
+_FLAG = re.compile(
+    r"--[A-Za-z0-9_-]{0,40}?(?P<k>api[_-]?key|key|token|secret|passw(?:or)?d|passphrase|credentials?|auth)"
+    r"[ =](?P<v>[^\s\"'`,;&|<>()\[\]{}]{4,})"
 )
 # Whether any check below could match at all (most strings: no).
 _ALL_TRIGGERS = tuple(sorted({t for r in RULES for t in r.triggers} | set(_KEYWORDS)
@@ -213,6 +220,8 @@ class Redactor:
         if "=" in text and ("?" in text or "&" in text or ";" in text):
             text = _URL_PARAM.sub(lambda m: m["pre"] + REDACTED, text)
             low = text.lower()
+        if "--" in text:
+            text, low = _sub_at(text, low, ("--",), _FLAG, _flag)
         if "=" in text or ":" in text:
             text, low = _sub_at(text, low, _KEYWORDS, _ASSIGN, _assignment)
         text, low = _sub_at(text, low, ("bearer", "basic"), _BEARER, _bearer)
@@ -289,6 +298,12 @@ def _inside_word(m: re.Match[str]) -> bool:
 
 def _assignment(m: re.Match[str]) -> str:
     if _inside_word(m) or not _looks_secret(m["v"], m["k"]):
+        return m[0]
+    return m[0][: m.start("v") - m.start()] + REDACTED
+
+
+def _flag(m: re.Match[str]) -> str:
+    if not _looks_secret(m["v"], m["k"]) or m["v"].startswith("-"):
         return m[0]
     return m[0][: m.start("v") - m.start()] + REDACTED
 

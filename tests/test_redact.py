@@ -141,6 +141,10 @@ def test_secret_named_keys_are_redacted_in_structures() -> None:
     ('{"password": "hunter22"}', '{"password": "[REDACTED]"}'),
     ("password = os.environ['DB_PASSWORD']", "password = os.environ['DB_PASSWORD']"),
     ("max_tokens=2048 monkey=banana12345 author: John", "max_tokens=2048 monkey=banana12345 author: John"),
+    ("python train.py --hf-token Zq81mXv3LpW0aRt5 --db-password=hunter22 --lr 3e-4",
+     "python train.py --hf-token [REDACTED] --db-password=[REDACTED] --lr 3e-4"),
+    ("python train.py --max-tokens 512 --tokenizer gpt2 --key-file /etc/k.pem",
+     "python train.py --max-tokens 512 --tokenizer gpt2 --key-file /etc/k.pem"),
 ])
 def test_context_rules(text: str, kept: str) -> None:
     assert kept in Redactor().redact(text)
