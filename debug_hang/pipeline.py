@@ -24,6 +24,7 @@ from debug_hang.collect.state import DashboardClient, take_snapshot
 from debug_hang.errors import DeadlineError, NotFoundError
 from debug_hang.model import Collection, Evidence, NodeEvidence, Process, process_from_dict, stacks_from_dict
 from debug_hang.probe.pyspy import DumpOptions
+from debug_hang.redact import DEFAULT as redactor
 from debug_hang.redact import learn, learn_runtime_envs, redact_obj
 from debug_hang.report.write import write_outputs
 from debug_hang.snapshot import Snapshot, running_jobs
@@ -76,6 +77,7 @@ def run(opts: Options) -> Diagnosis:
     assert addr.dashboard_url
     snap = take_snapshot(addr.dashboard_url, None, timeout_s=deadline.remaining(cap=10.0))
     scrub_snapshot(snap)
+    learnt_before = redactor.learnt
     if not snap.jobs and snap.errors:
         if deadline.expired:
             raise DeadlineError(f"the {opts.deadline_s:.0f}s deadline passed before the State API answered "
@@ -90,6 +92,8 @@ def run(opts: Options) -> Diagnosis:
                                    timeout_s=min(10.0, deadline.remaining())),
         deadline, samples=opts.samples, interval_s=opts.interval_s,
     )
+    if redactor.learnt > learnt_before:
+        scrub_snapshot(snap)  # values first seen in the targets' environments: out of the rows too
     errors: list[dict[str, Any]] = []
     if cut:
         errors.append({"node_id": None, "pid": None, "kind": "targets-capped",
