@@ -7,7 +7,8 @@ stderr): a secret is caught wherever it came from (a log line, a process title, 
 a State API row). What is redacted:
 
 - known token shapes (`RULES`: AWS access key ids and secret keys, Hugging Face, GitHub, OpenAI /
-  Anthropic style `sk-` keys, Slack, JWTs, PEM private keys);
+  Anthropic style `sk-` keys, Stripe, Google API keys, GitLab, npm, Slack tokens and webhooks,
+  JWTs, PEM private keys);
 - a value after a secret-looking word (`key`, `token`, `secret`, `password`, `authorization`,
   `api_key`, `credential`, `signature`) and `=`, `:` or `Bearer`, or after a command-line flag
   naming one (`--hf-token VALUE`, `--db-password=VALUE`);
@@ -77,6 +78,14 @@ RULES: tuple[Rule, ...] = (
          "ghp_1a2B3c4D5e6F7g8H9i0JkLmNoPqRsTuVwXyZ", "ghp_short"),
     Rule("sk-key", r"(?<![A-Za-z0-9_-])sk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_-]{20,}", ("sk-",),
          "sk-proj-4f9Qm2LxT8vN1cR7yB3kZ0aW", "task-worker-assignment-2"),
+    Rule("stripe", r"(?<![A-Za-z0-9_-])[sr]k_(?:live|test)_[A-Za-z0-9]{16,}", ("sk_live_", "sk_test_", "rk_live_", "rk_test_"),
+         "sk_live_4eC39HqLyjWDarjtT1zdp7dc", "task_live_status"),
+    Rule("google-api-key", r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}", ("aiza",),
+         "AIzaSyDdI0hCZtE6vySjMm-WEfRq3CPzqKqqsHI", "AIzaShort"),
+    Rule("gitlab-npm", r"(?<![A-Za-z0-9_-])(?:glpat-[A-Za-z0-9_-]{20,}|npm_[A-Za-z0-9]{36})", ("glpat-", "npm_"),
+         "glpat-xZ81mXv3LpW0aRt5KyQq", "npm_install_cache"),
+    Rule("slack-webhook", r"hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_-]{20,}", ("hooks.slack.com/",),
+         "https://hooks.slack.com/services/T0AAAAAAA/B0BBBBBBB/XXXXXXXXXXXXXXXXXXXXXXXX", "hooks.slack.com/"),
     Rule("slack", r"(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}", ("xox",), "xoxb-123456789012-abcdefGHIJ", "xox-a"),
     Rule("jwt", r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", ("eyj",),
          "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
