@@ -15,6 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from debug_hang.analyse.diagnosis import Diagnosis
+from debug_hang.analyse.flight_recorder import analyse as analyse_fr
+from debug_hang.analyse.fr_join import attach
+from debug_hang.analyse.rootcause import chains
 from debug_hang.analyse.verdict import analyse, youngest_task_age_s
 from debug_hang.collect.address import ClusterAddress, check_reachable, parse_address, resolve_dashboard
 from debug_hang.collect.evidence import gather
@@ -23,6 +26,7 @@ from debug_hang.collect.stacks import Target, collect_stacks, select_targets
 from debug_hang.collect.state import DashboardClient, take_snapshot
 from debug_hang.errors import DeadlineError, NotFoundError
 from debug_hang.model import Collection, Evidence, NodeEvidence, Process, process_from_dict, stacks_from_dict
+from debug_hang.parse.flight_recorder import from_probe, read_saved
 from debug_hang.probe.pyspy import DumpOptions
 from debug_hang.report.write import write_outputs
 from debug_hang.snapshot import Snapshot, running_jobs
@@ -101,6 +105,7 @@ def run(opts: Options) -> Diagnosis:
         errors.append({"node_id": None, "pid": None, "error": f"second task listing failed: {after.error}"})
     diag = analyse(job, snap, collection, None if after.error else after.rows, addr.gcs, why, others,
                    errors + [{"node_id": None, "pid": None, "error": e} for e in snap.errors], started)
+    add_flight_recorder(diag)
     missing = [e for e in snap.errors if "/api/v0/tasks" in e or "/api/v0/actors" in e]
     if missing and diag.verdict == "no-hang":
         diag.verdict = "inconclusive"
@@ -115,6 +120,34 @@ def run(opts: Options) -> Diagnosis:
     if opts.output_dir is not None:
         write_outputs(diag, opts.output_dir, after.rows)
     return diag
+
+
+def add_flight_recorder(diag: Diagnosis) -> None:
+    """Read the Flight Recorder dumps the probes brought back, analyse them, join them with the graph."""
+    nodes = diag.collection.flight_recorder
+    if not nodes:
+        return
+    dumps, problems = [], []
+    for node in nodes:
+        read = from_probe(list(node.get("dumps") or []), node.get("node_id"))
+        dumps += read.dumps
+        problems += read.errors
+        problems += [f"{s.get('path')}: {s.get('reason')}" for s in node.get("skipped") or []]
+    sizes = [int(v) for info in diag.collection.info.values() for k, v in (info.get("env") or {}).items()
+             if k == "WORLD_SIZE" and str(v).isdigit()]
+    fr = analyse_fr(dumps, max(sizes) if sizes else None, problems)
+    diag.flight_recorder = fr
+    if dumps:
+        diag.fr_notes = attach(diag.graph, diag.causes, fr)
+        diag.chains = chains(diag.graph, diag.causes)  # the collective edges now carry the recorder's facts
+    else:
+        prefixes = sorted({p for node in nodes for p in node.get("prefixes") or []})
+        diag.fr_notes = [f"Flight Recorder: enabled, but no dump file of this job under {', '.join(prefixes)} "
+                         "(gloo never dumps by itself; NCCL dumps on a watchdog timeout with TORCH_NCCL_DUMP_ON_TIMEOUT=1)"]
+    pipes = sorted({p for node in nodes for p in node.get("pipes") or []})
+    if pipes:
+        diag.fr_notes.append(f"Flight Recorder: a fresh dump can be asked for on the rank's node with `echo 1 > {pipes[0]}` "
+                             f"({len(pipes)} pipe(s); debug-hang never writes to them)")
 
 
 def _add_train_ranks(dashboard_url: str, job: dict[str, Any], snap: Snapshot, collection: Collection,
@@ -215,6 +248,8 @@ def reanalyse(folder: Path) -> Diagnosis:
     diag = analyse(job, snap, coll, after, str(meta.get("address") or ""), str(meta.get("job_choice") or ""),
                    [j for j in snap.jobs if j is not job], [], time.monotonic())
     diag.seconds = float(meta.get("diagnosis_seconds") or diag.seconds)
+    diag.collection.flight_recorder = read_saved(folder / "flight_recorder")
+    add_flight_recorder(diag)
     ev_path = folder / "evidence.json"
     if ev_path.exists():
         raw = json.loads(ev_path.read_text())

@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from debug_hang.parse.flight_recorder import FRDump, FREntry, FRFrame
+from debug_hang.flightrec import FRDump, FREntry, FRFrame
 
 DEFAULT_PG_DESC = "default_pg"
 # Outcome of one group, a closed vocabulary.
@@ -59,6 +59,7 @@ class GroupFinding:
     desync_ops: dict[int, str] = field(default_factory=dict)  # rank -> "op sizes" at desync_seq
     odd_ranks: list[int] = field(default_factory=list)
     culprits: list[int] = field(default_factory=list)
+    blocked_elsewhere: dict[int, str] = field(default_factory=dict)  # culprit rank -> the collective it waits in
 
     @property
     def label(self) -> str:
@@ -78,6 +79,7 @@ class GroupFinding:
             parts.append(f"entered by rank(s) {ranks_text(self.entered)}")
         if self.kind == NEVER_ENTERED:
             lasts = "; ".join(f"rank {r} last issued {describe(self.ranks[r].last, self.ranks[r].last_enqueued)}"
+                              + (f", and waits in {self.blocked_elsewhere[r]} instead" if r in self.blocked_elsewhere else "")
                               for r in self.not_entered)
             parts.append(f"never entered by rank(s) {ranks_text(self.not_entered)} ({lasts})")
         if self.kind == DESYNC:
@@ -96,6 +98,7 @@ class GroupFinding:
             "entered": self.entered, "not_entered": self.not_entered, "missing_dumps": self.missing,
             "desync_seq": self.desync_seq, "desync_ops": {str(k): v for k, v in sorted(self.desync_ops.items())},
             "culprits": self.culprits, "summary": self.summary(),
+            "blocked_elsewhere": {str(k): v for k, v in sorted(self.blocked_elsewhere.items())},
             "ranks": [{"rank": r.rank, "dumped": r.dumped, "last_enqueued": r.last_enqueued,
                        "last_completed": r.last_completed,
                        "last_op": signature(r.last) if r.last else None,
@@ -264,7 +267,15 @@ def analyse(dumps: list[FRDump], world_size: int | None = None, errors: list[str
     kept = list(unique.values())
     groups = [analyse_group(name, desc, kept, world_size) for name, desc in sorted(_group_keys(kept).items())]
     order = {k: i for i, k in enumerate((NEVER_ENTERED, DESYNC, NO_DUMP, ALL_WAITING, IDLE))}
+    # Within a kind, the collective enqueued first comes first: in a deadlock across groups (ranks
+    # wait in group A for a rank that waits in group B), the earlier one is where it started.
     groups.sort(key=lambda g: (order[g.kind], _pending_time(g)))
+    hung = [g for g in groups if g.kind != IDLE]
+    for g in hung:
+        for r in g.not_entered:
+            other = next((h for h in hung if h is not g and r in h.entered), None)
+            if other is not None:
+                g.blocked_elsewhere[r] = f"collective #{other.pending_seq} ({other.pending_op()}) of {other.label}"
     return FRAnalysis(groups=groups, ranks_dumped=sorted(unique), errors=list(errors or []))
 
 
@@ -273,46 +284,56 @@ def _pending_time(g: GroupFinding) -> int:
     return min(times) if times else 2**63
 
 
-def torch_crosscheck(dumps: list[FRDump]) -> str:
+def torch_crosscheck(dumps: list[FRDump], groups: list[GroupFinding] | None = None) -> str:
     """Run torch's own Flight Recorder analyzer on the validated dumps; one line saying what it found.
 
     torch's loader calls plain `pickle.load` and its builder `eval`s pg_config ranks given as text,
     so it is never pointed at the files: it gets this module's normalised data (ranks re-written
     from validated integer lists). Failures are reported, not raised (torch 2.13 raises KeyError
-    on gloo default-group dumps, whose pg_config is empty).
+    on gloo dumps, whose pg_config is empty: with `groups`, the memberships this module inferred
+    are filled in, and the answer says so).
     """
-    try:
-        import argparse
+    import argparse
 
-        from torch.distributed.flight_recorder.components.builder import build_db
-    except Exception as exc:  # noqa: BLE001 - torch is optional
-        return f"torch's analyzer not available ({type(exc).__name__})"
-    details: dict[str, dict[str, Any]] = {}
-    for d in dumps:
-        details[f"rank{d.rank}"] = {
-            "host_name": f"host_rank{d.rank}", "rank": d.rank, "version": d.version or "2.10",
-            "pg_config": {k: {"name": v["name"], "desc": v["desc"], "ranks": str(list(v["ranks"]))} for k, v in d.pg_config.items()},
-            "entries": [_torch_entry(e) for e in d.entries],
-        }
-    args = argparse.Namespace(verbose=False, just_print_entries=False, allow_incomplete_ranks=True, mismatch_cap=10,
-                              selected_ranks=None, pg_filters=None, print_stack_trace=False)
     sink = io.StringIO()
     logging.disable(logging.CRITICAL)
+    try:
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+            from torch.distributed.flight_recorder.components.builder import build_db
+    except Exception as exc:  # noqa: BLE001 - torch is optional
+        logging.disable(logging.NOTSET)
+        return f"torch's analyzer not available ({type(exc).__name__})"
+    filled = False
+    details: dict[str, dict[str, Any]] = {}
+    for d in dumps:
+        config = {k: {"name": v["name"], "desc": v["desc"], "ranks": str(list(v["ranks"]))}
+                  for k, v in d.pg_config.items() if v["ranks"]}
+        for g in groups or []:
+            if g.pg_name not in config and d.rank in g.members:
+                config[g.pg_name] = {"name": g.pg_name, "desc": g.desc, "ranks": str(list(g.members))}
+                filled = True
+        details[f"rank{d.rank}"] = {
+            "host_name": f"host_rank{d.rank}", "rank": d.rank, "version": d.version or "2.10",
+            "pg_config": config, "entries": [_torch_entry(e) for e in d.entries],
+        }
+    note = " (pg_config filled with the memberships inferred here)" if filled else ""
+    args = argparse.Namespace(verbose=False, just_print_entries=False, allow_incomplete_ranks=True, mismatch_cap=10,
+                              selected_ranks=None, pg_filters=None, print_stack_trace=False)
     try:
         with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
             version = dumps[0].version if dumps else "2.10"
             db = build_db(details, args, version)
     except Exception as exc:  # noqa: BLE001 - torch's analyzer failing is a finding, not a crash
-        return f"torch's analyzer failed: {type(exc).__name__}: {str(exc)[:160]}"
+        return f"torch's analyzer{note} failed: {type(exc).__name__}: {str(exc)[:160]}"
     finally:
         logging.disable(logging.NOTSET)
     bad = [c for c in db.collectives if not c.pass_check]
     if not bad:
-        return f"torch's analyzer: {len(db.collectives)} collective(s) matched, no mismatch"
+        return f"torch's analyzer{note}: {len(db.collectives)} collective(s) matched, no mismatch"
     c = bad[0]
     missing = sorted(c.missing_ranks or [])
     kind = getattr(getattr(c, "type_of_mismatch", None), "state", None)
-    return (f"torch's analyzer: first unmatched collective #{c.collective_seq_id} {c.collective_name} in {c.pg_desc}"
+    return (f"torch's analyzer{note}: first unmatched collective #{c.collective_seq_id} {c.collective_name} in {c.pg_desc}"
             + (f", missing rank(s) {ranks_text(missing)}" if missing else "") + (f" ({kind.name})" if kind is not None else ""))
 
 

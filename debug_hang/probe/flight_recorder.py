@@ -202,7 +202,7 @@ def _pipes(prefix: str) -> list[str]:
     folder, base = os.path.split(prefix)
     try:
         with os.scandir(folder or "/") as it:
-            return [os.path.join(folder, e.name) for n, e in zip(range(MAX_SCAN_ENTRIES), it)
+            return [os.path.join(folder, e.name) for _, e in zip(range(MAX_SCAN_ENTRIES), it, strict=False)
                     if e.name.startswith(base) and e.name.endswith(".pipe")
                     and re.fullmatch(r"\d{1,7}\.pipe", e.name[len(base):])][:MAX_DUMP_FILES]
     except OSError:
