@@ -276,7 +276,47 @@ def analyse(dumps: list[FRDump], world_size: int | None = None, errors: list[str
             other = next((h for h in hung if h is not g and r in h.entered), None)
             if other is not None:
                 g.blocked_elsewhere[r] = f"collective #{other.pending_seq} ({other.pending_op()}) of {other.label}"
+    groups = _resolve_cross_group(groups, unique)
     return FRAnalysis(groups=groups, ranks_dumped=sorted(unique), errors=list(errors or []))
+
+
+def _resolve_cross_group(groups: list[GroupFinding], dumps: dict[int, FRDump]) -> list[GroupFinding]:
+    """Ranks waiting in group A for a rank that waits in group B for them: a deadlock across groups.
+
+    Every rank is inside a collective, so "who never entered" names both sides. The recorder's
+    buffer is per process and in call order across groups: the ranks whose order of collectives
+    departs first from the others' are where it started. Their group comes first and keeps its
+    culprits; in the other group the ranks that never entered are victims (they wait elsewhere).
+    """
+    cyc = [g for g in groups if g.kind == NEVER_ENTERED and g.blocked_elsewhere]
+    if len(cyc) < 2:
+        return groups
+    names = {g.pg_name for g in cyc}
+    ranks = sorted(set.intersection(*(set(g.members) for g in cyc)) & set(dumps))
+    if len(ranks) < 2:
+        return groups
+    calls = {r: [e for e in sorted(dumps[r].entries, key=lambda e: e.record_id) if e.pg_name in names and not e.is_p2p]
+             for r in ranks}
+    start = {n: max(min((e.seq for e in calls[r] if e.pg_name == n), default=0) for r in ranks) for n in names}
+    seqs = {r: [(e.pg_name, e.seq) for e in calls[r] if e.seq >= start[e.pg_name]] for r in ranks}
+    for i in range(max(len(s) for s in seqs.values())):
+        at = {r: s[i] if i < len(s) else None for r, s in seqs.items()}
+        counts = Counter(at.values())
+        if len(counts) < 2:
+            continue
+        top = counts.most_common(1)[0][1]
+        odd = sorted(r for r, v in at.items() if counts[v] < top)
+        if not odd or len(odd) * 2 >= len(ranks):
+            return groups  # no clear majority: keep the enqueue-time order
+        first = next((g for g in cyc if set(odd) <= set(g.not_entered)), None)
+        if first is None:
+            return groups
+        for g in cyc:
+            if g is not first:
+                g.culprits = [r for r in g.culprits if r not in g.blocked_elsewhere]
+        first.culprits = odd
+        return [first] + [g for g in groups if g is not first]
+    return groups
 
 
 def _pending_time(g: GroupFinding) -> int:

@@ -81,8 +81,8 @@ def valid_prefix(prefix: str) -> str | None:
 def dump_prefixes(env: dict[str, str]) -> list[str]:
     """Where a process with this environment writes its dumps (validated, in torch's order of preference)."""
     found = [p for p in (valid_prefix(env.get(n, "")) for n in PREFIX_VARS) if p]
-    if not found and enabled(env):
-        found = [DEFAULT_PREFIX]
+    if not any(env.get(n) for n in PREFIX_VARS) and enabled(env):
+        found = [DEFAULT_PREFIX]  # torch's default, only when no path was given (an unusable one is not guessed)
     return list(dict.fromkeys(found))
 
 
