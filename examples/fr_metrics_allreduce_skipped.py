@@ -22,8 +22,9 @@ Mechanism
     anywhere (``collective_timeout_hours`` is high, as people set it for slow checkpoints). The
     Flight Recorder dumps say which collective of which group: in group ``metrics``, collective
     #4 was enqueued by ranks 0 and 2 and never by rank 1 (its ``last_enqueued_collective`` is
-    3); in the default group, #5 was enqueued by rank 1 only. #4 of ``metrics`` was enqueued
-    first: rank 1, which never entered it, started the deadlock.
+    3); in the default group, #5 was enqueued by rank 1 only. Each rank's buffer keeps its
+    collectives in call order across groups: ranks 0 and 2 agree, rank 1 departs from them at
+    ``metrics`` #4, so rank 1 started the deadlock.
 
 Expected diagnosis
     ``collective-mismatch``: ranks 0 and 2 in ``all_reduce`` (torch/distributed/distributed_c10d.py)

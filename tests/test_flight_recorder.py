@@ -192,3 +192,27 @@ def test_fr_command_refuses_a_folder_of_unsafe_files(tmp_path: Path) -> None:
     assert proc.returncode == EXIT_BAD_INPUT, proc.stderr
     assert "refused" in proc.stderr and len(proc.stderr.strip().splitlines()) <= 2
     assert not marker.exists()
+
+
+CASES = sorted(p for p in (ROOT / "tests" / "data" / "cases").glob("*")
+               if (p / "flight_recorder" / "index.json").exists() and "flight_recorder" in expected_of(p.name))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[p.name for p in CASES])
+def test_recorded_diagnosis_joins_the_dumps_with_the_stacks(case: Path) -> None:
+    # GIVEN a recorded diagnosis of an example whose ranks had written Flight Recorder dumps
+    from debug_hang.pipeline import reanalyse
+    from debug_hang.report.json_out import to_json
+    from debug_hang.report.markdown import render_markdown
+
+    expected = expected_of(case.name)["flight_recorder"]
+    # WHEN it is re-analysed
+    diag = reanalyse(case)
+    doc, report = to_json(diag), render_markdown(diag)
+    # THEN diagnosis.json names the declared rank, group and collective, and the report says both sources agree
+    fr = doc["flight_recorder"]
+    assert fr["culprit_ranks"] == expected["culprit_ranks"]
+    assert (fr["groups"][0]["desc"], fr["groups"][0]["pending_seq"]) == (expected["group_desc"], expected["pending_seq"])
+    assert "## Flight Recorder (PyTorch collectives)" in report and "Flight Recorder: agrees with the stacks" in report
+    culprit = diag.causes[0].culprits[0]
+    assert any(e.startswith("Flight Recorder: ") for e in culprit.evidence), culprit.evidence
