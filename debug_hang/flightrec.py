@@ -74,8 +74,13 @@ def _int(value: Any) -> int | None:
     return None
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
 def _text(value: Any, limit: int = 300) -> str:
-    return value[:limit] if isinstance(value, str) else ("" if value is None else str(value)[:limit])
+    """Text from a dump, cut and without control characters (it reaches terminals and Markdown)."""
+    text = value[:limit] if isinstance(value, str) else ("" if value is None else str(value)[:limit])
+    return _CONTROL.sub("?", text)
 
 
 def _frames(raw: Any) -> list[FRFrame]:

@@ -206,10 +206,13 @@ def _without_state_api(opts: Options, addr: ClusterAddress, snap: Snapshot, dead
             collection.processes.append(proc)
         collection.errors += [{"node_id": "local", **e} for e in value.get("errors", [])]
         collection.info = {("local", int(k)): {"node_id": "local", **v} for k, v in (value.get("info") or {}).items()}
+        if isinstance(value.get("flight_recorder"), dict):
+            collection.flight_recorder.append({**value["flight_recorder"], "node_id": "local"})
         collection.nodes = 1
     errors = [{"node_id": None, "pid": None, "error": note, "kind": "state-api-down"}]
     diag = analyse({"job_id": None}, snap, collection, None, addr.gcs, "unknown: the State API is down", [],
                    errors, started)
+    add_flight_recorder(diag)
     # Without task state no wait can be followed: stacks alone are candidates, not a verdict.
     diag.verdict = "inconclusive"
     candidates = ", ".join(f"{c.pattern} in {c.culprits[0].label()}" for c in diag.causes[:3]) or "none"

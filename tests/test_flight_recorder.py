@@ -216,3 +216,28 @@ def test_recorded_diagnosis_joins_the_dumps_with_the_stacks(case: Path) -> None:
     assert "## Flight Recorder (PyTorch collectives)" in report and "Flight Recorder: agrees with the stacks" in report
     culprit = diag.causes[0].culprits[0]
     assert any(e.startswith("Flight Recorder: ") for e in culprit.evidence), culprit.evidence
+
+
+def test_probe_reads_the_dumps_a_target_process_writes(tmp_path: Path) -> None:
+    # GIVEN a real Python process started with Flight Recorder variables (and a secret beside them)
+    from debug_hang.probe.node_probe import probe_node
+
+    prefix = tmp_path / "fr" / "rank_"
+    prefix.parent.mkdir()
+    env = {**os.environ, "TORCH_FR_BUFFER_SIZE": "2000", "TORCH_FR_DUMP_TEMP_FILE": str(prefix), "MY_TOKEN": "s3cret"}
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
+    try:
+        time.sleep(0.3)
+        # AND the dumps of its job written after it started (real dumps, copied with fresh mtimes)
+        for f in (DATA / "fr_metrics_allreduce_skipped").iterdir():
+            shutil.copy(f, prefix.parent / f.name)
+        # WHEN its node is probed
+        result = probe_node("local", [proc.pid], {}, samples=1, interval_s=0.1, children=False)
+    finally:
+        proc.kill()
+        proc.wait()
+    # THEN the probe kept only the recorder's variables and brought the three dumps back
+    assert result["info"][str(proc.pid)]["fr_env"] == {"TORCH_FR_BUFFER_SIZE": "2000", "TORCH_FR_DUMP_TEMP_FILE": str(prefix)}
+    fr = result["flight_recorder"]
+    assert sorted(d["rank"] for d in fr["dumps"]) == [0, 1, 2] and fr["prefixes"] == [str(prefix)]
+    assert "s3cret" not in json.dumps(result)

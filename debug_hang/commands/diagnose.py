@@ -83,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     print(diag.summary)
     for cause in diag.causes[:3]:
         print(f"  - {cause.pattern}: {', '.join(c.label() for c in cause.culprits)} (confidence {cause.confidence:.2f})")
+    if diag.fr_notes:
+        print(f"  {diag.fr_notes[0]}")
     errors = diag.collection.errors + diag.errors
     if errors:
         print(f"  ! {len(errors)} collection error(s): see the report", file=sys.stderr)
