@@ -241,3 +241,19 @@ def test_probe_reads_the_dumps_a_target_process_writes(tmp_path: Path) -> None:
     fr = result["flight_recorder"]
     assert sorted(d["rank"] for d in fr["dumps"]) == [0, 1, 2] and fr["prefixes"] == [str(prefix)]
     assert "s3cret" not in json.dumps(result)
+
+
+def test_stacks_and_recorder_that_disagree_are_reported_as_such() -> None:
+    # GIVEN the recorded diagnosis of the broadcast desync (the stacks blame rank 0) ...
+    from debug_hang.analyse.fr_join import attach
+    from debug_hang.pipeline import reanalyse
+
+    case = ROOT / "tests" / "data" / "cases" / "fr_early_stop_broadcast"
+    if not case.exists():
+        pytest.skip("no recorded fr_early_stop_broadcast capture")
+    diag = reanalyse(case)
+    # ... WHEN it is joined with dumps that blame another rank (the dead-rank run's: rank 3)
+    note = attach(diag.graph, diag.causes, analyse(read_dir(DATA / "fr_rank_exits").dumps))[0]
+    # THEN the disagreement is said plainly, with both sides and what to check
+    assert note.startswith("Flight Recorder: DISAGREES with the stacks: the stacks name rank(s) 0, the recorder names rank(s) 3")
+    assert "dumps' age" in note and diag.causes[0].evidence[0] == note
