@@ -74,6 +74,7 @@ def _int(value: Any) -> int | None:
     return None
 
 
+FRAMES_KEPT = 64  # entries (the most recent) whose Python stacks are kept
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -100,7 +101,7 @@ def _sizes(raw: Any) -> list[Any]:
     return [[d for d in shape if isinstance(d, int) and not isinstance(d, bool)][:16] for shape in raw[:64] if isinstance(shape, list)]
 
 
-def _entry(raw: Any) -> FREntry | None:
+def _entry(raw: Any, with_frames: bool = True) -> FREntry | None:
     if not isinstance(raw, dict):
         return None
     pg = raw.get("process_group")
@@ -114,7 +115,8 @@ def _entry(raw: Any) -> FREntry | None:
         p2p_seq=_int(raw.get("p2p_seq_id")) or 0, op=_text(raw.get("profiling_name"), 120),
         input_sizes=_sizes(raw.get("input_sizes")), output_sizes=_sizes(raw.get("output_sizes")),
         state=_text(raw.get("state"), 40), retired=raw.get("retired") if isinstance(raw.get("retired"), bool) else None,
-        is_p2p=bool(raw.get("is_p2p")), time_created_ns=_int(raw.get("time_created_ns")), frames=_frames(raw.get("frames")))
+        is_p2p=bool(raw.get("is_p2p")), time_created_ns=_int(raw.get("time_created_ns")),
+        frames=_frames(raw.get("frames")) if with_frames else [])
 
 
 def dump_from_obj(obj: Any, rank: int, source: str, fmt: str) -> FRDump:
@@ -136,7 +138,15 @@ def dump_from_obj(obj: Any, rank: int, source: str, fmt: str) -> FRDump:
             if isinstance(value, dict):
                 config[_text(key, 200)] = {"name": _text(value.get("name"), 200), "desc": _text(value.get("desc"), 200),
                                            "ranks": parse_ranks(value.get("ranks"))}
-    entries = [e for e in (_entry(r) for r in obj["entries"]) if e is not None]
+    raw_entries = obj["entries"]
+    # Stacks are kept for the most recent entries and the last one of each group (what the analysis
+    # shows); reading all 2,000 entries' stacks costs more than the rest of the dump together.
+    last_of_group = {}
+    for i, r in enumerate(raw_entries):
+        if isinstance(r, dict):
+            last_of_group[_text(str(r.get("process_group")), 400)] = i
+    keep = set(last_of_group.values()) | set(range(max(0, len(raw_entries) - FRAMES_KEPT), len(raw_entries)))
+    entries = [e for e in (_entry(r, i in keep) for i, r in enumerate(raw_entries)) if e is not None]
     return FRDump(rank=rank, source=source, format=fmt, version=_text(obj.get("version"), 40), pg_config=config,
                   pg_status=status, entries=entries)
 
