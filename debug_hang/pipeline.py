@@ -199,8 +199,19 @@ def _own_job_id() -> str | None:
     return None
 
 
-def reanalyse(folder: Path) -> Diagnosis:
-    """Re-run the analysis on a recorded output folder (snapshot.json + stacks.json)."""
+@dataclass
+class Capture:
+    """A saved output folder, read back: what the analysis needs to run again."""
+
+    job: dict[str, Any]
+    snapshot: Snapshot
+    collection: Collection
+    tasks_after: list[dict[str, Any]] | None
+    meta: dict[str, Any]
+
+
+def load_capture(folder: Path) -> Capture:
+    """Read snapshot.json, stacks.json and tasks_after.json of a recorded output folder."""
     snap = Snapshot.from_dict(json.loads((folder / "snapshot.json").read_text()))
     doc = json.loads((folder / "stacks.json").read_text())
     processes: list[Process] = stacks_from_dict(doc)
@@ -212,8 +223,15 @@ def reanalyse(folder: Path) -> Diagnosis:
     job = next((j for j in snap.jobs if j.get("job_id") == meta.get("job_id")), {"job_id": meta.get("job_id")})
     after_path = folder / "tasks_after.json"
     after = json.loads(after_path.read_text()) if after_path.exists() else None
-    diag = analyse(job, snap, coll, after, str(meta.get("address") or ""), str(meta.get("job_choice") or ""),
-                   [j for j in snap.jobs if j is not job], [], time.monotonic())
+    return Capture(job=job, snapshot=snap, collection=coll, tasks_after=after, meta=meta)
+
+
+def reanalyse(folder: Path) -> Diagnosis:
+    """Re-run the analysis on a recorded output folder (snapshot.json + stacks.json)."""
+    cap = load_capture(folder)
+    meta, snap, job = cap.meta, cap.snapshot, cap.job
+    diag = analyse(job, snap, cap.collection, cap.tasks_after, str(meta.get("address") or ""),
+                   str(meta.get("job_choice") or ""), [j for j in snap.jobs if j is not job], [], time.monotonic())
     diag.seconds = float(meta.get("diagnosis_seconds") or diag.seconds)
     ev_path = folder / "evidence.json"
     if ev_path.exists():

@@ -25,8 +25,10 @@ CATALOG_PATH = bundle_root() / "references" / "patterns.yaml"
 CATALOG_SCHEMA = "debug-hang/patterns/v1"
 KINDS = ("symptom", "root-cause", "benign")
 DETECTS = ("stack", "state", "graph")
-EDGES = ("submitted-tasks", "actor-queue", "collective-peers", "placement-group",
-         "queue-producers", "child-process", "lock-holder", "train-barrier", "none")
+EDGES = ("submitted-tasks", "own-calls", "collective-peers", "placement-group",
+         "queue-producers", "child-process", "train-barrier", "none")
+# cpu: how real CPU use (read on the node over the sampling window) bears on a stack reading.
+CPU_RULES = ("busy", "idle")
 # Files of the Python runtime and installed packages: never the job's own code.
 _LIBRARY_FILE = re.compile(r"(/site-packages/|/dist-packages/|/lib/python\d+\.\d+/|^<frozen )")
 
@@ -66,10 +68,28 @@ class Pattern:
     innermost: bool = False
     active: bool | None = None
     priority: int = 0  # a more specific reading of the same stack wins (pg.ready() over ray.get)
+    # "busy": the reading needs real CPU use (else the stack is re-read as idle); "idle": it holds
+    # only without it (else the stack is re-read without this pattern). See Settings.busy_cpu_percent.
+    cpu: str | None = None
+    library_penalty: float = 0.0  # confidence taken off when the deciding stack ends in library code
 
     @property
     def fix(self) -> str:
         return self.fixes[0] if self.fixes else ""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The catalog's numbers: CPU thresholds and how sure each kind of finding is."""
+
+    busy_cpu_percent: float = 30.0
+    cpu_evidence_percent: float = 50.0
+    cycle_confidence: float = 0.9
+    partial_cycle_confidence: float = 0.7
+    chain_end_confidence: float = 0.85
+    unrecognised_end_confidence: float = 0.4
+    confident: float = 0.8
+    noise_below: float = 0.5
 
 
 @dataclass
@@ -152,8 +172,33 @@ def load_catalog(path: Path | str = CATALOG_PATH) -> list[Pattern]:
             innermost=bool(stack.get("innermost", False)),
             active=stack.get("active"),
             priority=int(raw.get("priority", 0)),
+            cpu=_cpu_rule(raw.get("cpu"), f"{where} ({pid})"),
+            library_penalty=float(raw.get("library_penalty", 0.0)),
         ))
     return patterns
+
+
+def _cpu_rule(value: Any, where: str) -> str | None:
+    if value is not None and value not in CPU_RULES:
+        raise BadInputError(f"{where}: cpu must be one of {CPU_RULES}")
+    return None if value is None else str(value)
+
+
+def load_settings(path: Path | str = CATALOG_PATH) -> Settings:
+    """The catalog's `settings` mapping (thresholds, confidences); defaults for what it omits."""
+    doc = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    raw = doc.get("settings") or {}
+    known = Settings.__dataclass_fields__
+    unknown = sorted(set(raw) - set(known))
+    if unknown:
+        raise BadInputError(f"{path}: unknown settings {unknown}; known: {sorted(known)}")
+    return Settings(**{k: float(v) for k, v in raw.items()})
+
+
+@lru_cache(maxsize=1)
+def settings() -> Settings:
+    """The shipped catalog's settings (loaded once)."""
+    return load_settings()
 
 
 @lru_cache(maxsize=1)
@@ -237,10 +282,8 @@ def _confidence(pattern: Pattern, thread: Thread, frames: list[tuple[int, Frame]
         score += 0.15  # the more specific signature (async-loop-blocked over ray-get-wait)
     if pattern.kind == "benign":
         score = 0.98  # Ray's own machinery (only tried when no job code is on the stack)
-    if pattern.id == "busy-loop" and is_library(frames[0][1]):
-        score -= 0.3  # spinning inside a library is less telling than in user code
-    if pattern.id == "poll-never-satisfied" and is_library(frames[0][1]):
-        score -= 0.3
+    if pattern.library_penalty and is_library(frames[0][1]):
+        score -= pattern.library_penalty  # e.g. spinning inside a library tells less than in job code
     return max(0.05, min(score, 0.99))
 
 

@@ -21,7 +21,7 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
             "pattern": cause.pattern,
             "summary": cause.summary,
             "culprit": {
-                "kind": first.kind if first.kind != "driver" else "process",
+                "kind": first.kind,
                 "class_name": first.class_name, "task_name": first.task_name,
                 "actor_id": first.actor_id, "task_id": first.task_id, "pid": first.pid,
                 "node_id": first.node_id, "rank": first.rank,
