@@ -22,7 +22,7 @@ from debug_hang.collect.raytrain import worker_ranks
 from debug_hang.collect.stacks import Target, collect_stacks, select_targets
 from debug_hang.collect.state import DashboardClient, take_snapshot
 from debug_hang.errors import DeadlineError, NotFoundError
-from debug_hang.model import Collection, Evidence, NodeEvidence, Process, process_from_dict, stacks_from_dict
+from debug_hang.model import Collection, CollectionError, Evidence, NodeEvidence, Process, process_from_dict, stacks_from_dict
 from debug_hang.probe.pyspy import DumpOptions
 from debug_hang.report.write import write_outputs
 from debug_hang.snapshot import Snapshot, running_jobs
@@ -84,7 +84,7 @@ def run(opts: Options) -> Diagnosis:
                                    timeout_s=min(10.0, deadline.remaining())),
         deadline, samples=opts.samples, interval_s=opts.interval_s,
     )
-    errors: list[dict[str, Any]] = []
+    errors: list[CollectionError] = []
     _add_train_ranks(addr.dashboard_url, job, snap, collection, deadline, errors)
     # Progress is judged on the task states between the first listing and a second one. When a
     # task started moments ago, stretch that window to FRESH_TASK_S so that a healthy job's next
@@ -98,9 +98,9 @@ def run(opts: Options) -> Diagnosis:
     client = DashboardClient(addr.dashboard_url, timeout_s=deadline.remaining(cap=10.0))
     after = client.list_state("tasks", [("job_id", "=", str(job.get("job_id")))])
     if after.error:
-        errors.append({"node_id": None, "pid": None, "error": f"second task listing failed: {after.error}"})
+        errors.append(CollectionError(f"second task listing failed: {after.error}"))
     diag = analyse(job, snap, collection, None if after.error else after.rows, addr.gcs, why, others,
-                   errors + [{"node_id": None, "pid": None, "error": e} for e in snap.errors], started)
+                   errors + [CollectionError(e) for e in snap.errors], started)
     missing = [e for e in snap.errors if "/api/v0/tasks" in e or "/api/v0/actors" in e]
     if missing and diag.verdict == "no-hang":
         diag.verdict = "inconclusive"
@@ -110,7 +110,7 @@ def run(opts: Options) -> Diagnosis:
             diag.evidence = gather(DashboardClient(addr.dashboard_url, timeout_s=deadline.remaining(cap=8.0)),
                                    diag.graph, diag.chain_keys(), after.rows or snap.tasks, job)
         except Exception as exc:  # noqa: BLE001 - evidence is a bonus: report and go on
-            diag.errors.append({"node_id": None, "pid": None, "error": f"evidence gathering failed: {exc}"})
+            diag.errors.append(CollectionError(f"evidence gathering failed: {exc}"))
     diag.seconds = time.monotonic() - started
     if opts.output_dir is not None:
         write_outputs(diag, opts.output_dir, after.rows)
@@ -118,14 +118,14 @@ def run(opts: Options) -> Diagnosis:
 
 
 def _add_train_ranks(dashboard_url: str, job: dict[str, Any], snap: Snapshot, collection: Collection,
-                     deadline: Deadline, errors: list[dict[str, Any]]) -> None:
+                     deadline: Deadline, errors: list[CollectionError]) -> None:
     """Ranks of Ray Train workers, which no process environment holds (see raytrain.py)."""
     if deadline.remaining() < 1.0:
-        errors.append({"node_id": None, "pid": None, "error": "no time left to read Ray Train ranks"})
+        errors.append(CollectionError("no time left to read Ray Train ranks", kind="deadline"))
         return
     client = DashboardClient(dashboard_url, timeout_s=deadline.remaining(cap=5.0))
     ranks, problems = worker_ranks(client, job.get("job_id"), snap.actors, snap.nodes)
-    errors += [{"node_id": None, "pid": None, "error": p} for p in problems]
+    errors += [CollectionError(p) for p in problems]
     for proc in collection.processes:
         rank = ranks.get((proc.node_id, proc.pid or -1))
         if rank is not None and proc.rank is None:
@@ -171,10 +171,10 @@ def _without_state_api(opts: Options, addr: ClusterAddress, snap: Snapshot, dead
             cls, _ = proc.title_parts
             proc.actor_class = cls
             collection.processes.append(proc)
-        collection.errors += [{"node_id": "local", **e} for e in value.get("errors", [])]
+        collection.errors += [CollectionError.from_dict(e, "local") for e in value.get("errors", [])]
         collection.info = {("local", int(k)): {"node_id": "local", **v} for k, v in (value.get("info") or {}).items()}
         collection.nodes = 1
-    errors = [{"node_id": None, "pid": None, "error": note, "kind": "state-api-down"}]
+    errors = [CollectionError(note, kind="state-api-down")]
     diag = analyse({"job_id": None}, snap, collection, None, addr.gcs, "unknown: the State API is down", [],
                    errors, started)
     # Without task state no wait can be followed: stacks alone are candidates, not a verdict.
@@ -217,7 +217,7 @@ def load_capture(folder: Path) -> Capture:
     processes: list[Process] = stacks_from_dict(doc)
     meta = doc.get("meta") or {}
     coll = Collection(processes=processes, info=Collection.info_from_json(meta.get("info")),
-                      errors=list(meta.get("errors") or []), nodes=int(meta.get("nodes") or 0),
+                      errors=[CollectionError.from_dict(e) for e in meta.get("errors") or []], nodes=int(meta.get("nodes") or 0),
                       targets=int(meta.get("targets") or 0), seconds=float(meta.get("seconds") or 0.0),
                       paths=dict(meta.get("paths") or {}))
     job = next((j for j in snap.jobs if j.get("job_id") == meta.get("job_id")), {"job_id": meta.get("job_id")})

@@ -11,7 +11,7 @@ from debug_hang.analyse.diagnosis import Diagnosis
 from debug_hang.analyse.graph import GraphInputs, WaitGraph, build_graph
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, match_process, settings
 from debug_hang.analyse.rootcause import RootCause, root_causes
-from debug_hang.model import Collection, Process
+from debug_hang.model import Collection, CollectionError, Process
 from debug_hang.snapshot import POLLING_TASKS, Snapshot, available_resources, node_totals
 
 
@@ -54,7 +54,7 @@ def graph_inputs(job: dict[str, Any], snap: Snapshot, collection: Collection) ->
 
 
 def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_after: list[dict[str, Any]] | None,
-            address: str, job_choice: str, other_jobs: list[dict[str, Any]], errors: list[dict[str, Any]],
+            address: str, job_choice: str, other_jobs: list[dict[str, Any]], errors: list[CollectionError],
             started: float) -> Diagnosis:
     """Everything after collection: match, graph, root causes, verdict. Pure: reruns on captures."""
     latest = collection.latest()

@@ -38,8 +38,7 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
           "pattern": n.pattern, "state": n.state, "waits_on": why} for n, why in chain]
         for chain in diag.chains
     ]
-    errors = [{"node_id": e.get("node_id"), "pid": e.get("pid"), "error": str(e.get("error")),
-               "kind": e.get("kind")} for e in diag.collection.errors + diag.errors]
+    errors = [e.to_dict() for e in diag.collection.errors + diag.errors]
     return {
         "schema": DIAGNOSIS_SCHEMA,
         "address": diag.address,
