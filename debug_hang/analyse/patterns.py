@@ -130,14 +130,33 @@ def _rule(raw: dict[str, Any], where: str) -> FrameRule:
         raise BadInputError(f"{where}: invalid regular expression: {exc}") from None
 
 
-def load_catalog(path: Path | str = CATALOG_PATH) -> list[Pattern]:
-    """Load and validate the catalog; raises BadInputError naming what is wrong."""
+# libyaml's C loader reads the catalog ~60x faster than the pure-Python one (3 ms against 200 ms);
+# PyYAML built without libyaml falls back to the pure-Python safe loader.
+_SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _read_catalog(path: str) -> Any:
+    """The parsed YAML document of a catalog file (parsed once per version of the file)."""
     try:
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        stat = Path(path).stat()
+    except OSError as exc:
+        raise BadInputError(f"cannot read pattern catalog {path}: {exc}") from None
+    return _parse_catalog(path, stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=8)
+def _parse_catalog(path: str, _mtime_ns: int, _size: int) -> Any:
+    try:
+        return yaml.load(Path(path).read_text(encoding="utf-8"), Loader=_SAFE_LOADER)  # noqa: S506 - a safe loader
     except (OSError, UnicodeDecodeError) as exc:
         raise BadInputError(f"cannot read pattern catalog {path}: {exc}") from None
     except yaml.YAMLError as exc:
         raise BadInputError(f"pattern catalog {path} is not valid YAML: {str(exc).splitlines()[0]}") from None
+
+
+def load_catalog(path: Path | str = CATALOG_PATH) -> list[Pattern]:
+    """Load and validate the catalog; raises BadInputError naming what is wrong."""
+    doc = _read_catalog(str(path))
     if not isinstance(doc, dict) or doc.get("schema") != CATALOG_SCHEMA:
         raise BadInputError(f"{path}: expected a mapping with schema: {CATALOG_SCHEMA}")
     patterns: list[Pattern] = []
@@ -186,8 +205,8 @@ def _cpu_rule(value: Any, where: str) -> str | None:
 
 def load_settings(path: Path | str = CATALOG_PATH) -> Settings:
     """The catalog's `settings` mapping (thresholds, confidences); defaults for what it omits."""
-    doc = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    raw = doc.get("settings") or {}
+    doc = _read_catalog(str(path))
+    raw = (doc.get("settings") if isinstance(doc, dict) else None) or {}
     known = Settings.__dataclass_fields__
     unknown = sorted(set(raw) - set(known))
     if unknown:
@@ -239,8 +258,36 @@ def _python_frames(thread: Thread) -> list[tuple[int, Frame]]:
 
 
 def match_thread(thread: Thread, patterns: list[Pattern] | None = None) -> ThreadMatch:
-    """Classify one thread. Specific patterns win over generic ones (catalog order breaks ties)."""
-    patterns = patterns if patterns is not None else list(catalog().values())
+    """Classify one thread. Specific patterns win over generic ones (catalog order breaks ties).
+
+    With the shipped catalog, a stack seen before (thousands of ranks share a handful of stacks)
+    is matched once: the result is kept by stack shape and re-attached to this thread's frames.
+    """
+    if patterns is not None:
+        return _match_thread(thread, patterns)
+    key = (thread.active, tuple((f.function, f.file, f.code, f.native) for f in thread.frames))
+    hit = _SEEN.get(key)
+    if hit is None:
+        match = _match_thread(thread, list(catalog().values()))
+        if len(_SEEN) >= _SEEN_MAX:
+            _SEEN.clear()
+        _SEEN[key] = hit = (match.pattern, match.confidence, match.frame_index, tuple(match.also),
+                            _index_of(thread, match.user_frame))
+    pattern, confidence, index, also, user = hit
+    return ThreadMatch(pattern, confidence, None if index is None else thread.frames[index], index, list(also),
+                       None if user is None else thread.frames[user])
+
+
+# Stack shape -> (pattern, confidence, deciding frame index, runners-up, job-code frame index).
+_SEEN: dict[tuple[Any, ...], tuple[str, float, int | None, tuple[str, ...], int | None]] = {}
+_SEEN_MAX = 100_000
+
+
+def _index_of(thread: Thread, frame: Frame | None) -> int | None:
+    return None if frame is None else next(i for i, f in enumerate(thread.frames) if f is frame)
+
+
+def _match_thread(thread: Thread, patterns: list[Pattern]) -> ThreadMatch:
     frames = _python_frames(thread)
     if not frames:
         return ThreadMatch("unknown", 0.0, None, None)
