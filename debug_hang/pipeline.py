@@ -26,7 +26,7 @@ from debug_hang.model import Collection, CollectionError, Evidence, NodeEvidence
 from debug_hang.probe.pyspy import DumpOptions
 from debug_hang.report.write import write_outputs
 from debug_hang.snapshot import Snapshot, running_jobs
-from debug_hang.timeouts import DEFAULT_DEADLINE_S, Deadline
+from debug_hang.timeouts import DEFAULT_DEADLINE_S, Deadline, PhaseTimer
 
 FRESH_TASK_S = 5.0  # a wait on a task younger than this is not yet evidence of a hang
 
@@ -66,11 +66,14 @@ def run(opts: Options) -> Diagnosis:
     """Diagnose one job end to end (see module docstring); raises only when nothing can be done."""
     started = time.monotonic()
     deadline = Deadline(opts.deadline_s)
+    timer = PhaseTimer()
     addr: ClusterAddress = parse_address(opts.address)
     check_reachable(addr)
     addr = resolve_dashboard(addr, timeout_s=deadline.remaining(cap=5.0))
     assert addr.dashboard_url
+    timer.mark("address")
     snap = take_snapshot(addr.dashboard_url, None, timeout_s=deadline.remaining(cap=10.0))
+    timer.mark("state")
     if not snap.jobs and snap.errors:
         if deadline.expired:
             raise DeadlineError(f"the {opts.deadline_s:.0f}s deadline passed before the State API answered "
@@ -84,8 +87,10 @@ def run(opts: Options) -> Diagnosis:
                                    timeout_s=min(10.0, deadline.remaining())),
         deadline, samples=opts.samples, interval_s=opts.interval_s,
     )
+    timer.mark("stacks")
     errors: list[CollectionError] = []
     _add_train_ranks(addr.dashboard_url, job, snap, collection, deadline, errors)
+    timer.mark("ranks")
     # Progress is judged on the task states between the first listing and a second one. When a
     # task started moments ago, stretch that window to FRESH_TASK_S so that a healthy job's next
     # step has time to show (a hung job costs at most those few seconds more).
@@ -99,8 +104,10 @@ def run(opts: Options) -> Diagnosis:
     after = client.list_state("tasks", [("job_id", "=", str(job.get("job_id")))])
     if after.error:
         errors.append(CollectionError(f"second task listing failed: {after.error}"))
+    timer.mark("progress_window")
     diag = analyse(job, snap, collection, None if after.error else after.rows, addr.gcs, why, others,
                    errors + [CollectionError(e) for e in snap.errors], started)
+    timer.mark("analysis")
     missing = [e for e in snap.errors if "/api/v0/tasks" in e or "/api/v0/actors" in e]
     if missing and diag.verdict == "no-hang":
         diag.verdict = "inconclusive"
@@ -111,9 +118,12 @@ def run(opts: Options) -> Diagnosis:
                                    diag.graph, diag.chain_keys(), after.rows or snap.tasks, job)
         except Exception as exc:  # noqa: BLE001 - evidence is a bonus: report and go on
             diag.errors.append(CollectionError(f"evidence gathering failed: {exc}"))
+    timer.mark("evidence")
+    diag.timings = timer.phases
     diag.seconds = time.monotonic() - started
     if opts.output_dir is not None:
         write_outputs(diag, opts.output_dir, after.rows)
+        timer.mark("write")
     return diag
 
 

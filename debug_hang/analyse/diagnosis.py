@@ -38,6 +38,7 @@ class Diagnosis:
     seconds: float = 0.0
     evidence: Evidence | None = None
     chains: list[Chain] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per phase of the run, in order
 
     def __post_init__(self) -> None:
         if not self.chains:

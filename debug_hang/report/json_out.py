@@ -52,6 +52,7 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
             "processes": len({(p.node_id, p.pid) for p in diag.collection.processes}),
             "stacks": len(diag.collection.processes),
             "seconds": round(diag.seconds, 2),
+            "timings": diag.timings,
             "errors": errors,
         },
     }
