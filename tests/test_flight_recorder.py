@@ -257,3 +257,9 @@ def test_stacks_and_recorder_that_disagree_are_reported_as_such() -> None:
     # THEN the disagreement is said plainly, with both sides and what to check
     assert note.startswith("Flight Recorder: DISAGREES with the stacks: the stacks name rank(s) 0, the recorder names rank(s) 3")
     assert "dumps' age" in note and diag.causes[0].evidence[0] == note
+
+
+def test_fr_summary_is_bounded_and_keeps_the_culprit(capsys: pytest.CaptureFixture[str]) -> None:
+    code = fr_cmd.main([str(DATA / "fr_metrics_allreduce_skipped"), "--no-torch", "--max-lines", "3"])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 0 and len(out) == 4 and out[1] == "culprit rank(s): 1" and out[-1].startswith("... ")

@@ -16,6 +16,8 @@ from debug_hang.errors import EXIT_CODES_HELP, EXIT_OK, BadInputError
 from debug_hang.parse.flight_recorder import read_dir
 
 FR_SCHEMA = "debug-hang/flight-recorder/v1"
+# An agent's harness cuts tool output at 10-30K characters: a summary of a few hundred ranks fits.
+DEFAULT_MAX_LINES = 200
 PROG = "debug-hang fr"
 
 DESCRIPTION = """Analyse PyTorch Flight Recorder dumps, one per rank, per process group and sequence number:
@@ -45,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--world-size", type=int, help="members of the default group (default: from the dumps)")
     p.add_argument("--format", choices=("summary", "json"), default="summary", help="output format (default summary)")
     p.add_argument("--no-torch", action="store_true", help="skip the cross-check with torch's own analyzer")
+    p.add_argument("--max-lines", type=int, default=DEFAULT_MAX_LINES,
+                   help=f"cut the summary at this many lines (default {DEFAULT_MAX_LINES}; 0: no cut; JSON is never cut)")
     return p
 
 
@@ -87,5 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.format == "json":
         print(json.dumps({"schema": FR_SCHEMA, **fr.to_json()}, indent=1))
     else:
-        print("\n".join(summary_lines(fr)))
+        lines = summary_lines(fr)
+        if 0 < args.max_lines < len(lines):
+            lines = [*lines[: args.max_lines], f"... {len(lines) - args.max_lines} more line(s): --max-lines 0 or --format json"]
+        print("\n".join(lines))
     return EXIT_OK
