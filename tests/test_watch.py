@@ -23,6 +23,10 @@ from conftest import ROOT, LocalCluster, expected_of, stop_job, submit_example, 
 
 from debug_hang import localcluster
 from debug_hang.commands.watch import duration
+from debug_hang.errors import UsageError
+from debug_hang.watch import SLOWDOWN, JobWatch, Watcher, WatchOptions, log_signal, task_signals
+
+DATA = ROOT / "tests" / "data" / "watch"
 
 
 class WatchProcess:
@@ -206,3 +210,79 @@ def test_durations() -> None:
     assert [duration(t) for t in ("90", "90s", "15m", "2h", "1.5m")] == [90, 90, 900, 7200, 90]
     with pytest.raises(Exception, match="invalid duration"):
         duration("ten minutes")
+
+
+def series(name: str) -> list[dict]:
+    return json.loads((DATA / f"{name}.json").read_text())["readings"]
+
+
+@pytest.mark.unit
+def test_a_moving_job_moves_every_signal() -> None:
+    # GIVEN task summaries and driver-log tails read once a second from a healthy job (healthy_slow)
+    readings = series("healthy_slow")
+    signals = [task_signals(r["summary"]) for r in readings]
+    # THEN the task fingerprint and the finished count change over the series, and so does the log tail
+    assert len({s[0] for s in signals}) >= len(readings) // 2, [s[1] for s in signals]
+    finished = [int(s[1].split()[0]) for s in signals]
+    assert finished == sorted(finished) and finished[-1] > finished[0]
+    assert log_signal(readings[0]["log_tail"]) != log_signal(readings[-1]["log_tail"])
+
+
+@pytest.mark.unit
+def test_a_hung_job_moves_no_signal() -> None:
+    # GIVEN the same readings of a job hung in an actor call cycle
+    readings = series("actor_call_cycle")
+    # THEN every reading gives the same fingerprints
+    assert len(readings) >= 4
+    assert len({task_signals(r["summary"])[0] for r in readings}) == 1
+    assert len({log_signal(r["log_tail"]) for r in readings}) == 1
+
+
+@pytest.mark.unit
+def test_ray_train_status_polls_are_not_progress_but_reports_are() -> None:
+    # GIVEN a Ray Train run reporting every epoch, with one quiet 15 s epoch during which the
+    # controller keeps polling its workers
+    readings = series("train_reports")
+    signals = [task_signals(r["summary"]) for r in readings]
+    raw = [json.dumps(r["summary"]["result"], sort_keys=True) for r in readings]
+    # THEN some readings differ only by poll_status calls, and the fingerprint ignores them
+    polls_only = [i for i in range(1, len(readings)) if raw[i] != raw[i - 1] and signals[i][0] == signals[i - 1][0]]
+    assert polls_only, "no reading where only the status polls moved"
+    # ... the longest silence of the fingerprint covers the quiet epoch
+    longest, since = 0.0, readings[0]["t"]
+    for prev, cur, r in zip(signals, signals[1:], readings[1:], strict=False):
+        if cur[0] != prev[0]:
+            since = r["t"]
+        longest = max(longest, r["t"] - since)
+    assert longest >= 10, longest
+    # ... and ray.train.report barriers are a signal of their own that grows
+    reports = [s[2].get("train-reports", 0) for s in signals]
+    assert reports[-1] > reports[0] >= 0 and reports == sorted(reports), reports
+
+
+@pytest.mark.unit
+def test_ray_timed_lines_are_not_log_progress() -> None:
+    base = "step 1: loss 0.5\nstep 2: loss 0.4\n"
+    noise = "(autoscaler +1m2s) Warning: The following resource request cannot be scheduled right now: {'GPU': 1.0}\n"
+    assert log_signal(base) == log_signal(base + noise) != log_signal(base + "step 3: loss 0.3\n")
+
+
+@pytest.mark.unit
+def test_the_interval_slows_when_quiet_but_lands_on_the_stall_deadline() -> None:
+    now = [1000.0]
+    watcher = Watcher(WatchOptions(address="127.0.0.1:1", stall_s=600, interval_s=30), say=lambda _: None,
+                      clock=lambda: now[0], sleep=lambda _: None)
+    job = JobWatch(job_id="01000000", submission_id=None, driver_node_id=None, entrypoint="", progress_at=now[0])
+    watcher.jobs[job.job_id] = job
+    watcher.pace = 30 * SLOWDOWN  # slowest pace after a long quiet spell
+    assert watcher._next_wait() == 120  # far from the deadline: the slow pace
+    now[0] += 550
+    assert watcher._next_wait() == 50  # shortened to land on the stall deadline
+    now[0] += 45
+    assert watcher._next_wait() == 30  # never faster than --interval
+    job.fired = True  # after a diagnosis, no deadline: the slow pace again
+    assert watcher._next_wait() == 120
+    with pytest.raises(UsageError):
+        Watcher(WatchOptions(stall_s=10, interval_s=30))
+    with pytest.raises(UsageError):
+        Watcher(WatchOptions(on_hang="notify 'unclosed"))
