@@ -106,6 +106,7 @@ def test_a_job_that_hangs_after_warmup_is_diagnosed_once_within_the_stall(ray_cl
     reported = watch.first("report: ")
     assert confirmed is not None and reported is not None, out
     assert confirmed > hung_at, f"fired during the healthy warm-up\n{out}"
+    print(f"hang seen in the job log -> report written: {reported - hung_at:.1f}s (stall {stall:.0f}s)")
     assert reported - hung_at <= stall + 10 + 5, f"diagnosis {reported - hung_at:.1f}s after the hang\n{out}"
     assert out.count("stall confirmed") == 1, out
     # ... with the right culprit, and the user's command got the report in its environment
@@ -286,3 +287,21 @@ def test_the_interval_slows_when_quiet_but_lands_on_the_stall_deadline() -> None
         Watcher(WatchOptions(stall_s=10, interval_s=30))
     with pytest.raises(UsageError):
         Watcher(WatchOptions(on_hang="notify 'unclosed"))
+
+
+@pytest.mark.integration
+def test_as_a_ray_job_it_needs_no_cpu_and_never_watches_itself(ray_cluster: LocalCluster) -> None:
+    # GIVEN the watcher submitted as a Ray job (no CPU asked), told to watch its own submission id
+    from ray.job_submission import JobSubmissionClient
+
+    client = JobSubmissionClient(ray_cluster.dashboard)
+    sub = f"watch-self-{os.getpid()}-{int(time.time())}"
+    client.submit_job(entrypoint=f"python -m debug_hang watch --job-id {sub} --stall 5 --interval 1", submission_id=sub,
+                      entrypoint_num_cpus=0,
+                      runtime_env={"working_dir": str(ROOT), "excludes": ["tests/", ".git/", "benchmarks/", "tools/"]})
+    # WHEN it starts
+    wait_for(lambda: client.get_job_status(sub).is_terminal(), 120, "the watcher job to end")
+    logs = client.get_job_logs(sub)
+    # THEN it refuses, saying why (usage error), instead of watching or diagnosing itself
+    assert str(client.get_job_status(sub)) in ("FAILED", "JobStatus.FAILED"), logs
+    assert "is this watcher itself" in logs, logs

@@ -67,12 +67,16 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--port", type=int, default=int(os.environ.get("DEBUG_HANG_TEST_PORT", "6400")),
                    help="GCS port of the tool's own cluster (default $DEBUG_HANG_TEST_PORT or 6400)")
+    p.add_argument("--only", choices=["healthy_slow", "actor_call_cycle", "train_reports"], help="record only this series")
     args = p.parse_args()
     cluster = localcluster.start(args.port, num_cpus=4)
     try:
-        record(cluster, "healthy_slow", "python healthy_slow.py", localcluster.EXAMPLES_DIR, 8)
-        record(cluster, "actor_call_cycle", "", localcluster.EXAMPLES_DIR, 6, hung_example="actor_call_cycle")
-        record(cluster, "train_reports", "python train_reports.py 5 15", ROOT / "tests" / "jobs", 150)
+        if args.only in (None, "healthy_slow"):
+            record(cluster, "healthy_slow", "python healthy_slow.py", localcluster.EXAMPLES_DIR, 8)
+        if args.only in (None, "actor_call_cycle"):
+            record(cluster, "actor_call_cycle", "", localcluster.EXAMPLES_DIR, 6, hung_example="actor_call_cycle")
+        if args.only in (None, "train_reports"):
+            record(cluster, "train_reports", "python train_reports.py 5 15", ROOT / "tests" / "jobs", 150)
     finally:
         localcluster.stop(cluster)
     return 0
