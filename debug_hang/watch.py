@@ -39,6 +39,7 @@ CONFIRM_S = 3.0  # the confirmation reading comes at most this long after the st
 ON_HANG_TIMEOUT_S = 120.0  # the user's --on-hang command is killed after this long
 ENDED = ("SUCCEEDED", "FAILED", "STOPPED")
 # Lines Ray itself writes into a driver's log on a timer, whether the job moves or not.
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _RAY_NOISE = re.compile(r"^\s*\((autoscaler|raylet)\b|cannot be scheduled right now")
 
 
@@ -108,7 +109,7 @@ def task_signals(summary: dict[str, Any]) -> tuple[str, str, dict[str, int]]:
 
 def log_signal(text: str) -> str:
     """A comparable value for a driver-log tail: its own lines, without Ray's timed messages."""
-    lines = [ln for ln in text.splitlines() if ln.strip() and not _RAY_NOISE.search(ln)]
+    lines = [ln for ln in _ANSI.sub("", text).splitlines() if ln.strip() and not _RAY_NOISE.search(ln)]
     return hashlib.sha1("\n".join(lines[-LOG_TAIL_LINES:]).encode(), usedforsecurity=False).hexdigest()
 
 
@@ -189,7 +190,7 @@ class Watcher:
             value, note, reports = task_signals(body.get("data", {}).get("result", {}))
             reading.values["tasks"], reading.notes["tasks"] = value, note
             for name, count in reports.items():
-                reading.values[name], reading.notes[name] = str(count), f"{count} ray.train.report barrier(s) passed"
+                reading.values[name], reading.notes[name] = str(count), f"{count} ray.train.report barrier call(s) finished, one per rank"
         except UnreachableError as exc:
             reading.errors.append(str(exc))
         if self.opts.log_signal and job.submission_id and job.driver_node_id:

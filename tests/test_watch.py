@@ -264,7 +264,7 @@ def test_ray_train_status_polls_are_not_progress_but_reports_are() -> None:
 @pytest.mark.unit
 def test_ray_timed_lines_are_not_log_progress() -> None:
     base = "step 1: loss 0.5\nstep 2: loss 0.4\n"
-    noise = "(autoscaler +1m2s) Warning: The following resource request cannot be scheduled right now: {'GPU': 1.0}\n"
+    noise = "\x1b[33m(autoscaler +1m2s)\x1b[0m Warning: The following resource request cannot be scheduled right now: {'GPU': 1.0}\n"
     assert log_signal(base) == log_signal(base + noise) != log_signal(base + "step 3: loss 0.3\n")
 
 

@@ -59,7 +59,7 @@ def record(cluster: localcluster.LocalCluster, name: str, entrypoint: str, worki
     localcluster.stop_job(cluster, localcluster.SubmittedJob(sub, None))
     OUT.mkdir(parents=True, exist_ok=True)
     doc = {"job": name, "entrypoint": entrypoint, "status_at_end": status, "readings": series}
-    (OUT / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
+    (OUT / f"{name}.json").write_text(json.dumps(doc, separators=(",", ":")) + "\n")
     print(f"{name}: {len(series)} readings, job {status}", file=sys.stderr)
 
 
