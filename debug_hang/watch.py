@@ -33,6 +33,7 @@ from debug_hang.snapshot import BARRIER_TASK, POLLING_TASKS
 # A State API summary or a log tail is served in milliseconds by a healthy head; 10 s covers a
 # loaded one without letting one slow answer stretch an interval much.
 REQUEST_TIMEOUT_S = 10.0
+SUMMARY_ROWS = 10_000  # task records one State API answer holds (RAY_MAX_LIMIT_FROM_DATA_SOURCE)
 LOG_TAIL_LINES = 5  # lines of the driver log compared between readings
 SLOWDOWN = 4.0  # a quiet watch polls at most this many times slower than --interval
 CONFIRM_S = 3.0  # the confirmation reading comes at most this long after the stall is noticed
@@ -78,6 +79,7 @@ class JobWatch:
     progress_at: float
     last: dict[str, str] = field(default_factory=dict)
     changed_at: dict[str, float] = field(default_factory=dict)
+    large: bool = False  # more task records than one State API answer holds
     fired: bool = False  # a diagnosis fired for the current stall: wait for progress to re-arm
     diagnoses: int = 0
 
@@ -181,16 +183,8 @@ class Watcher:
         """One reading of the job's signals (errors are recorded, never raised)."""
         assert self.client is not None
         reading = Reading()
-        params = [("filter_keys", "job_id"), ("filter_predicates", "="), ("filter_values", job.job_id),
-                  ("timeout", str(int(REQUEST_TIMEOUT_S)))]
         try:
-            body = self.client.get("/api/v0/tasks/summarize", params)
-            if not body.get("result", False):
-                raise UnreachableError(f"task summary: {str(body.get('msg', 'failed'))[:200]}")
-            value, note, reports = task_signals(body.get("data", {}).get("result", {}))
-            reading.values["tasks"], reading.notes["tasks"] = value, note
-            for name, count in reports.items():
-                reading.values[name], reading.notes[name] = str(count), f"{count} ray.train.report barrier call(s) finished, one per rank"
+            self._read_tasks(job, reading)
         except UnreachableError as exc:
             reading.errors.append(str(exc))
         if self.opts.log_signal and job.submission_id and job.driver_node_id:
@@ -208,6 +202,44 @@ class Watcher:
             except OSError as exc:
                 reading.notes["progress-file"] = f"{self.opts.progress_file} unreadable ({exc.strerror})"
         return reading
+
+    def _read_tasks(self, job: JobWatch, reading: Reading) -> None:
+        """The task signal: the job's task summary, or, once the job has more task records than
+        one State API answer holds (the summary then counts the same oldest 10,000 forever), the
+        number of its FINISHED tasks counted by the GCS (filtered there by job, state and name)."""
+        assert self.client is not None
+        params = [("filter_keys", "job_id"), ("filter_predicates", "="), ("filter_values", job.job_id)]
+        if job.large:
+            params += [("filter_keys", "state"), ("filter_predicates", "="), ("filter_values", "FINISHED")]
+            for name in sorted(POLLING_TASKS):
+                params += [("filter_keys", "name"), ("filter_predicates", "!="), ("filter_values", name)]
+            result = self._state("/api/v0/tasks", [("limit", "1"), ("detail", "0"), ("timeout", str(int(REQUEST_TIMEOUT_S))),
+                                                   *params])
+            total = int(result.get("total") or 0)
+            reading.values["tasks"] = f"finished:{total}"
+            reading.notes["tasks"] = f"{total} of the job's tasks finished (counted by the GCS: over {SUMMARY_ROWS} records)"
+            return
+        result = self._state("/api/v0/tasks/summarize", [*params, ("timeout", str(int(REQUEST_TIMEOUT_S)))])
+        if int(result.get("total") or 0) > int(result.get("num_after_truncation") or 0):
+            job.large = True
+            self.log(f"job {job.label()}: over {SUMMARY_ROWS} task records, the summary no longer moves; "
+                     "counting its finished tasks on the GCS from now on")
+            self._read_tasks(job, reading)
+            return
+        value, note, reports = task_signals(result)
+        reading.values["tasks"], reading.notes["tasks"] = value, note
+        for name, count in reports.items():
+            reading.values[name] = str(count)
+            reading.notes[name] = f"{count} ray.train.report barrier call(s) finished, one per rank"
+
+    def _state(self, path: str, params: list[tuple[str, str]]) -> dict[str, Any]:
+        assert self.client is not None
+        body = self.client.get(path, params)
+        if not isinstance(body, dict) or not body.get("result", False):
+            msg = body.get("msg", "failed") if isinstance(body, dict) else "not a JSON object"
+            raise UnreachableError(f"State API {path}: {str(msg)[:200]}")
+        result = body.get("data", {}).get("result", {})
+        return result if isinstance(result, dict) else {}
 
     # -- the loop ------------------------------------------------------------------------------
 
