@@ -80,6 +80,8 @@ class JobWatch:
     last: dict[str, str] = field(default_factory=dict)
     changed_at: dict[str, float] = field(default_factory=dict)
     large: bool = False  # more task records than one State API answer holds
+    finished: int | None = None  # FINISHED count of a large job, and when it was taken
+    counted_at: float = 0.0
     fired: bool = False  # a diagnosis fired for the current stall: wait for progress to re-arm
     diagnoses: int = 0
 
@@ -179,12 +181,12 @@ class Watcher:
         body = client.get("/api/jobs/")
         return [j for j in body if isinstance(j, dict)] if isinstance(body, list) else []
 
-    def read(self, job: JobWatch) -> Reading:
+    def read(self, job: JobWatch, fresh: bool = False) -> Reading:
         """One reading of the job's signals (errors are recorded, never raised)."""
         assert self.client is not None
         reading = Reading()
         try:
-            self._read_tasks(job, reading)
+            self._read_tasks(job, reading, fresh)
         except UnreachableError as exc:
             reading.errors.append(str(exc))
         if self.opts.log_signal and job.submission_id and job.driver_node_id:
@@ -203,34 +205,47 @@ class Watcher:
                 reading.notes["progress-file"] = f"{self.opts.progress_file} unreadable ({exc.strerror})"
         return reading
 
-    def _read_tasks(self, job: JobWatch, reading: Reading) -> None:
+    def _read_tasks(self, job: JobWatch, reading: Reading, fresh: bool = False) -> None:
         """The task signal: the job's task summary, or, once the job has more task records than
         one State API answer holds (the summary then counts the same oldest 10,000 forever), the
-        number of its FINISHED tasks counted by the GCS (filtered there by job, state and name)."""
+        job's unfinished tasks and its FINISHED count, both filtered on the GCS (see _read_large)."""
         assert self.client is not None
         params = [("filter_keys", "job_id"), ("filter_predicates", "="), ("filter_values", job.job_id)]
         if job.large:
-            params += [("filter_keys", "state"), ("filter_predicates", "="), ("filter_values", "FINISHED")]
-            for name in sorted(POLLING_TASKS):
-                params += [("filter_keys", "name"), ("filter_predicates", "!="), ("filter_values", name)]
-            result = self._state("/api/v0/tasks", [("limit", "1"), ("detail", "0"), ("timeout", str(int(REQUEST_TIMEOUT_S))),
-                                                   *params])
-            total = int(result.get("total") or 0)
-            reading.values["tasks"] = f"finished:{total}"
-            reading.notes["tasks"] = f"{total} of the job's tasks finished (counted by the GCS: over {SUMMARY_ROWS} records)"
+            self._read_large(job, reading, params, fresh)
             return
         result = self._state("/api/v0/tasks/summarize", [*params, ("timeout", str(int(REQUEST_TIMEOUT_S)))])
         if int(result.get("total") or 0) > int(result.get("num_after_truncation") or 0):
             job.large = True
-            self.log(f"job {job.label()}: over {SUMMARY_ROWS} task records, the summary no longer moves; "
-                     "counting its finished tasks on the GCS from now on")
-            self._read_tasks(job, reading)
+            self.log(f"job {job.label()}: more task records than one State API answer holds, the summary no longer moves; "
+                     "following its unfinished tasks and its FINISHED count on the GCS from now on")
+            self._read_tasks(job, reading, fresh)
             return
         value, note, reports = task_signals(result)
         reading.values["tasks"], reading.notes["tasks"] = value, note
         for name, count in reports.items():
             reading.values[name] = str(count)
             reading.notes[name] = f"{count} ray.train.report barrier call(s) finished, one per rank"
+
+    def _read_large(self, job: JobWatch, reading: Reading, params: list[tuple[str, str]], fresh: bool) -> None:
+        """A job past SUMMARY_ROWS records: every reading, its unfinished tasks (few, so the GCS
+        answer is small); every stall/4 and when confirming a stall, its FINISHED count (the GCS
+        matches every finished record and the dashboard converts up to 10,000 of them: seconds)."""
+        polls = [kv for name in sorted(POLLING_TASKS) for kv in (("filter_keys", "name"), ("filter_predicates", "!="),
+                                                                   ("filter_values", name))]
+        head = [("limit", str(SUMMARY_ROWS)), ("detail", "0"), ("timeout", str(int(REQUEST_TIMEOUT_S)))]
+        rows = self._state("/api/v0/tasks", [*head, *params, ("filter_keys", "state"), ("filter_predicates", "!="),
+                                             ("filter_values", "FINISHED"), *polls]).get("result") or []
+        keys = sorted(f"{r.get('task_id')}:{r.get('attempt_number')}:{r.get('state')}" for r in rows if isinstance(r, dict))
+        reading.values["tasks"] = hashlib.sha1("\n".join(keys).encode(), usedforsecurity=False).hexdigest()
+        reading.notes["tasks"] = f"{len(keys)} unfinished task(s) of the job"
+        now = self.clock()
+        if fresh or job.finished is None or now - job.counted_at >= max(self.opts.interval_s, self.opts.stall_s / 4):
+            result = self._state("/api/v0/tasks", [*head[1:], ("limit", "1"), *params, ("filter_keys", "state"),
+                                                   ("filter_predicates", "="), ("filter_values", "FINISHED"), *polls])
+            job.finished, job.counted_at = int(result.get("total") or 0), now
+        reading.values["finished"] = str(job.finished)
+        reading.notes["finished"] = f"{job.finished} of the job's tasks finished (counted by the GCS, every {fmt_s(self.opts.stall_s / 4)})"
 
     def _state(self, path: str, params: list[tuple[str, str]]) -> dict[str, Any]:
         assert self.client is not None
@@ -396,7 +411,7 @@ class Watcher:
         self.log(f"job {watch.label()}: no progress for {fmt_s(now - watch.progress_at)} ({silent}); "
                  "confirming with a second reading")
         self.sleep(min(CONFIRM_S, self.opts.interval_s))
-        moved = self._update(watch, self.read(watch), self.clock())
+        moved = self._update(watch, self.read(watch, fresh=True), self.clock())
         if moved:
             self.log(f"job {watch.label()}: stall not confirmed ({', '.join(moved)} moved)")
             watch.progress_at = self.clock()
