@@ -365,6 +365,8 @@ class Watcher:
         for job_id, watch in list(self.jobs.items()):
             job = by_id.get(job_id)
             status = job.get("status") if job else "gone from the job list"
+            if job is not None and not watch.driver_node_id and job.get("driver_node_id"):
+                watch.driver_node_id = job["driver_node_id"]  # its driver started: the log becomes a signal
             if job is None or status in ENDED:
                 self.log(f"job {watch.label()} ended ({status}); {watch.diagnoses} diagnosis(es) written")
                 del self.jobs[job_id]
