@@ -15,7 +15,8 @@ a State API row). What is redacted:
 - credentials in URLs (`user:pass@host`, `X-Amz-Signature=`, `X-Amz-Credential=`, `sig=`, ...);
 - every value seen under a secret-looking environment variable name (`learn_env`): learnt from
   the jobs' `runtime_env` env_vars and the targets' `/proc/PID/environ`, redacted wherever it
-  appears afterwards.
+  appears afterwards. A node's probe redacts what it reads there with the values themselves and
+  hands back only salted digests (`digests`/`learn_digests`): a value never leaves its node.
 
 `safe_text()` removes control characters (ESC/CSI/OSC sequences, C0 and C1 controls but tab and
 newline, bidi overrides); `md_cell()`, `md_inline()`, `code_span()` and `fence()` put untrusted
@@ -26,9 +27,11 @@ Pure standard library: the node probe may import it.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import re
+import secrets
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -159,6 +162,7 @@ class Redactor:
         self._lock = threading.Lock()
         # Short strings repeat across State API rows (states, names, event kinds): remembered.
         self._cache: dict[str, str] = {}
+        self._digests: dict[str, set[str]] = {}  # salt -> digests of values learnt elsewhere
 
     def learn(self, values: Iterable[str]) -> None:
         """Redact these exact strings wherever they appear from now on."""
@@ -185,13 +189,31 @@ class Redactor:
                         info.get("serialized_runtime_env") if isinstance(info, Mapping) else None):
                 self.learn_env(_env_vars(raw))
 
-    @property
-    def learnt(self) -> int:
-        return len(self._values)
+    def _by_digest(self, m: re.Match[str]) -> str:
+        word = m[0]
+        for salt, known in self._digests.items():
+            if _digest(salt, word) in known:
+                return REDACTED
+        return word
 
     @property
-    def values(self) -> frozenset[str]:
-        return frozenset(self._values)
+    def learnt(self) -> int:
+        return len(self._values) + sum(len(d) for d in self._digests.values())
+
+    def digests(self) -> dict[str, Any]:
+        """The learnt values as salted SHA-256 digests ({"salt", "digests"}), for another process
+        to redact them without ever holding them (see learn_digests)."""
+        salt = secrets.token_hex(16)
+        return {"salt": salt, "digests": sorted(_digest(salt, v) for v in self._values)}
+
+    def learn_digests(self, found: Mapping[str, Any] | None) -> None:
+        """Redact every word whose salted digest is one of these (what `digests()` gave): a
+        secret value seen in a target's environment on a node, known here only by its digest."""
+        if not isinstance(found, Mapping) or not found.get("digests"):
+            return
+        with self._lock:
+            self._digests.setdefault(str(found.get("salt") or ""), set()).update(str(d) for d in found["digests"])
+            self._cache = {}
 
     def redact(self, text: str) -> str:
         """`text` with every secret replaced by [REDACTED]; linear in len(text).
@@ -215,6 +237,8 @@ class Redactor:
         for value in self._ordered:
             if value in text:
                 text = text.replace(value, REDACTED)
+        if self._digests:
+            text = _WORD.sub(self._by_digest, text)
         low = text.lower()
         if not any(t in low for t in _ALL_TRIGGERS) and (len(text) < 40 or _RUN40.search(text) is None):
             return text  # nothing any rule could match: ids, states, names, most lines
@@ -335,6 +359,15 @@ def _aws_secret(m: re.Match[str]) -> str:
     return m[0]
 
 
+# A word that may be a whole secret value: what sits between quotes, spaces, `=`, `:`, `@`, `/`,
+# `,`, `;`, brackets (a value holding one of these is found only when learnt literally).
+_WORD = re.compile(r"[^\s\"'`=:,;()\[\]{}<>@/&?|]{6,256}")
+
+
+def _digest(salt: str, value: str) -> str:
+    return hashlib.sha256(f"{salt}\0{value}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def worth_learning(value: str) -> bool:
     """A learnt value is redacted everywhere: skip ones so plain they would blank the report, and
     absolute paths (GOOGLE_APPLICATION_CREDENTIALS names a key file; it is not the key)."""
@@ -360,6 +393,10 @@ def learn_env(env: Mapping[str, Any] | None) -> None:
 
 def learn(values: Iterable[str]) -> None:
     DEFAULT.learn(values)
+
+
+def learn_digests(found: Mapping[str, Any] | None) -> None:
+    DEFAULT.learn_digests(found)
 
 
 def learn_runtime_envs(rows: Iterable[Mapping[str, Any]]) -> None:

@@ -33,6 +33,8 @@ WORKER_CLASS = "RayTrainWorker"
 BARRIER_TASK = "SynchronizationActor.broadcast_from_rank_zero"
 # Calls Ray's libraries make on a timer whether the job moves or not.
 POLLING_TASKS = frozenset({"RayTrainWorker.poll_status"})
+# The actor behind ray.util.queue.Queue: its waits are followed to the queue's producers/consumers.
+QUEUE_ACTOR_CLASS = "_QueueActor"
 
 # Environment variables that say which rank a process is: the only ones ever kept.
 RANK_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK")

@@ -235,3 +235,19 @@ def test_a_learnt_secret_is_redacted_in_any_surrounding(secret: str, before: str
     fresh = Redactor()
     fresh.learn([secret])
     assert secret not in fresh.redact(before + secret + after)
+
+
+def test_values_known_only_by_digest_are_redacted_and_never_carried() -> None:
+    # GIVEN a node's redactor that learnt the driver's environment (the probe's)
+    node = Redactor()
+    node.learn_env(DRIVER_ENV)
+    handed_back = node.digests()
+    # THEN what it hands back holds no value
+    assert not [v for v in DRIVER_ENV.values() if v in json.dumps(handed_back)]
+    # WHEN the diagnosing process learns the digests and redacts the real driver log
+    head = Redactor()
+    head.learn_digests(handed_back)
+    out = head.redact((CAPTURE / "driver.log").read_text())
+    # THEN the password printed after `db_pass=` and inside the tracking URL is gone
+    assert DRIVER_ENV["MLFLOW_TRACKING_PASSWORD"] not in out
+    assert "db_pass=[REDACTED]" in out and "Connecting to existing Ray cluster" in out

@@ -61,6 +61,7 @@ def build_parser(prog: str = "debug-hang diagnose") -> argparse.ArgumentParser:
                    help=f"processes dumped at most: those in unfinished calls, their peers and the actors they "
                         f"wait on first; the cut is reported (default {MAX_TARGETS})")
     p.add_argument("--json", action="store_true", help="print diagnosis.json to stdout instead of the summary")
+    p.add_argument("-v", "--verbose", action="store_true", help="also print the seconds each phase took")
     p.add_argument("--reanalyse", metavar="DIR", help="re-run the analysis on a recorded output folder (no cluster needed)")
     return p
 
@@ -108,6 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     for cause in diag.causes[:3]:
         names = strip_controls(", ".join(c.label() for c in cause.culprits), newlines=False)
         print(f"  - {cause.pattern}: {names} (confidence {cause.confidence:.2f})")
+    if diag.fr_notes:
+        print(f"  {strip_controls(diag.fr_notes[0], newlines=False)}")
+    if args.verbose and diag.timings:
+        print("phases: " + ", ".join(f"{name} {secs:.2f}s" for name, secs in diag.timings.items()))
     errors = diag.collection.errors + diag.errors
     if errors:
         print(f"  ! {len(errors)} collection error(s): see the report", file=sys.stderr)

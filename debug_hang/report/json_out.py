@@ -21,7 +21,7 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
             "pattern": cause.pattern,
             "summary": cause.summary,
             "culprit": {
-                "kind": first.kind if first.kind != "driver" else "process",
+                "kind": first.kind,
                 "class_name": first.class_name, "task_name": first.task_name,
                 "actor_id": first.actor_id, "task_id": first.task_id, "pid": first.pid,
                 "node_id": first.node_id, "rank": first.rank,
@@ -38,9 +38,8 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
           "pattern": n.pattern, "state": n.state, "waits_on": why} for n, why in chain]
         for chain in diag.chains
     ]
-    errors = [{"node_id": e.get("node_id"), "pid": e.get("pid"), "error": str(e.get("error")),
-               "kind": e.get("kind")} for e in diag.collection.errors + diag.errors]
-    return {
+    errors = [e.to_dict() for e in diag.collection.errors + diag.errors]
+    doc: dict[str, Any] = {
         "schema": DIAGNOSIS_SCHEMA,
         "address": diag.address,
         "job_id": diag.job_id,
@@ -53,6 +52,12 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
             "processes": len({(p.node_id, p.pid) for p in diag.collection.processes}),
             "stacks": len(diag.collection.processes),
             "seconds": round(diag.seconds, 2),
+            "timings": diag.timings,
             "errors": errors,
         },
     }
+    if diag.flight_recorder is not None or diag.fr_notes:
+        fr = diag.flight_recorder.to_json() if diag.flight_recorder is not None else {
+            "ranks_dumped": [], "culprit_ranks": [], "groups": [], "errors": [], "torch_check": None}
+        doc["flight_recorder"] = {**fr, "notes": list(diag.fr_notes)}
+    return doc

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from debug_hang.analyse.flight_recorder import describe
 from debug_hang.analyse.patterns import catalog
 from debug_hang.model import Frame, Process
 from debug_hang.redact import code_span, fence, md_cell, md_inline, strip_controls
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
 MAX_TABLE_ROWS = 40
 MAX_EVIDENCE = 8
+MAX_FR_GROUPS = 8  # process groups shown in the Flight Recorder table (all are in diagnosis.json)
 
 
 def render_stacks_text(processes: list[Process]) -> str:
@@ -186,6 +188,7 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
                 for line in node_ev.highlights:
                     yield f"- own log ({md_cell(c.name)} pid {c.pid}): {code_span(line, 240)}"
         yield ""
+    yield from _flight_recorder_lines(diag)
     diffs = locals_differences(diag)
     if diffs:
         yield "## Locals that differ between peers (--locals)"
@@ -215,8 +218,8 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
         yield ""
         yield "## What could not be collected"
         for err in errors[:15]:
-            yield (f"- node {md_cell((err.get('node_id') or '?')[:12])} pid {md_cell(err.get('pid') or '—')}: "
-                   f"{md_inline(err.get('error'), 300)}")
+            yield (f"- node {md_cell((err.node_id or '?')[:12])} pid {md_cell(err.pid or '—')}: "
+                   f"{md_inline(err.error, 300)}")
         if len(errors) > 15:
             yield f"- … {len(errors) - 15} more in diagnosis.json"
 
@@ -247,3 +250,33 @@ def locals_differences(diag: Diagnosis) -> list[str]:
                 parts = sorted(by_value.items(), key=lambda kv: len(kv[1]))
                 out.append(f"{cls}.{name}: " + "; ".join(f"{', '.join(w)}: {val}" for val, w in parts))
     return out
+
+
+def _flight_recorder_lines(diag: Diagnosis) -> Iterator[str]:
+    """A short per-group table of the PyTorch Flight Recorder dumps, and what they add to the stacks."""
+    fr = diag.flight_recorder
+    if fr is None and not diag.fr_notes:
+        return
+    yield "## Flight Recorder (PyTorch collectives)"
+    for note in diag.fr_notes:
+        yield f"- {md_inline(note, 400)}"
+    if fr is not None and fr.ranks_dumped:
+        yield f"- dumps read: rank(s) {', '.join(str(r) for r in fr.ranks_dumped)}"
+        yield ""
+        yield "| Process group | Members | Pending collective | Entered | Never entered (its last collective) | No dump | Desync |"
+        yield "|---|---|---|---|---|---|---|"
+        for g in fr.groups[:MAX_FR_GROUPS]:
+            if g.kind == "idle":
+                yield f"| {md_inline(g.label)} | {len(g.members)} | none (all completed) | | | | |"
+                continue
+            never = "; ".join(f"{r} ({describe(g.ranks[r].last, g.ranks[r].last_enqueued)})" for r in g.not_entered)
+            desync = "; ".join(f"{r}: {op}" for r, op in sorted(g.desync_ops.items())) if g.desync_seq is not None else ""
+            yield (f"| {md_inline(g.label)} | {len(g.members)} | #{g.pending_seq} {md_inline(g.pending_op())} | "
+                   f"{', '.join(map(str, g.entered))} | {md_inline(never, 300)} | {', '.join(map(str, g.missing))} | "
+                   f"{md_inline(desync, 200)} |")
+        if len(fr.groups) > MAX_FR_GROUPS:
+            yield f"| … {len(fr.groups) - MAX_FR_GROUPS} more groups in diagnosis.json | | | | | | |"
+    if fr is not None:
+        for err in fr.errors[:5]:
+            yield f"- not read: {md_inline(err, 300)}"
+    yield ""

@@ -10,6 +10,9 @@ never mixes two runs.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import builtins
 import json
 import os
 import re
@@ -30,6 +33,8 @@ OUTPUT_FILES = ("01_cluster.txt", "02_jobs.json", "03_tasks.json", "04_actors.js
                 "stacks.json", "snapshot.json", "tasks_after.json", "evidence.json", "report.md",
                 "diagnosis.json")
 LOG_DIR = "logs"
+FR_DIR = "flight_recorder"
+SUBDIRS = (LOG_DIR, FR_DIR)  # folders of files a diagnosis writes (removed by --force)
 DEFAULT_PREFIX = "ray_hang_diag_"
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,120}$")
 _HEX = re.compile(r"^[0-9a-f]{1,64}$")
@@ -71,19 +76,20 @@ def _remove_outputs(path: Path) -> None:
     try:
         for name in OUTPUT_FILES:
             _unlink(name, fd)
-        try:
-            logs = os.open(LOG_DIR, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-        except FileNotFoundError:
-            return
-        except OSError:  # a symlink or a file named logs: remove the entry itself
-            _unlink(LOG_DIR, fd)
-            return
-        try:
-            for name in os.listdir(logs):
-                _unlink(name, logs)
-        finally:
-            os.close(logs)
-        os.rmdir(LOG_DIR, dir_fd=fd)
+        for sub in SUBDIRS:
+            try:
+                sub_fd = os.open(sub, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            except FileNotFoundError:
+                continue
+            except OSError:  # a symlink or a file of that name: remove the entry itself
+                _unlink(sub, fd)
+                continue
+            try:
+                for name in os.listdir(sub_fd):
+                    _unlink(name, sub_fd)
+            finally:
+                os.close(sub_fd)
+            os.rmdir(sub, dir_fd=fd)
     finally:
         os.close(fd)
 
@@ -126,7 +132,11 @@ class OutputFolder:
         """A JSON file: every string redacted (and secret-named keys' values) before encoding."""
         self._write(rel, json.dumps(redact_obj(obj), indent=indent, default=str))
 
-    def _write(self, rel: str, text: str) -> None:
+    def bytes(self, rel: str, data: builtins.bytes) -> None:
+        """A binary file written as it is (a Flight Recorder dump): only its name is checked."""
+        self._write(rel, data)
+
+    def _write(self, rel: str, text: str | builtins.bytes) -> None:
         parts = rel.split("/")
         if len(parts) > 2 or not all(_SAFE_NAME.match(p) for p in parts):
             raise ValueError(f"unsafe output name {rel!r}")
@@ -136,8 +146,12 @@ class OutputFolder:
         dir_fd = self._fd if len(parts) == 1 else self._subdir(parts[0])
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         fd = os.open(parts[-1], flags, 0o600, dir_fd=dir_fd)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        if isinstance(text, builtins.bytes):
+            with os.fdopen(fd, "wb") as raw:
+                raw.write(text)
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
         self.written.append(rel)
 
     def _subdir(self, name: str) -> int:
@@ -189,7 +203,7 @@ def _write_all(folder: OutputFolder, diag: Diagnosis, tasks_after: list[dict[str
         folder.json("snapshot.json", public.to_dict())
     folder.text("05_stacks.txt", render_stacks_text(diag.collection.processes))
     meta = {"job_id": diag.job_id, "info": diag.collection.info_to_json(),
-            "errors": diag.collection.errors, "nodes": diag.collection.nodes,
+            "errors": [e.to_dict() for e in diag.collection.errors], "nodes": diag.collection.nodes,
             "targets": diag.collection.targets, "seconds": diag.collection.seconds,
             "paths": diag.collection.paths, "job_choice": diag.job_choice, "address": diag.address,
             "diagnosis_seconds": diag.seconds}
@@ -209,5 +223,35 @@ def _write_all(folder: OutputFolder, diag: Diagnosis, tasks_after: list[dict[str
             "per_node": {k: {"highlights": v.highlights, "history": v.history, "errors": v.errors}
                          for k, v in diag.evidence.per_node.items()},
             "driver_highlights": diag.evidence.driver_highlights, "errors": diag.evidence.errors}, indent=1)
+    if diag.collection.flight_recorder:
+        write_flight_recorder(diag.collection.flight_recorder, folder)
     folder.text("report.md", render_markdown(diag))
     folder.json("diagnosis.json", to_json(diag), indent=2)
+
+
+def write_flight_recorder(nodes: list[dict[str, Any]], folder: OutputFolder) -> None:
+    """The Flight Recorder dumps as files (`flight_recorder/rank_<N>`, `rank_<N>.json`: `debug-hang
+    fr` reads the folder) plus `index.json` (where each came from, what was skipped). Dump bytes
+    are written as read (0600, like every file); names come from the integer rank only."""
+    index: list[dict[str, Any]] = []
+    kept_names: set[str] = set()
+    for node in nodes:
+        kept: list[dict[str, Any]] = []
+        skipped = list(node.get("skipped") or [])
+        for item in node.get("dumps") or []:
+            rank = item.get("rank")
+            name = f"rank_{rank}" + (".json" if item.get("format") == "json" else "")
+            if not isinstance(rank, int) or isinstance(rank, bool) or name in kept_names:
+                skipped.append({"path": item.get("path"), "reason": "a dump of the same rank was already kept"})
+                continue
+            try:
+                data = base64.b64decode(str(item.get("data_b64", "")), validate=True)
+            except (binascii.Error, ValueError):
+                skipped.append({"path": item.get("path"), "reason": "damaged in transfer"})
+                continue
+            folder.bytes(f"{FR_DIR}/{name}", data)
+            kept_names.add(name)
+            kept.append({k: v for k, v in item.items() if k != "data_b64"} | {"file": name})
+        index.append({"node_id": node.get("node_id"), "prefixes": node.get("prefixes") or [],
+                      "pipes": node.get("pipes") or [], "skipped": skipped, "dumps": kept})
+    folder.json(f"{FR_DIR}/index.json", index, indent=1)
