@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from debug_hang.analyse.holders import Holder, bundle_total, idle_actors, leaked_placement_groups, status_reserved_line
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, is_library
 from debug_hang.model import Frame, Process
 from debug_hang.snapshot import BARRIER_TASK, DONE_STATES, DRIVER_TASK_PREFIX, POLLING_TASKS, WORKER_CLASS, calls_into_other_jobs
@@ -44,6 +45,7 @@ class GNode:
     evidence: list[str] = field(default_factory=list)
     user_frame: Frame | None = None  # the innermost frame of the job's own code on that stack
     lock_wait: Frame | None = None  # another thread of the process waiting at a lock line
+    demand: dict[str, float] = field(default_factory=dict)  # what a pending request asks for
 
     def label(self) -> str:
         where = f"pid {self.pid}" if self.pid else self.state
@@ -132,6 +134,10 @@ class GraphInputs:
     verdicts: list[ProcessVerdict]
     available: dict[str, float] | None = None  # cluster-wide free resources, when known
     info: dict[tuple[str | None, int], dict[str, Any]] = field(default_factory=dict)  # (node_id, pid) -> evidence
+    jobs: list[dict[str, Any]] = field(default_factory=list)  # every job (creators of resource holders)
+    now_s: float = 0.0  # when the state was read (epoch seconds): ages of holders
+    usage: dict[str, tuple[float, float]] = field(default_factory=dict)  # {resource: (used, total)}, ray status's
+    status_text: str | None = None  # `ray status` as text
 
 
 def proc_key(proc: Process) -> str:
@@ -256,6 +262,7 @@ def build_graph(inp: GraphInputs) -> WaitGraph:
     for verdict in inp.verdicts:
         _detect_lock_order(g.nodes[proc_key(verdict.process)], verdict)
         _detect_lock_self(g.nodes[proc_key(verdict.process)], verdict)
+        _detect_file_lock_wait(g.nodes[proc_key(verdict.process)], verdict, inp.info)
     for verdict in inp.verdicts:
         key = proc_key(verdict.process)
         node = g.nodes[key]
@@ -291,6 +298,8 @@ def build_graph(inp: GraphInputs) -> WaitGraph:
             _edges_queue(g, key, tasks, actors, actor_node)
     _edges_collectives(g, inp, actors, tasks, actor_node)
     _edges_pending_actors(g, inp, actors, actor_node, index, running_tasks)
+    _edges_resource_holders(g, inp, actor_node)
+    _edges_file_locks(g, inp, by_pid)
     _edges_train_barrier(g, tasks, actors, actor_node)
     for verdict in inp.verdicts:
         _detect_event_wait(g, proc_key(verdict.process), verdict, index, running_tasks)
@@ -486,7 +495,7 @@ def _resource_node(g: WaitGraph, demand: dict[str, float], node_totals: list[dic
     exhausted = available is None or any(available.get(k, 0.0) < v for k, v in demand.items())
     state = "infeasible" if not feasible else ("starved" if exhausted else "pending")
     if key not in g.nodes:
-        g.nodes[key] = GNode(key=key, kind="resource", name=f"{{{text}}}", state=state,
+        g.nodes[key] = GNode(key=key, kind="resource", name=f"{{{text}}}", state=state, demand=demand,
                              pattern={"infeasible": "infeasible-resource", "starved": "resource-starvation"}.get(state))
         largest = max(node_totals, key=lambda t: t.get("CPU", 0.0), default={})
         shown = {k: v for k, v in largest.items() if k in ("CPU", "GPU") or k in demand}
@@ -560,7 +569,7 @@ def _pg_node(g: WaitGraph, pg: dict[str, Any], node_totals: list[dict[str, float
         g.nodes[pg_key] = GNode(
             key=pg_key, kind="placement_group", name=f"placement group {pg.get('name') or pg.get('placement_group_id', '')[:12]}",
             state="infeasible" if infeasible else "pending",
-            pattern="placement-group-infeasible" if infeasible else "resource-starvation",
+            pattern="placement-group-infeasible" if infeasible else "resource-starvation", demand=bundle_total(pg),
             evidence=[f"PENDING, scheduling_state {stats.get('scheduling_state')}"
                       + (f", strategy {pg['strategy']}" if pg.get("strategy") else "") + f", bundles {bundles}"],
         )
@@ -893,3 +902,153 @@ def _edges_train_barrier(g: WaitGraph, tasks: list[dict[str, Any]], actors: dict
         for aid in missing:
             g.add_edge(sync_key, actor_node[aid], "train-barrier",
                        f"{g.nodes[actor_node[aid]].label()} never reached the barrier (ray.train.report): no {BARRIER_TASK} call from it")
+
+
+# ---------------------------------------------------------------- who holds what a demand needs
+
+
+def _edges_resource_holders(g: WaitGraph, inp: GraphInputs, actor_node: dict[str, str]) -> None:
+    """A feasible demand that is not placed (a starved task or actor, a PENDING placement group)
+    waits for whoever holds what it needs and uses none of it: placement groups with no live user
+    and idle actors, of this job or any other (blocked holders are _edges_pending_actors')."""
+    demands = [k for k, n in g.nodes.items()
+               if n.kind in ("resource", "placement_group") and n.state in ("starved", "pending") and n.demand]
+    if not demands:
+        return
+    jobs = {str(j.get("job_id")): j for j in inp.jobs}
+    now = inp.now_s
+    holders = [h for h in leaked_placement_groups(inp.placement_groups, inp.actors, inp.tasks, jobs, now, inp.usage)
+               if h.used or h.age_s is None or h.age_s >= _threshold("placement-group-leaked", "min_age_never_used_s")]
+    holders += [h for h in idle_actors(inp.actors, inp.tasks, jobs, now)
+                if h.age_s is None or h.age_s >= _threshold("idle-actor-holds-resources", "min_idle_s")]
+    reserved = status_reserved_line(inp.status_text)
+    for key in demands:
+        need = g.nodes[key].demand
+        wanted = {r for r in need if r not in ("memory", "object_store_memory")}
+        for holder in holders:
+            if not holder.holds_any(wanted) or key == f"pg:{holder.id}":
+                continue
+            holder_key = _holder_node(g, holder, actor_node, reserved)
+            if holder_key is None:
+                continue
+            g.add_edge(key, holder_key, "held-by",
+                       f"needs {{{', '.join(f'{r}: {need[r]:g}' for r in sorted(wanted))}}}; {holder.name} holds "
+                       f"{holder.held_text(wanted)} and nothing uses it")
+
+
+def _threshold(pattern: str, name: str) -> float:
+    """A number the catalog gives a pattern (references/patterns.yaml `thresholds`), 0 if none."""
+    found = catalog().get(pattern)
+    return float(found.thresholds.get(name, 0.0)) if found is not None else 0.0
+
+
+def _holder_node(g: WaitGraph, holder: Holder, actor_node: dict[str, str], reserved: str | None) -> str | None:
+    """The graph node of a resource holder, made when it is not in the graph yet; None for an
+    actor of this job whose own stack shows it doing something (the stack outranks the listing)."""
+    key = actor_node.get(holder.id) if holder.kind == "actor" else None
+    if key is not None and g.nodes[key].state != "idle":
+        return None
+    if key is None:
+        key = f"pg:{holder.id}" if holder.kind == "placement_group" else f"actor:{holder.id}"
+        if key not in g.nodes:
+            g.nodes[key] = GNode(key=key, kind=holder.kind, name=holder.name, state="idle", pid=holder.pid,
+                                 node_id=holder.node_id, actor_id=holder.id if holder.kind == "actor" else None,
+                                 class_name=holder.class_name)
+    node = g.nodes[key]
+    node.pattern = holder.pattern
+    node.evidence += [text for text in holder.evidence if text not in node.evidence]
+    notes = [_release_advice(holder)]
+    if holder.kind == "placement_group" and reserved:
+        notes.append(f"`ray status` shows `{reserved}`: the reservation reads as unused resources "
+                     "(0.0 used) and the waiting group as a pending demand; the group holding them is not named — "
+                     "the usual disguise of a leaked group")
+    node.evidence += [text for text in notes if text not in node.evidence]
+    return key
+
+
+def _release_advice(holder: Holder) -> str:
+    """How to release a holder (advice only: the diagnosis never changes the cluster)."""
+    if holder.kind == "placement_group":
+        named = holder.class_name and not holder.name.endswith(holder.id[:12])
+        how = (f"ray.util.remove_placement_group(ray.util.get_placement_group({holder.class_name!r})) from its namespace"
+               if named else f"ray.util.remove_placement_group on group {holder.id} (`ray list placement-groups`)")
+    else:
+        how = "ray.kill(<its handle>) (a named actor: ray.get_actor(name, namespace=...))"
+    return f"to release it: {how} — advice only, this tool changes nothing"
+
+
+# ---------------------------------------------------------------- OS file locks (/proc/locks)
+
+
+def _file_lock_thread(verdict: ProcessVerdict, info: dict[str, Any]) -> tuple[str | None, Frame | None]:
+    """(tid, frame) of the thread asleep in the kernel's file-lock wait, by its wchan; failing
+    that (wchan hidden), the process's deciding thread."""
+    pattern = catalog().get("file-lock-wait")
+    waits = pattern.kernel_waits if pattern is not None else ()
+    wchans = info.get("wchan") or {}
+    tids = {tid: name for tid, name in wchans.items() if any(r.search(str(name)) for r in waits)}
+    for thread, match in verdict.threads:
+        if str(thread.os_thread_id) in tids:
+            return f"{thread.os_thread_id} (kernel wait {tids[str(thread.os_thread_id)]})", match.user_frame or match.frame
+    main = verdict.main
+    return None, (main.user_frame or main.frame) if main is not None else None
+
+
+def _detect_file_lock_wait(node: GNode, verdict: ProcessVerdict, infos: dict[tuple[str | None, int], dict[str, Any]]) -> None:
+    """A process that /proc/locks lists as waiting (`->`) for a file lock: the kernel says what
+    it waits for, whatever its stack shows (py-spy has no frame for the C call)."""
+    info = infos.get((verdict.process.node_id, verdict.process.pid or -1)) or {}
+    waits = [lock for lock in info.get("file_locks") or [] if lock.get("waiting")]
+    if not waits:
+        return
+    tid, frame = _file_lock_thread(verdict, info)
+    if node.pattern in (None, "lock-wait", "io-wait") or tid is not None and frame is not None \
+            and verdict.main is not None and frame in (verdict.main.user_frame, verdict.main.frame):
+        node.pattern, node.state = "file-lock-wait", "blocked"
+        node.frame = node.user_frame = frame
+    for lock in waits:
+        holders = ", ".join(f"pid {h.get('pid')}" for h in lock.get("holders") or []) or "no holder listed"
+        node.evidence.append(
+            f"thread {tid or '?'} waits for the {lock.get('type')} {lock.get('access')} lock on "
+            f"{lock.get('path') or 'inode ' + str(lock.get('inode'))} (inode {lock.get('dev')}:{lock.get('inode')}) at "
+            f"{_frame_text(frame)}; held by {holders} (/proc/locks)")
+
+
+def _edges_file_locks(g: WaitGraph, inp: GraphInputs, by_pid: dict[tuple[str | None, int | None], str]) -> None:
+    """Each process waiting for a file lock waits on the process holding it (by PID in /proc/locks,
+    on the same node): one of the job's, or one made here from its title."""
+    for (node_id, pid), info in inp.info.items():
+        src = by_pid.get((node_id, pid))
+        if src is None:
+            continue
+        for lock in info.get("file_locks") or []:
+            if not lock.get("waiting"):
+                continue
+            path = lock.get("path") or f"inode {lock.get('dev')}:{lock.get('inode')}"
+            for holder in lock.get("holders") or []:
+                dst = by_pid.get((node_id, holder.get("pid"))) or _lock_holder_node(g, node_id, holder, path)
+                frame = g.nodes[src].user_frame or g.nodes[src].frame
+                g.add_edge(src, dst, "file-lock-wait",
+                           f"waits at {_frame_text(frame)} for the {lock.get('type')} {lock.get('access')} lock on "
+                           f"{path}, held by pid {holder.get('pid')} (/proc/locks)")
+                _mark_file_lock_holder(g.nodes[dst], path)
+
+
+def _lock_holder_node(g: WaitGraph, node_id: str | None, holder: dict[str, Any], path: str) -> str:
+    """A node for a lock holder that is not one of the job's dumped processes."""
+    key = f"proc:{node_id}:{holder.get('pid')}"
+    if key not in g.nodes:
+        g.nodes[key] = GNode(key=key, kind="process", name=str(holder.get("title") or f"pid {holder.get('pid')}")[:80],
+                             state="unknown", pid=holder.get("pid"), node_id=node_id,
+                             evidence=["holds a file lock; not a process of this job that was dumped"])
+    return key
+
+
+def _mark_file_lock_holder(node: GNode, path: str) -> None:
+    """The holder of a file lock others wait for: if its own wait says nothing, holding the lock
+    is what it is found for (a chain end: file-lock-held)."""
+    note = f"holds the lock on {path} (/proc/locks)"
+    if note not in node.evidence:
+        node.evidence.append(note)
+    if node.pattern in (None, "idle-worker") or node.state in ("idle", "unknown") and node.pattern is None:
+        node.pattern = "file-lock-held"

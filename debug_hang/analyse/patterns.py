@@ -66,6 +66,10 @@ class Pattern:
     innermost: bool = False
     active: bool | None = None
     priority: int = 0  # a more specific reading of the same stack wins (pg.ready() over ray.get)
+    # Kernel functions a thread sleeps in (its /proc wchan) that mean this wait (file-lock-wait).
+    kernel_waits: tuple[re.Pattern[str], ...] = ()
+    # Numbers the analysis decides with (ages, CPU shares), as data: {name: value}.
+    thresholds: dict[str, float] = field(default_factory=dict)
 
     @property
     def fix(self) -> str:
@@ -110,6 +114,21 @@ def _rule(raw: dict[str, Any], where: str) -> FrameRule:
         raise BadInputError(f"{where}: invalid regular expression: {exc}") from None
 
 
+def _regex(text: Any, where: str) -> re.Pattern[str]:
+    try:
+        return re.compile(str(text))
+    except re.error as exc:
+        raise BadInputError(f"{where}: invalid regular expression {text!r}: {exc}") from None
+
+
+def _thresholds(raw: Any, where: str) -> dict[str, float]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not all(isinstance(v, (int, float)) for v in raw.values()):
+        raise BadInputError(f"{where}: thresholds must map names to numbers")
+    return {str(k): float(v) for k, v in raw.items()}
+
+
 def load_catalog(path: Path | str = CATALOG_PATH) -> list[Pattern]:
     """Load and validate the catalog; raises BadInputError naming what is wrong."""
     try:
@@ -152,6 +171,8 @@ def load_catalog(path: Path | str = CATALOG_PATH) -> list[Pattern]:
             innermost=bool(stack.get("innermost", False)),
             active=stack.get("active"),
             priority=int(raw.get("priority", 0)),
+            kernel_waits=tuple(_regex(r, where) for r in raw.get("kernel_waits") or ()),
+            thresholds=_thresholds(raw.get("thresholds"), where),
         ))
     return patterns
 

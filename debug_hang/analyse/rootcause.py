@@ -100,6 +100,9 @@ def root_causes(g: WaitGraph) -> list[RootCause]:
             # Every actor of the cycle has one thread in ray.get and another at a lock line: each
             # holds its lock across the call into the other.
             pattern = "lock-order-deadlock"
+        if any(e.why == "file-lock-wait" for e in g.edges if e.src in cycle and e.dst in cycle):
+            # One member holds an OS file lock (by /proc/locks) that another waits for.
+            pattern = "file-lock-deadlock"
         culprits = [n for n in members if n.kind != "resource"] if has_resource else members
         outside = [g.nodes[e.dst] for e in g.edges if e.why == "train-barrier" and e.src in cycle and e.dst in cycle]
         if outside:
@@ -150,7 +153,7 @@ def root_causes(g: WaitGraph) -> list[RootCause]:
             # The request is the cause; the actors that cannot start because of it are named with
             # it (a rank that never started is what its peers wait for).
             culprits += [g.nodes[e.src] for e in g.into(key) if g.nodes[e.src].state == "pending"
-                         and g.nodes[e.src].kind != "resource"]
+                         and g.nodes[e.src].kind not in ("resource", "placement_group")]
             for extra in culprits[1:3]:
                 evidence += [f"{g.nodes[e.src].label()} → {extra.label()}: {e.evidence}"
                              for e in g.into(extra.key)][:4] + extra.evidence[:2]

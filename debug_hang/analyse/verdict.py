@@ -12,7 +12,7 @@ from debug_hang.analyse.graph import GraphInputs, WaitGraph, build_graph
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, match_process
 from debug_hang.analyse.rootcause import RootCause, root_causes
 from debug_hang.model import Collection, Process
-from debug_hang.snapshot import POLLING_TASKS, Snapshot, available_resources, node_totals
+from debug_hang.snapshot import POLLING_TASKS, Snapshot, available_resources, node_totals, resource_usage
 
 
 def detect_progress(before: list[dict[str, Any]], after: list[dict[str, Any]], since_ms: float) -> list[str]:
@@ -54,7 +54,8 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
     graph = build_graph(GraphInputs(
         job=job, actors=snap.actors, tasks=snap.tasks, placement_groups=snap.placement_groups,
         node_totals=node_totals(snap), verdicts=verdicts, info=collection.info,
-        available=available_resources(snap),
+        available=available_resources(snap), jobs=snap.jobs, now_s=snap.taken_at, usage=resource_usage(snap),
+        status_text=snap.cluster_status_text,
     ))
     causes = root_causes(graph)
     since_ms = snap.taken_at * 1000.0

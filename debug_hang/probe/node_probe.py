@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 from debug_hang.model import Process, process_to_dict
+from debug_hang.probe.file_locks import locks_of, read_locks, thread_wchans
 from debug_hang.probe.pyspy import (
     NOT_PYTHON,
     PROCESS_EXITED,
@@ -178,7 +179,7 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     """Dump `pids` (and their children) on this node `samples` times; return JSON-able data.
 
     Result: {"node_id", "hostname", "pid_namespace", "pyspy", "processes": [stacks/v1 process
-    dicts, one per pid and sample], "info": {pid: {title, ppid, env, cpu_percent, child_of}},
+    dicts, one per pid and sample], "info": {pid: {title, ppid, env, cpu_percent, child_of, wchan?, file_locks?}},
     "errors": [{"pid", "error", "kind", "sample"}], "samples_taken", "seconds"}.
     Never raises for a process-level problem: a missing py-spy, a pid that is gone or a
     permission error lands in "errors" with a `kind` from pyspy.DUMP_ERROR_KINDS. With
@@ -254,6 +255,7 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
         before, after = ticks_before.get(pid), cpu_ticks(pid)
         if before is not None and after is not None:
             info[pid]["cpu_percent"] = round(100.0 * (after - before) / CLOCK_TICKS / window, 1)
+    add_kernel_waits(info, all_pids, errors)
 
     return {
         "node_id": node_id,
@@ -266,6 +268,22 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
         "samples_taken": taken,
         "seconds": round(time.monotonic() - start, 3),
     }
+
+
+def add_kernel_waits(info: dict[int, dict[str, Any]], pids: list[int], errors: list[dict[str, Any]]) -> None:
+    """Per process, after the last sample: the kernel function each sleeping thread waits in
+    (`wchan`: {tid: name}) and the OS file locks it holds or waits for (`file_locks`, from
+    /proc/locks with each file's path and the holders' pids) — what py-spy cannot see."""
+    for pid in pids:
+        wchans = thread_wchans(pid)
+        if wchans:
+            info[pid]["wchan"] = wchans
+    rows, cut = read_locks()
+    if cut:
+        errors.append({"pid": None, "kind": "locks-truncated", "sample": 0,
+                       "error": "/proc/locks is larger than the probe reads: file locks beyond the cut are not seen"})
+    for pid, locks in locks_of(pids, rows).items():
+        info[pid]["file_locks"] = locks
 
 
 def _left(start: float, budget_s: float) -> float:

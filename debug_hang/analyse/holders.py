@@ -37,6 +37,7 @@ class Holder:
     age_s: float | None  # since it was created (group) or last did something (actor)
     node_id: str | None = None
     pid: int | None = None
+    used: bool = False  # a group that had actors or tasks (now all gone), not one never used yet
     evidence: list[str] = field(default_factory=list)
 
     def holds_any(self, wanted: set[str]) -> bool:
@@ -110,7 +111,7 @@ def leaked_placement_groups(pgs: list[dict[str, Any]], actors: list[dict[str, An
         name = str(pg.get("name") or pg_id[:12])
         holder = Holder(kind="placement_group", id=pg_id, name=f"placement group {name}",
                         pattern="placement-group-leaked", job_id=pg.get("creator_job_id"),
-                        class_name=name, held=bundle_total(pg), age_s=age)
+                        class_name=name, held=bundle_total(pg), age_s=age, used=bool(members or pg_tasks))
         holder.evidence.append(
             f"CREATED {_ago(age)} ago by {_creator(pg.get('creator_job_id'), jobs)}"
             + (", detached" if pg.get("is_detached") else "")
