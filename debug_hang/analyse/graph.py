@@ -803,6 +803,8 @@ def _edges_pending_actors(g: WaitGraph, inp: GraphInputs, actors: dict[str, dict
         creation = next((t for t in index.of_actor(actor_id) if t.get("type") == "ACTOR_CREATION_TASK"), None)
         if creation and creation.get("required_resources"):
             demand = dict(creation["required_resources"])
+        if _edge_to_pending_group(g, inp, key, actor, creation):
+            continue
         res = _resource_node(g, demand, inp.node_totals, f"actor {actor.get('class_name')}", inp.available,
                              requester=actor.get("class_name"))
         g.add_edge(key, res, "infeasible-resource", "waits to be scheduled")
@@ -821,6 +823,23 @@ def _edges_pending_actors(g: WaitGraph, inp: GraphInputs, actors: dict[str, dict
             if any(float(held.get(r, 0)) > 0 for r in wanted):
                 g.add_edge(key, holder_key, "resource-starvation",
                            f"{holder.name} holds {{{', '.join(f'{r}: {held[r]:g}' for r in wanted if r in held)}}}")
+
+
+def _edge_to_pending_group(g: WaitGraph, inp: GraphInputs, key: str, actor: dict[str, Any],
+                           creation: dict[str, Any] | None) -> bool:
+    """A pending actor to be placed in a PENDING placement group waits for the group (its
+    resources are the group's CPU_group_<i>_<id> names, which no node has until it is placed)."""
+    pg = _pending_pg_of(actor, inp.placement_groups) or (_pending_pg_of(creation, inp.placement_groups) if creation else None)
+    if pg is None:
+        return False
+    pg_key = _pg_node(g, pg, inp.node_totals)
+    note = f"actor {actor.get('class_name')} is to be placed in it"
+    if note not in g.nodes[pg_key].evidence:
+        g.nodes[pg_key].evidence.append(note)
+    if g.nodes[pg_key].class_name is None:
+        g.nodes[pg_key].class_name = actor.get("class_name")
+    g.add_edge(key, pg_key, "pg-ready-wait", "waits to be placed in its placement group, which is PENDING")
+    return True
 
 
 def _mark_queued(g: WaitGraph, tasks: list[dict[str, Any]], actor_node: dict[str, str],

@@ -105,8 +105,8 @@ def leaked_placement_groups(pgs: list[dict[str, Any]], actors: list[dict[str, An
         busy = [t for t in pg_tasks if t.get("state") not in _DONE]
         if live or busy:
             continue
-        created_ns = (pg.get("stats") or {}).get("creation_request_received_ns")
-        age = now_s - int(created_ns) / 1e9 if str(created_ns or "").isdigit() and int(created_ns) > 0 else None
+        created = str((pg.get("stats") or {}).get("creation_request_received_ns") or "")
+        age = now_s - int(created) / 1e9 if created.isdigit() and int(created) > 0 else None
         classes = sorted({str(a.get("class_name")) for a in members if a.get("class_name")})
         name = str(pg.get("name") or pg_id[:12])
         holder = Holder(kind="placement_group", id=pg_id, name=f"placement group {name}",

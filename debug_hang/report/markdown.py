@@ -122,11 +122,11 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
         cpu = diag.collection.info_of(v.process).get("cpu_percent")
         cpu_text = "—" if cpu is None else f"{cpu:.0f}%"
         graph_node = diag.graph.nodes.get(proc_key(v.process))
-        pattern = v.pattern
-        if pattern == "unknown" and graph_node is not None and graph_node.pattern:
-            pattern = graph_node.pattern  # read from more than the stack (a file lock from /proc/locks)
+        shown = v.pattern
+        if shown == "unknown" and graph_node is not None and graph_node.pattern:
+            shown = graph_node.pattern  # read from more than the stack (a file lock from /proc/locks)
         yield (f"| {_cell(v.process.label)} | {v.process.pid} | {(v.process.node_id or '?')[:8]} | {v.verdict} | "
-               f"{cpu_text} | {_cell(where)} | {pattern or '—'} |")
+               f"{cpu_text} | {_cell(where)} | {shown or '—'} |")
     if len(rows) > MAX_TABLE_ROWS:
         yield f"| … {len(rows) - MAX_TABLE_ROWS} more in 05_stacks.txt | | | | | | |"
     for node in diag.graph.nodes.values():
