@@ -1026,7 +1026,8 @@ def _detect_file_lock_wait(node: GNode, verdict: ProcessVerdict, infos: dict[tup
         node.pattern, node.state = "file-lock-wait", "blocked"
         node.frame = node.user_frame = frame
     for lock in waits:
-        holders = ", ".join(f"pid {h.get('pid')}" for h in lock.get("holders") or []) or "no holder listed"
+        holders = ", ".join(f"pid {h.get('pid')}" for h in lock.get("holders") or []) or (
+            "no holder on this node (a lock on a network filesystem held from another machine, or an OFD lock)")
         node.evidence.append(
             f"thread {tid or '?'} waits for the {lock.get('type')} {lock.get('access')} lock on "
             f"{lock.get('path') or 'inode ' + str(lock.get('inode'))} (inode {lock.get('dev')}:{lock.get('inode')}) at "
