@@ -151,3 +151,17 @@ def test_actors_created_into_a_pending_group_wait_for_the_group_and_its_holder()
     assert [c.name for c in top.culprits] == ["placement group trial-0"]
     assert all(c.pattern != "infeasible-resource" for c in diag.causes)
     assert "_group_" not in diag.summary
+
+
+def test_holders_of_an_ended_job_are_left_to_ray_unless_detached(tmp_path: Path) -> None:
+    # GIVEN the sweep's rows, with the creator job marked STOPPED (Ray removes its groups itself)
+    snap = snapshot(SWEEP)
+    jobs = jobs_of(snap)
+    for job in jobs.values():
+        job["status"] = "STOPPED"
+    args = (snap.placement_groups, snap.actors, snap.tasks, jobs, snap.taken_at)
+    # THEN its non-detached group is no leak; the same group detached is one
+    assert leaked_placement_groups(*args) == []
+    for pg in snap.placement_groups:
+        pg["is_detached"] = True
+    assert [h.class_name for h in leaked_placement_groups(*args)] == ["trial-0"]

@@ -20,6 +20,7 @@ _DONE = {"FINISHED", "FAILED"}
 # Resource names internal to placement groups (CPU_group_<i>_<id>, bundle_group_<id>): what an
 # actor inside a group takes from the group's reservation, not from the cluster.
 _GROUP_RESOURCE = re.compile(r"_group_")
+_ENDED = {"SUCCEEDED", "FAILED", "STOPPED"}
 _STATUS_RESERVED = re.compile(r".*reserved in placement groups.*")
 
 
@@ -62,6 +63,13 @@ def _creator(job_id: str | None, jobs: dict[str, dict[str, Any]]) -> str:
     return f"job {job_id}" + (f" (`{entry}`, {job.get('status')})" if entry else f" ({job.get('status')})")
 
 
+def reaped_by_ray(row: dict[str, Any], job_id: str | None, jobs: dict[str, dict[str, Any]]) -> bool:
+    """True for a non-detached actor or group whose job has ended: Ray removes those itself (a
+    moment after the job ends), so they are not leaks — only detached ones outlive their job."""
+    job = jobs.get(str(job_id))
+    return not row.get("is_detached") and job is not None and job.get("status") in _ENDED
+
+
 def bundle_total(pg: dict[str, Any]) -> dict[str, float]:
     """What a placement group reserves: the sum of its bundles' unit resources."""
     total: dict[str, float] = {}
@@ -97,7 +105,7 @@ def leaked_placement_groups(pgs: list[dict[str, Any]], actors: list[dict[str, An
     """CREATED groups with no live user: no actor in them that is not DEAD, no unfinished task."""
     found: list[Holder] = []
     for pg in pgs:
-        if pg.get("state") != "CREATED":
+        if pg.get("state") != "CREATED" or reaped_by_ray(pg, pg.get("creator_job_id"), jobs):
             continue
         pg_id = str(pg.get("placement_group_id") or "")
         members, pg_tasks = pg_users(pg_id, actors, tasks)
@@ -155,7 +163,7 @@ def idle_actors(actors: list[dict[str, Any]], tasks: list[dict[str, Any]], jobs:
     for actor in actors:
         aid = str(actor.get("actor_id") or "")
         held = plain_resources(actor.get("required_resources"))
-        if actor.get("state") != "ALIVE" or aid in active or not held:
+        if actor.get("state") != "ALIVE" or aid in active or not held or reaped_by_ray(actor, actor.get("job_id"), jobs):
             continue
         idle_for = now_s - last_end[aid] / 1000.0 if last_end.get(aid) else None
         job = jobs.get(str(actor.get("job_id")) or "")
