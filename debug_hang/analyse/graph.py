@@ -930,8 +930,7 @@ def _edges_resource_holders(g: WaitGraph, inp: GraphInputs, actor_node: dict[str
     """A feasible demand that is not placed (a starved task or actor, a PENDING placement group)
     waits for whoever holds what it needs and uses none of it: placement groups with no live user
     and idle actors, of this job or any other (blocked holders are _edges_pending_actors')."""
-    demands = [k for k, n in g.nodes.items()
-               if n.kind in ("resource", "placement_group") and n.state in ("starved", "pending") and n.demand]
+    demands = [k for k in g.nodes if _unmet_for_lack_of_resources(g, inp, k)]
     if not demands:
         return
     jobs = {str(j.get("job_id")): j for j in inp.jobs}
@@ -953,6 +952,23 @@ def _edges_resource_holders(g: WaitGraph, inp: GraphInputs, actor_node: dict[str
             g.add_edge(key, holder_key, "held-by",
                        f"needs {{{', '.join(f'{r}: {need[r]:g}' for r in sorted(wanted))}}}; {holder.name} holds "
                        f"{holder.held_text(wanted)} and nothing uses it")
+
+
+def _unmet_for_lack_of_resources(g: WaitGraph, inp: GraphInputs, key: str) -> bool:
+    """A feasible request that waits because what it needs is taken: a starved task or actor
+    request, or a PENDING group whose scheduler said NO_RESOURCES (or whose bundles exceed what is
+    free). A request with free capacity is merely not placed yet: nobody holds it up."""
+    node = g.nodes[key]
+    if not node.demand or node.kind not in ("resource", "placement_group"):
+        return False
+    if node.kind == "resource":
+        return node.state == "starved"
+    pg = next((p for p in inp.placement_groups if f"pg:{p.get('placement_group_id')}" == key), {})
+    if node.state != "pending" or pg.get("state") != "PENDING":
+        return False
+    if (pg.get("stats") or {}).get("scheduling_state") == "NO_RESOURCES":
+        return True
+    return inp.available is not None and any(inp.available.get(r, 0.0) < v for r, v in node.demand.items())
 
 
 def _threshold(pattern: str, name: str) -> float:
