@@ -122,3 +122,33 @@ def test_without_wchan_the_lock_table_still_closes_the_cycle(tmp_path: Path) -> 
     # THEN /proc/locks alone still gives the edge; the waiting thread is the deciding one
     diag = reanalyse(case)
     assert diag.causes[0].pattern == "file-lock-deadlock"
+
+
+# Takes the lock, hands the open file to a child that outlives it, and exits (a launcher script).
+_LAUNCHER = ("import fcntl, subprocess, sys\nfh = open(sys.argv[1], 'a')\nfcntl.flock(fh, fcntl.LOCK_EX)\n"
+             "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], pass_fds=[fh.fileno()],\n"
+             "                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+             "print(child.pid, flush=True)\n")
+
+
+def test_a_flock_inherited_by_a_child_is_held_by_the_child(tmp_path: Path) -> None:
+    # GIVEN a lock taken by a process that exited, its open file inherited by a live child,
+    # and a waiter blocked on it (/proc/locks still names the exited pid)
+    path = tmp_path / ".lock"
+    launcher = subprocess.run([sys.executable, "-c", _LAUNCHER, str(path)], capture_output=True, text=True,
+                              timeout=30, check=True)
+    heir = int(launcher.stdout.split()[0])
+    waiter = subprocess.Popen([sys.executable, "-c", _WAITER.format(call="flock"), str(path)])
+    try:
+        end = time.monotonic() + 10
+        while time.monotonic() < end and not locks_of([waiter.pid], read_locks()[0]).get(waiter.pid):
+            time.sleep(0.05)
+        # WHEN the probe reads the locks of the waiter and the child
+        (wait,) = locks_of([waiter.pid, heir], read_locks()[0])[waiter.pid]
+        # THEN the holder is the child that has the file open, not the pid that exited
+        assert [h["pid"] for h in wait["holders"]] == [heir]
+        assert wait["holders"][0]["inherited_from"] not in (heir, waiter.pid)
+    finally:
+        waiter.kill()
+        waiter.wait(timeout=10)
+        os.kill(heir, 9)

@@ -80,26 +80,53 @@ def read_locks(path: str = "/proc/locks", max_bytes: int = MAX_LOCKS_BYTES) -> t
     return parse_locks(text), cut
 
 
-def _dev_text(st_dev: int) -> str:
-    """A device number as /proc/locks prints it (`fe:00`, major:minor in hex)."""
-    return f"{os.major(st_dev):02x}:{os.minor(st_dev):02x}"
+def _fd_inode(pid: int, fd: str) -> tuple[int | None, str]:
+    """(inode, lock lines) of one descriptor from /proc/PID/fdinfo/FD. Never stats the file: a
+    stat on a hung network filesystem would block the probe; fdinfo is kernel memory."""
+    try:
+        with open(f"/proc/{pid}/fdinfo/{fd}", encoding="ascii", errors="replace") as fh:
+            text = fh.read(4096)
+    except OSError:
+        return None, ""
+    inode = next((line.split()[1] for line in text.splitlines() if line.startswith("ino:")), None)
+    return (int(inode) if inode and inode.isdigit() else None), text
 
 
 def file_of(pid: int, dev: str, inode: int, max_fds: int = MAX_FDS) -> str | None:
-    """The path of the file (dev, inode) as `pid` has it open, from its /proc/PID/fd links."""
+    """The path of the file (dev, inode) as `pid` has it open, from its /proc/PID/fd links: the
+    descriptor whose fdinfo lock line names dev:inode, else the first one with that inode."""
     try:
         fds = os.listdir(f"/proc/{pid}/fd")
     except OSError:
         return None
+    candidate: str | None = None
     for fd in fds[:max_fds]:
-        link = f"/proc/{pid}/fd/{fd}"
+        ino, text = _fd_inode(pid, fd)
+        if ino != inode:
+            continue
         try:
-            st = os.stat(link)
-            if st.st_ino == inode and _dev_text(st.st_dev) == dev:
-                return os.readlink(link)
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
         except OSError:
             continue
-    return None
+        if f" {dev}:{inode} " in text:
+            return link
+        candidate = candidate or link
+    return candidate
+
+
+def _holds_lock_fd(pid: int, dev: str, inode: int, max_fds: int = MAX_FDS) -> bool:
+    """True when one of `pid`'s descriptors carries the lock on dev:inode (its fdinfo lock line)."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    mark = f" {dev}:{inode} "
+    for fd in fds[:max_fds]:
+        ino, text = _fd_inode(pid, fd)
+        if ino == inode and any(line.startswith("lock:") and mark in line and "->" not in line
+                                for line in text.splitlines()):
+            return True
+    return False
 
 
 def _title(pid: int) -> str | None:
@@ -132,7 +159,13 @@ def locks_of(pids: list[int], rows: list[dict[str, Any]]) -> dict[int, list[dict
             entry = {"type": row["type"], "mode": row["mode"], "access": row["access"], "dev": dev,
                      "inode": inode, "path": paths[(dev, inode)], "waiting": row["waiting"]}
             if row["waiting"]:
-                entry["holders"] = [{"pid": h["pid"], "title": _title(h["pid"])} for h in holders]
+                entry["holders"] = [{"pid": h["pid"], "title": _title(h["pid"])} for h in holders
+                                    if os.path.exists(f"/proc/{h['pid']}")]
+                if holders and not entry["holders"]:
+                    # The pid that took the lock has exited: a flock belongs to the open file,
+                    # so whoever inherited the descriptor (a forked child) holds it now.
+                    entry["holders"] = [{"pid": pid, "title": _title(pid), "inherited_from": holders[0]["pid"]}
+                                        for pid in pids if pid != row["pid"] and _holds_lock_fd(pid, dev, inode)]
             else:
                 entry["waiters"] = sorted({w["pid"] for w in waiters})
             out.setdefault(row["pid"], []).append(entry)
