@@ -79,10 +79,13 @@ def bundle_total(pg: dict[str, Any]) -> dict[str, float]:
     return total
 
 
-def pg_users(pg_id: str, actors: list[dict[str, Any]], tasks: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(actors placed in the group, tasks scheduled into it), from any job."""
-    return ([a for a in actors if a.get("placement_group_id") == pg_id],
-            [t for t in tasks if t.get("placement_group_id") == pg_id])
+def by_group(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Actor or task rows by the placement group they are placed in (one pass, any job)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        if row.get("placement_group_id"):
+            out.setdefault(str(row["placement_group_id"]), []).append(row)
+    return out
 
 
 def _reserved_usage(pg_id: str, usage: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
@@ -104,11 +107,12 @@ def leaked_placement_groups(pgs: list[dict[str, Any]], actors: list[dict[str, An
                             usage: dict[str, tuple[float, float]] | None = None) -> list[Holder]:
     """CREATED groups with no live user: no actor in them that is not DEAD, no unfinished task."""
     found: list[Holder] = []
+    actors_in, tasks_in = by_group(actors), by_group(tasks)
     for pg in pgs:
         if pg.get("state") != "CREATED" or reaped_by_ray(pg, pg.get("creator_job_id"), jobs):
             continue
         pg_id = str(pg.get("placement_group_id") or "")
-        members, pg_tasks = pg_users(pg_id, actors, tasks)
+        members, pg_tasks = actors_in.get(pg_id, []), tasks_in.get(pg_id, [])
         live = [a for a in members if a.get("state") != "DEAD"]
         busy = [t for t in pg_tasks if t.get("state") not in _DONE]
         if live or busy:
