@@ -30,6 +30,14 @@ CASE = ROOT / "tests" / "data" / "cases" / "run_dir_file_lock"
 _WAITER = "import fcntl, sys\nfh = open(sys.argv[1], 'a')\nfcntl.{call}(fh, fcntl.LOCK_EX)\n"
 
 
+def _wait_until_blocked(pid: int, timeout_s: float = 60.0) -> None:
+    """Until /proc/locks lists `pid` waiting (a Python start-up takes seconds on a loaded machine)."""
+    end = time.monotonic() + timeout_s
+    while not any(lock["waiting"] for lock in locks_of([pid], read_locks()[0]).get(pid, [])):
+        assert time.monotonic() < end, f"pid {pid} never blocked on the lock within {timeout_s:.0f}s"
+        time.sleep(0.05)
+
+
 @pytest.fixture(params=["flock", "lockf"])
 def blocked_waiter(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[int, str, str]]:
     """(waiter pid, lock path, call): this process holds an exclusive lock; a real child waits for it."""
@@ -40,9 +48,7 @@ def blocked_waiter(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[t
         getattr(fcntl, call)(fh, fcntl.LOCK_EX)
         child = subprocess.Popen([sys.executable, "-c", _WAITER.format(call=call), str(path)])
         try:
-            end = time.monotonic() + 10
-            while time.monotonic() < end and not locks_of([child.pid], read_locks()[0]).get(child.pid):
-                time.sleep(0.05)
+            _wait_until_blocked(child.pid)
             yield child.pid, str(path), call
         finally:
             child.kill()
@@ -140,9 +146,7 @@ def test_a_flock_inherited_by_a_child_is_held_by_the_child(tmp_path: Path) -> No
     heir = int(launcher.stdout.split()[0])
     waiter = subprocess.Popen([sys.executable, "-c", _WAITER.format(call="flock"), str(path)])
     try:
-        end = time.monotonic() + 10
-        while time.monotonic() < end and not locks_of([waiter.pid], read_locks()[0]).get(waiter.pid):
-            time.sleep(0.05)
+        _wait_until_blocked(waiter.pid)
         # WHEN the probe reads the locks of the waiter and the child
         (wait,) = locks_of([waiter.pid, heir], read_locks()[0])[waiter.pid]
         # THEN the holder is the child that has the file open, not the pid that exited

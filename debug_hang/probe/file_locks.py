@@ -139,8 +139,8 @@ def _title(pid: int) -> str | None:
 
 
 def locks_of(pids: list[int], rows: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
-    """For each of `pids` that holds or waits for a lock: its locks, each with the file's path and,
-    for a wait, the holders of that lock (pid, title) and, for a lock held, its waiters' pids."""
+    """For each of `pids` that waits for a lock, or holds one someone waits for: those locks, each
+    with the file's path and, for a wait, its holders (pid, title), for a lock held, its waiters."""
     wanted = set(pids)
     by_lock: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
     for row in rows:
@@ -149,10 +149,10 @@ def locks_of(pids: list[int], rows: list[dict[str, Any]]) -> dict[int, list[dict
     paths: dict[tuple[str, int], str | None] = {}
     for (_n, dev, inode), group in by_lock.items():
         mine = [r for r in group if r["pid"] in wanted]
-        if not mine:
-            continue
         holders = [r for r in group if not r["waiting"]]
         waiters = [r for r in group if r["waiting"]]
+        if not mine or not waiters:
+            continue  # a lock nobody waits for holds nobody up (and costs no descriptor scan)
         if (dev, inode) not in paths:
             paths[(dev, inode)] = next((p for p in (file_of(r["pid"], dev, inode) for r in mine + holders) if p), None)
         for row in mine:

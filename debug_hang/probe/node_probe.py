@@ -271,19 +271,19 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
 
 
 def add_kernel_waits(info: dict[int, dict[str, Any]], pids: list[int], errors: list[dict[str, Any]]) -> None:
-    """Per process, after the last sample: the kernel function each sleeping thread waits in
-    (`wchan`: {tid: name}) and the OS file locks it holds or waits for (`file_locks`, from
-    /proc/locks with each file's path and the holders' pids) — what py-spy cannot see."""
-    for pid in pids:
-        wchans = thread_wchans(pid)
-        if wchans:
-            info[pid]["wchan"] = wchans
+    """Per process, after the last sample: the OS file locks it holds or waits for (`file_locks`,
+    from /proc/locks, with each file's path and the holders' pids) and, for a process waiting for
+    one, the kernel function each of its threads sleeps in (`wchan`: {tid: name}), which tells the
+    waiting thread — what py-spy cannot see. /proc/locks is read once; wchans only of waiters."""
     rows, cut = read_locks()
     if cut:
         errors.append({"pid": None, "kind": "locks-truncated", "sample": 0,
                        "error": "/proc/locks is larger than the probe reads: file locks beyond the cut are not seen"})
     for pid, locks in locks_of(pids, rows).items():
         info[pid]["file_locks"] = locks
+        wchans = thread_wchans(pid) if any(lock["waiting"] for lock in locks) else {}
+        if wchans:
+            info[pid]["wchan"] = wchans
 
 
 def _left(start: float, budget_s: float) -> float:
