@@ -156,3 +156,22 @@ def test_a_flock_inherited_by_a_child_is_held_by_the_child(tmp_path: Path) -> No
         waiter.kill()
         waiter.wait(timeout=10)
         os.kill(heir, 9)
+
+
+def test_a_holder_outside_the_job_is_the_end_of_the_chain(tmp_path: Path) -> None:
+    # GIVEN the recorded capture, the lock's holder re-pointed to a process that is not the job's
+    # (as a shell or an earlier run's leftover would be), the manager's own lock entry dropped
+    def elsewhere(info: dict[str, Any]) -> None:
+        for lock in info.get("file_locks") or []:
+            for holder in lock.get("holders") or []:
+                holder.update(pid=999_999, title="python leftover_run.py")
+        if not any(lock.get("waiting") for lock in info.get("file_locks") or []):
+            info.pop("file_locks", None)
+    diag = reanalyse(_without_locks(tmp_path, elsewhere))
+    # THEN the writer waits on that process, which is named for holding the lock
+    holder = next(n for n in diag.graph.nodes.values() if n.pid == 999_999)
+    assert holder.pattern == "file-lock-held" and holder.name == "python leftover_run.py"
+    cause = diag.causes[0]
+    assert diag.verdict == "hang" and cause.pattern == "file-lock-held"
+    assert [c.pid for c in cause.culprits] == [999_999]
+    assert any("/.lock" in e for e in cause.evidence)
