@@ -52,6 +52,8 @@ HELPER_MARGIN_S = 2.0
 COMMAND_NOT_FOUND = "command-not-found"
 COMMAND_TIMEOUT = "command-timeout"
 COMMAND_FAILED_TO_START = "command-failed-to-start"
+# The node's /proc/locks was longer than file_locks.MAX_LOCKS_BYTES: locks past the cut are unseen.
+LOCKS_TRUNCATED = "locks-truncated"
 # Source lines are read for the innermost frames only: the deciding frame is almost always there.
 SOURCE_DEPTH = 12
 CONTEXT_LINES = 3  # lines kept above and below the job's innermost frame
@@ -277,7 +279,7 @@ def add_kernel_waits(info: dict[int, dict[str, Any]], pids: list[int], errors: l
     waiting thread — what py-spy cannot see. /proc/locks is read once; wchans only of waiters."""
     rows, cut = read_locks()
     if cut:
-        errors.append({"pid": None, "kind": "locks-truncated", "sample": 0,
+        errors.append({"pid": None, "kind": LOCKS_TRUNCATED, "sample": 0,
                        "error": "/proc/locks is larger than the probe reads: file locks beyond the cut are not seen"})
     for pid, locks in locks_of(pids, rows).items():
         info[pid]["file_locks"] = locks
