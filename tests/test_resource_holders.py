@@ -175,3 +175,23 @@ def test_a_request_with_free_capacity_is_not_held_up_by_idle_actors(tmp_path: Pa
     # THEN the task is merely not placed yet: the idle actors are not blamed
     assert all(c.pattern != "idle-actor-holds-resources" for c in diag.causes)
     assert diag.verdict != "hang"
+
+
+def test_an_actor_busy_only_with_calls_of_an_ended_job_is_not_in_use() -> None:
+    # GIVEN the evaluators' rows, one Evaluator detached and running a call made by an ended job
+    # (its recorded ping re-pointed: RUNNING, parent in job 7f000000, which is STOPPED)
+    snap = snapshot(EVALUATORS)
+    jobs = jobs_of(snap)
+    jobs["7f000000"] = {"job_id": "7f000000", "status": "STOPPED", "entrypoint": "python old_eval.py"}
+    ping = next(t for t in snap.tasks if t.get("name") == "Evaluator.ping")
+    ping.update(state="RUNNING", parent_task_id="f" * 40 + "7f000000")
+    actor = next(a for a in snap.actors if a["actor_id"] == ping["actor_id"])
+    actor["is_detached"] = True
+    # WHEN idle holders are looked for
+    found = {h.id: h for h in idle_actors(snap.actors, snap.tasks, jobs, snap.taken_at)}
+    # THEN it counts as unused (nobody waits for that call), and says why
+    assert actor["actor_id"] in found
+    assert any("7f000000, which has ended (STOPPED)" in e for e in found[actor["actor_id"]].evidence)
+    # AND a call from a live job keeps it in use
+    jobs["7f000000"]["status"] = "RUNNING"
+    assert actor["actor_id"] not in {h.id for h in idle_actors(snap.actors, snap.tasks, jobs, snap.taken_at)}

@@ -152,15 +152,21 @@ def plain_resources(required: dict[str, Any] | None) -> dict[str, float]:
 
 def idle_actors(actors: list[dict[str, Any]], tasks: list[dict[str, Any]], jobs: dict[str, dict[str, Any]],
                 now_s: float) -> list[Holder]:
-    """ALIVE actors holding cluster resources with no task running or waiting on them."""
+    """ALIVE actors holding cluster resources that nothing uses: no task running or waiting on
+    them, except calls made by jobs that have ended (nobody waits for those results)."""
     active: set[str] = set()
+    orphaned: dict[str, list[dict[str, Any]]] = {}
     last_end: dict[str, float] = {}
     for task in tasks:
         aid = task.get("actor_id")
         if not aid:
             continue
         if task.get("state") not in _DONE:
-            active.add(aid)
+            caller = jobs.get(caller_job(task) or "")
+            if caller is not None and caller.get("status") in _ENDED:
+                orphaned.setdefault(aid, []).append(task)
+            else:
+                active.add(aid)
         else:
             last_end[aid] = max(last_end.get(aid, 0.0), float(task.get("end_time_ms") or 0))
     found: list[Holder] = []
@@ -179,11 +185,26 @@ def idle_actors(actors: list[dict[str, Any]], tasks: list[dict[str, Any]], jobs:
             f"ALIVE, holds {holder.held_text()}, no task running or queued on it"
             + (f"; its last call ended {_ago(idle_for)} ago" if idle_for is not None else "; no call finished on it")
             + f"; created by {_creator(actor.get('job_id'), jobs)}")
+        calls = orphaned.get(aid, [])
+        if calls:
+            holder.evidence[-1] = holder.evidence[-1].replace("no task running or queued on it",
+                                                              "no call of a live job running or queued on it")
+            ended = caller_job(calls[0])
+            holder.evidence.append(f"{', '.join(sorted({str(t.get('name')) for t in calls}))} {calls[0].get('state')} on it "
+                                   f"for job {ended}, which has ended ({jobs[str(ended)].get('status')}): nobody "
+                                   "waits for that result")
         if actor.get("is_detached") and job is not None and job.get("status") != "RUNNING":
             holder.evidence.append(f"detached (lifetime='detached') and its job is {job.get('status')}: it outlives "
                                    "its job and keeps its resources until killed")
         found.append(holder)
     return found
+
+
+def caller_job(task: dict[str, Any]) -> str | None:
+    """The job that made a call: a Ray task id ends with its job id (8 hex digits), so does the
+    parent task id of a call (a driver's is 40 f's + its job id)."""
+    parent = str(task.get("parent_task_id") or "")
+    return parent[-8:] if len(parent) >= 16 else None
 
 
 def status_reserved_line(status_text: str | None) -> str | None:
