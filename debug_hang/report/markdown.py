@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from debug_hang.analyse.flight_recorder import describe
+from debug_hang.analyse.graph import proc_key
 from debug_hang.analyse.patterns import catalog
 from debug_hang.model import Frame, Process
 
@@ -122,8 +123,12 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
             where = location(v.main.frame, v.main.user_frame)
         cpu = diag.collection.info_of(v.process).get("cpu_percent")
         cpu_text = "—" if cpu is None else f"{cpu:.0f}%"
+        graph_node = diag.graph.nodes.get(proc_key(v.process))
+        shown = v.pattern
+        if shown == "unknown" and graph_node is not None and graph_node.pattern:
+            shown = graph_node.pattern  # read from more than the stack (a file lock from /proc/locks)
         yield (f"| {_cell(v.process.label)} | {v.process.pid} | {(v.process.node_id or '?')[:8]} | {v.verdict} | "
-               f"{cpu_text} | {_cell(where)} | {v.pattern or '—'} |")
+               f"{cpu_text} | {_cell(where)} | {shown or '—'} |")
     if len(rows) > MAX_TABLE_ROWS:
         yield f"| … {len(rows) - MAX_TABLE_ROWS} more in 05_stacks.txt | | | | | | |"
     for node in diag.graph.nodes.values():
