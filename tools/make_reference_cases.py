@@ -30,6 +30,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from debug_hang.analyse.next_steps import waits_of  # noqa: E402
 from debug_hang.analyse.patterns import catalog, match_thread  # noqa: E402
 from debug_hang.errors import EXIT_OK, NotFoundError, run_main  # noqa: E402
 from debug_hang.model import Process, Thread, stacks_from_dict  # noqa: E402
@@ -203,6 +204,7 @@ def case_features(diag: dict[str, Any]) -> dict[str, Any]:
     return {"verdict": diag.get("verdict"),
             "pattern": (diag.get("root_causes") or [{}])[0].get("pattern") if hang else None,
             "chain": [n.get("pattern") or n.get("state") for n in chain],
+            "waits": waits_of([n.get("waits_on") for n in chain]),
             "culprit_kind": end.get("kind"), "culprit_state": end.get("state")}
 
 

@@ -120,14 +120,27 @@ def case_index(root: Path) -> tuple[tuple[str, dict[str, Any]], ...]:
     return tuple(out)
 
 
+_TASK_STATE = re.compile(r"\b(RUNNING|SUBMITTED_TO_WORKER|PENDING_[A-Z_]+|FINISHED|FAILED)\b")
+
+
+def waits_of(reasons: list[str | None]) -> list[str]:
+    """The Ray task states the chain's waits name (a call RUNNING, queued, pending, ...)."""
+    return sorted({s for why in reasons if why for s in _TASK_STATE.findall(why)})
+
+
 def chain_features(chain: list[tuple[GNode, str | None]]) -> dict[str, Any]:
-    """The mechanism of one chain: what each step waits in, and what the culprit is."""
+    """The mechanism of one chain: what each step waits in and on, and what the culprit is."""
     last = chain[-1][0] if chain else None
     return {
         "chain": [n.pattern or n.state for n, _ in chain],
+        "waits": waits_of([why for _, why in chain]),
         "culprit_kind": last.kind if last else None,
         "culprit_state": last.state if last else None,
     }
+
+
+def _jaccard(a: list[str], b: list[str]) -> float:
+    return len(set(a) & set(b)) / max(1, len(set(a) | set(b)))
 
 
 def closest_case(pattern: str, features: dict[str, Any], root: Path | None = None) -> tuple[str | None, str]:
@@ -138,16 +151,16 @@ def closest_case(pattern: str, features: dict[str, Any], root: Path | None = Non
 
     def score(item: tuple[str, dict[str, Any]]) -> tuple[float, str]:
         _, f = item
-        mine, theirs = set(features.get("chain") or []), set(f.get("chain") or [])
-        overlap = len(mine & theirs) / max(1, len(mine | theirs))
+        overlap = _jaccard(features.get("chain") or [], f.get("chain") or []) + 0.5 * _jaccard(
+            features.get("waits") or [], f.get("waits") or [])
         same_end = (f.get("culprit_kind") == features.get("culprit_kind")) + (
             f.get("culprit_state") == features.get("culprit_state"))
         length = -abs(len(f.get("chain") or []) - len(features.get("chain") or [])) / 10
         return (overlap + 0.5 * same_end + length, item[0])
 
     best = max(cases, key=lambda item: (score(item)[0], [-ord(c) for c in item[0]]))
-    why = (f"same pattern; chain {' → '.join(best[1].get('chain') or [])}"
-           f"{'' if len(cases) == 1 else f' (closest of {len(cases)} recorded cases of it)'}")
+    why = (("same pattern" if len(cases) == 1 else f"same pattern, the closest chain of {len(cases)} recorded")
+           + f": {' → '.join(best[1].get('chain') or [])}")
     return f"{CASES_DIR}/{best[0]}.md", why
 
 

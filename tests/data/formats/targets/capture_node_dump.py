@@ -11,7 +11,6 @@ usage: capture_node_dump.py [--port 6427] [--example gloo_skipped_allreduce]
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -19,8 +18,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[4]
 sys.path.insert(0, str(ROOT))
 
-from debug_hang import localcluster  # noqa: E402
 from debug_hang.state import DashboardClient  # noqa: E402
+
+from debug_hang import localcluster  # noqa: E402
 
 OUT = ROOT / "tests" / "data" / "formats" / "node-dump"
 
@@ -45,7 +45,7 @@ def main() -> int:
             proc = subprocess.run(base + extra, cwd=ROOT, capture_output=True, text=True, timeout=180, env=env)
             (OUT / name).write_text(proc.stdout)
             print(f"{name}: rc {proc.returncode}, {len(proc.stdout)} chars; stderr: {proc.stderr[-300:]}")
-        (OUT / "command.json").write_text(json.dumps({"example": args.example, "argv": base[1:], "pids": pids}, indent=1))
+        print("command:", " ".join(base[1:]))
         localcluster.stop_job(cluster, job)
     finally:
         localcluster.stop(cluster)
