@@ -194,6 +194,23 @@ def test_skill_md_has_the_playbook_sections() -> None:
         assert word not in text.lower(), f"author-speak {word!r} in SKILL.md"
 
 
+def test_sample_output_is_what_the_tool_prints_for_the_case_it_cites() -> None:
+    # GIVEN the sample in Step 1 and the recorded case it names WHEN that capture is re-analysed
+    from debug_hang.pipeline import reanalyse
+    from debug_hang.report.summary import summary_lines
+
+    step1 = skill_body().split("## Step 1", 1)[1].split("\n## ", 1)[0]
+    case = re.search(r"references/cases/(\w+)\.md", step1)
+    sample = step1.split("```\n", 2)[2].split("```", 1)[0] if step1.count("```") >= 4 else ""
+    assert case and sample.strip()
+    diag = reanalyse(ROOT / "tests" / "data" / "cases" / case.group(1))
+    printed = [f"verdict: {diag.verdict} (job {diag.job_id}, {diag.seconds:.1f}s)", diag.summary, *summary_lines(diag)]
+    # THEN every sample line is a printed line ("..." standing for a cut path)
+    for line in sample.strip().splitlines():
+        shape = re.compile(".*?".join(re.escape(part) for part in line.split("...")) + "$")
+        assert any(shape.match(p) for p in printed), f"stale sample line in SKILL.md: {line}"
+
+
 def test_failure_table_has_a_row_for_every_exit_code() -> None:
     # GIVEN the exit codes the scripts define WHEN SKILL.md's failure table is read THEN each has a row
     codes = sorted({int(n) for n in re.findall(r"^EXIT_\w+ = (\d+)", (ROOT / "debug_hang" / "errors.py").read_text(),
