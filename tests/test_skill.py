@@ -218,7 +218,7 @@ def test_failure_table_has_a_row_for_every_exit_code() -> None:
     section = skill_body().split("## When the tool fails or is unsure", 1)[1].split("\n## ", 1)[0]
     rows = set(int(n) for n in re.findall(r"^\| exit (\d+) \|", section, re.MULTILINE))
     assert set(codes) <= rows, f"exit codes without a row: {sorted(set(codes) - rows)}"
-    for fallback in ("State API did not answer", "py-spy not found", "Permission denied", "Kubernetes", "inconclusive"):
+    for fallback in ("State API did not answer", "py-spy not found", "permission denied", "Kubernetes", "inconclusive"):
         assert fallback in section, fallback
 
 
