@@ -17,6 +17,7 @@ import pytest
 from debug_hang.analyse import next_steps
 from debug_hang.commands.diagnose import build_parser as diagnose_parser
 from debug_hang.commands.nodes import build_parser as nodes_parser
+from debug_hang.model import CollectionError
 from debug_hang.pipeline import reanalyse
 from debug_hang.report.json_out import to_json
 from debug_hang.report.markdown import render_markdown
@@ -148,7 +149,7 @@ def test_inconclusive_gives_a_command_whose_flags_exist(case: str) -> None:
     assert flags(command, next_steps.DIAGNOSE) <= known(diagnose_parser())
     assert "next:" in "\n".join(summary_lines(diag)) and command in render_markdown(diag)
     # and when the State API was down, the per-node dump with flags run_on_each_ray_node.py has
-    diag.errors.append({"node_id": None, "pid": None, "error": "the State API did not answer", "kind": "state-api-down"})
+    diag.errors.append(CollectionError(error="the State API did not answer", kind="state-api-down"))
     command, _ = next_steps.next_command(diag)
     assert command and next_steps.NODE_RUNNER in command
     assert flags(command, next_steps.NODE_RUNNER) <= known(nodes_parser())

@@ -241,8 +241,8 @@ def next_command(diag: Diagnosis) -> tuple[str | None, str | None]:
     addr = shlex.quote(diag.address) if diag.address else "ADDRESS"
     job = f" --job-id {shlex.quote(diag.job_id)}" if diag.job_id else ""
     errors = diag.collection.errors + diag.errors
-    text = " ".join(str(e.get("error") or "") + " " + str(e.get("kind") or "") for e in errors).lower()
-    if any(e.get("kind") == "state-api-down" for e in errors):
+    text = " ".join(f"{e.error} {e.kind or ''}" for e in errors).lower()
+    if any(e.kind == "state-api-down" for e in errors):
         pids = ",".join(str(v.process.pid) for v in diag.verdicts if v.verdict in ("blocked", "busy") and v.process.pid)
         return (f"python3 {NODE_RUNNER} --address {addr} -n NODE --dump {pids or 'PID1,PID2'} --samples 2",
                 "the State API did not answer: only this machine's Ray workers were dumped; dump each other node "
