@@ -45,9 +45,24 @@ class FinishedCall:
     task: str
     state: str
     task_id: str | None
-    peers_at: str | None  # file:line (function) where the peers wait, in the job's code
+    peers_at: str | None  # file:line (function) where the processes waiting on it are, in the job's code
     code: str | None  # that source line
-    file: str | None  # full path of that source file, on the peers' node
+    file: str | None  # full path of that source file, on their node
+    peers_inside: bool = False  # they are still inside the same call (a rank that returned early)
+    error: str | None = None  # a FAILED call's error type and last line
+
+    def describe(self) -> str:
+        """One sentence: what the call did, and where to read instead of the culprit's idle stack."""
+        if self.state == "FAILED":
+            head = f"its last call {self.task} FAILED" + (f" ({self.error})" if self.error else "")
+        elif self.peers_inside:
+            head = f"returned early from {self.task} ({self.state})"
+        else:
+            head = f"its last call {self.task} returned ({self.state})"
+        if not self.peers_at:
+            return head
+        where = "its peers are still in it at" if self.peers_inside else "the processes waiting on it are at"
+        return f"{head}; {where} {self.peers_at}"
 
 
 @dataclass
@@ -184,22 +199,31 @@ def finished_call(diag: Diagnosis, cause: RootCause) -> FinishedCall | None:
         return None
     name = str(task.get("name") or "")
     method = name.rsplit(".", 1)[-1]
-    peers = {e.src for e in diag.graph.into(culprit.key)}
-    peer_pids = {diag.graph.nodes[k].pid for k in peers if diag.graph.nodes[k].pid}
-    best = None
+    peers = [diag.graph.nodes[e.src] for e in diag.graph.into(culprit.key)]
+    peer_pids = {n.pid for n in peers if n.pid}
+    peer_actors = {n.actor_id for n in peers if n.actor_id}
+    # Peers still inside the same call: the same method RUNNING on them (a rank that returned
+    # early while the others are in the collective), or its frame on their stacks.
+    inside_task = any(t.get("name") == name and t.get("state") == "RUNNING" and t.get("actor_id") in peer_actors
+                      for t in diag.snapshot.tasks)
+    best, inside = None, None
     for v in diag.verdicts:
         if v.process.pid not in peer_pids or v.main is None:
             continue
         frames = [t.frames for t, m in v.threads if m is v.main] or [[]]
-        # The peers' frame inside the same call when their stack has it, else their job frame.
         inside = next((f for f in frames[0] if f.function.rsplit(".", 1)[-1] == method), None)
         best = inside or v.main.user_frame or best
         if inside:
             break
+    error = None
+    if task.get("state") == "FAILED":
+        lines = str(task.get("error_message") or "").strip().splitlines()
+        error = f"{task.get('error_type')}: {lines[-1][:160]}" if lines else str(task.get("error_type"))
     return FinishedCall(
         task=name, state=str(task.get("state")), task_id=task.get("task_id"),
         peers_at=f"{best.short_file}:{best.line} ({best.function})" if best else None,
-        code=best.code if best else None, file=best.file if best else None)
+        code=best.code if best else None, file=best.file if best else None,
+        peers_inside=bool(inside) or inside_task, error=error)
 
 
 # ---------------------------------------------------------------- the job's code

@@ -73,10 +73,8 @@ def _cell(text: object) -> str:
 
 
 def _finished_text(done: next_steps.FinishedCall) -> str:
-    where = (f"; its peers are still in it at {done.peers_at}" + (f": `{done.code.strip()[:80]}`" if done.code else "")
-             if done.peers_at else "")
-    return (f"returned early: its call `{done.task}` is {done.state}{where}. Read that code for the branch that "
-            "let it return, not its idle stack")
+    code = f": `{done.code.strip()[:80]}`" if done.code and done.peers_at else ""
+    return f"{done.describe()}{code}. Read that code, not the culprit's idle stack"
 
 
 def _read_next(diag: Diagnosis, guide: next_steps.Guide) -> Iterator[str]:
@@ -88,9 +86,9 @@ def _read_next(diag: Diagnosis, guide: next_steps.Guide) -> Iterator[str]:
         done = g.finished_call
         if done is not None:
             line = done.peers_at.split(":", 1)[1].split(" ", 1)[0] if done.peers_at and ":" in done.peers_at else "?"
-            lines.append(f"  - the culprit returned early from `{done.task}` ({done.state}): read "
-                         + (f"`{done.file}` at line {line}, where its peers still are," if done.file else "that call")
-                         + " not its idle stack")
+            lines.append(f"  - {done.describe()}: read "
+                         + (f"`{done.file}` at line {line}," if done.file else "that call's code,")
+                         + " not the culprit's idle stack")
     code = guide.job_code
     if code is not None and (code.entrypoint or code.working_dir or code.driver_script):
         parts = [f"entrypoint `{_cell(code.entrypoint)}`" if code.entrypoint else None,

@@ -15,8 +15,7 @@ def summary_lines(diag: Diagnosis) -> list[str]:
         lines.append(f"  - {cause.pattern}: {', '.join(c.label() for c in cause.culprits)} (confidence {cause.confidence:.2f})")
         done = g.finished_call
         if done is not None:
-            lines.append(f"    returned early from {done.task} ({done.state})"
-                         + (f"; its peers are still in it at {done.peers_at}" if done.peers_at else ""))
+            lines.append(f"    {done.describe()}")
         lines.append(f"    read: {g.pattern_doc}" + (f"  case: {g.case}" if g.case else ""))
     code = guide.job_code
     if code is not None and (code.entrypoint or code.working_dir):
