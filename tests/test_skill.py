@@ -87,7 +87,8 @@ def test_installed_copy_is_a_valid_skill(installed: Path) -> None:
 def test_installed_copy_holds_the_bundle_without_caches(installed: Path) -> None:
     for part in ("SKILL.md", "scripts/diagnose_ray_hang.sh", "scripts/run_on_each_ray_node.py",
                  "references/patterns.yaml", "references/patterns.md", "references/report-template.md",
-                 "references/running-outside-the-cluster.md", "debug_hang/__init__.py", "debug_hang/pipeline.py"):
+                 "references/running-outside-the-cluster.md", "references/manual-path.md", "references/pitfalls.md",
+                 "references/cases/README.md", "debug_hang/__init__.py", "debug_hang/pipeline.py"):
         assert (installed / part).is_file(), part
     assert sorted(p.name for p in (installed / "examples").glob("*.py")) == sorted(
         p.name for p in (ROOT / "examples").glob("*.py"))

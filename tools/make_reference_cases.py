@@ -278,7 +278,8 @@ def render_index(examples: list[str], captures: Path = CAPTURES) -> str:
         pattern = case_features(diag)["pattern"] or f"none ({diag.get('verdict')})"
         rows.append((pattern, ex, example_doc(ex)[0]))
     for pattern, ex, first in sorted(rows):
-        lines.append(f"| `{pattern}` | [{ex}]({ex}.md) | {_cell(first)} |")
+        shown = f"[`{pattern}`](../patterns.md#{pattern})" if pattern in catalog() else f"`{pattern}`"
+        lines.append(f"| {shown} | [{ex}]({ex}.md) | {_cell(first)} |")
     return "\n".join(lines) + "\n"
 
 
