@@ -238,15 +238,17 @@ def job_code(diag: Diagnosis) -> JobCode | None:
     want = _URI_HASH.search(uri or "")
     dirs: dict[str, set[str]] = {}
     script = None
+    # Distinct (file, node) pairs first: thousands of processes share a handful of files.
+    seen = {(f.file, p.node_id or "?") for p in diag.collection.processes for t in p.threads for f in t.frames
+            if f.file and "_ray_pkg_" in f.file}
+    for path, node in seen:
+        found = _PKG_DIR.match(path)
+        if found and (want is None or found.group(2) == want.group(1)):
+            dirs.setdefault(found.group(1), set()).add(node)
     for proc in diag.collection.processes:
-        for thread in proc.threads:
-            for frame in thread.frames:
-                found = _PKG_DIR.match(frame.file or "")
-                if found and (want is None or found.group(2) == want.group(1)):
-                    dirs.setdefault(found.group(1), set()).add(proc.node_id or "?")
-                if proc.role == "driver" and frame.function == "<module>" and script is None \
-                        and not re.search(r"/(site|dist)-packages/", frame.file or ""):
-                    script = frame.file
+        if proc.role == "driver" and script is None:
+            script = next((f.file for t in proc.threads for f in t.frames if f.function == "<module>"
+                           and not re.search(r"/(site|dist)-packages/", f.file or "")), None)
     where = max(dirs, key=lambda d: len(dirs[d])) if dirs else None
     driver = job.get("driver_info") or {}
     pid = str(driver.get("pid") or "")
