@@ -81,6 +81,8 @@ def _read_next(diag: Diagnosis, guide: next_steps.Guide) -> Iterator[str]:
     """What to open or run next: one line per root cause, the job's code, the next command."""
     lines: list[str] = []
     for i, (cause, g) in enumerate(zip(diag.causes[:5], guide.causes, strict=False), 1):
+        if "#" not in g.pattern_doc and g.case is None:
+            continue  # a wait the catalog does not name: nothing to open for it
         case = f"; closest recorded case [{g.case}]({g.case}) ({g.case_why})" if g.case else f" ({g.case_why})"
         lines.append(f"- Root cause {i} `{cause.pattern}`: [{g.pattern_doc}]({g.pattern_doc}){case}")
         done = g.finished_call

@@ -16,7 +16,8 @@ def summary_lines(diag: Diagnosis) -> list[str]:
         done = g.finished_call
         if done is not None:
             lines.append(f"    {done.describe()}")
-        lines.append(f"    read: {g.pattern_doc}" + (f"  case: {g.case}" if g.case else ""))
+        if "#" in g.pattern_doc or g.case:
+            lines.append(f"    read: {g.pattern_doc}" + (f"  case: {g.case}" if g.case else ""))
     code = guide.job_code
     if code is not None and (code.entrypoint or code.working_dir):
         lines.append("code: " + "; ".join(x for x in (
