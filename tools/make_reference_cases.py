@@ -138,6 +138,10 @@ def _decisive(diag: dict[str, Any], snap: dict[str, Any], processes: list[Proces
                         f"death cause: {_death(actor)}")
         elif c.get("kind") == "resource":
             rows.append(f"request {c.get('name')}: {'; '.join(e for e in top.get('evidence') or [] if 'largest node' in e)[:200]}")
+    groups = [g for g in (diag.get("flight_recorder") or {}).get("groups") or [] if g.get("culprits")]
+    if groups:
+        yield f"Flight Recorder (`references/flight-recorder.md`): {_cell(groups[0].get('summary'))[:300]}"
+        yield ""
     if rows:
         yield "State rows (`ray list actors` / `ray list placement-groups --detail`):"
         yield ""

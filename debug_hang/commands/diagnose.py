@@ -85,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     print(diag.summary)
     for line in summary_lines(diag):
         print(line)
+    if diag.fr_notes:
+        print(f"  {diag.fr_notes[0]}")
     if args.verbose and diag.timings:
         print("phases: " + ", ".join(f"{name} {secs:.2f}s" for name, secs in diag.timings.items()))
     errors = diag.collection.errors + diag.errors

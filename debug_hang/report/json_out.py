@@ -45,7 +45,7 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
         for chain in diag.chains
     ]
     errors = [e.to_dict() for e in diag.collection.errors + diag.errors]
-    return {
+    doc: dict[str, Any] = {
         "schema": DIAGNOSIS_SCHEMA,
         "schema_revision": SCHEMA_REVISION,
         "address": diag.address,
@@ -66,3 +66,8 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
         "next_step": {"command": guide.next_command, "why": guide.next_why} if guide.next_command else None,
         "references_root": guide.references_root,
     }
+    if diag.flight_recorder is not None or diag.fr_notes:
+        fr = diag.flight_recorder.to_json() if diag.flight_recorder is not None else {
+            "ranks_dumped": [], "culprit_ranks": [], "groups": [], "errors": [], "torch_check": None}
+        doc["flight_recorder"] = {**fr, "notes": list(diag.fr_notes)}
+    return doc
