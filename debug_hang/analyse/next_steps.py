@@ -1,5 +1,5 @@
 """What to open next: per root cause, the section of references/patterns.md for its pattern and
-the closest recorded case; the finished call of a culprit that is idle because it returned early;
+the closest recorded case; the last call of a culprit that is idle because it returned or failed;
 where the job's own code is on the node; for an `inconclusive` verdict, the exact next command.
 
 Data-driven: the pattern anchors come from the headings of references/patterns.md and the cases
@@ -40,7 +40,8 @@ _NO_PYSPY = ("py-spy not found", "no such file or directory: 'py-spy'", "pyspy-m
 
 @dataclass
 class FinishedCall:
-    """The call an idle culprit returned from while its peers are still inside it."""
+    """The last call of an idle culprit that others wait on: it returned (perhaps early, while its
+    peers are still inside the same call) or failed; where the waiting processes are instead."""
 
     task: str
     state: str
@@ -281,7 +282,8 @@ def next_command(diag: Diagnosis) -> tuple[str | None, str | None]:
     if any(k in text for k in _NO_PYSPY):
         return (f"bash {DIAGNOSE} {addr}{job}",
                 "py-spy is missing on a node named in 'What could not be collected': pip install py-spy there, then rerun")
-    if "still starting" in diag.summary:
+    if diag.causes and all(c.culprits[0].kind == "resource" and c.culprits[0].state == "pending" for c in diag.causes):
+        # Only requests that free capacity can still satisfy: the scheduler has not placed them yet.
         return f"bash {DIAGNOSE} {addr}{job}", "the job was still starting: diagnose again in a few seconds"
     return (f"bash {DIAGNOSE} {addr}{job} --samples 5 --interval 2",
             "more samples over a longer window tell a wait from a slow step and follow waits two samples missed")
