@@ -29,11 +29,12 @@ ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "tests" / "data" / "cases"
 CASES = sorted(p.name for p in CAPTURES.iterdir() if (p / "snapshot.json").exists())
 SCHEMA = json.loads((ROOT / "references" / "diagnosis.schema.json").read_text())
-LINK = re.compile(r"\]\(((?:references|scripts)/[\w./-]+)(?:#([\w-]+))?\)")
+LINK = re.compile(r"\]\(([\w./-]*/(?:references|scripts)/[\w./-]+)(?:#([\w-]+))?\)")
 
 
 def resolves(path: str, anchor: str | None) -> bool:
-    target = ROOT / path
+    target = Path(path)
+    assert target.is_absolute(), f"{path}: the report's links are absolute (it lives in the output folder)"
     return target.is_file() and (anchor is None or anchor in next_steps.doc_anchors(target))
 
 
@@ -47,7 +48,7 @@ def test_report_names_the_pattern_section_and_a_case_that_exist(case: str) -> No
     assert len(guide.causes) == len(diag.causes)
     for cause, g in zip(diag.causes, guide.causes, strict=True):
         path, _, anchor = g.pattern_doc.partition("#")
-        assert anchor == cause.pattern and resolves(path, anchor), g.pattern_doc
+        assert anchor == cause.pattern and resolves(str(ROOT / path), anchor), g.pattern_doc
         assert g.case is not None and (ROOT / g.case).is_file(), g.case_why
         assert dict(next_steps.case_index(ROOT))[Path(g.case).stem]["pattern"] == cause.pattern
     # and every link the report gives into the skill folder resolves to a file and a heading

@@ -85,8 +85,11 @@ def _read_next(diag: Diagnosis, guide: next_steps.Guide) -> Iterator[str]:
     for i, (cause, g) in enumerate(zip(diag.causes[:5], guide.causes, strict=False), 1):
         if "#" not in g.pattern_doc and g.case is None:
             continue  # a wait the catalog does not name: nothing to open for it
-        case = f"; closest recorded case [{g.case}]({g.case}) ({g.case_why})" if g.case else f" ({g.case_why})"
-        lines.append(f"- Root cause {i} `{cause.pattern}`: [{g.pattern_doc}]({g.pattern_doc}){case}")
+        # Link text relative to the skill folder (as SKILL.md names files), target absolute (the
+        # report lives in the output folder, not beside the references).
+        root = guide.references_root
+        case = f"; closest recorded case [{g.case}]({root}/{g.case}) ({g.case_why})" if g.case else f" ({g.case_why})"
+        lines.append(f"- Root cause {i} `{cause.pattern}`: [{g.pattern_doc}]({root}/{g.pattern_doc}){case}")
         done = g.finished_call
         if done is not None:
             line = done.peers_at.split(":", 1)[1].split(" ", 1)[0] if done.peers_at and ":" in done.peers_at else "?"
