@@ -14,6 +14,12 @@ Mechanism
     holders. ``ray status`` shows ``3.0/4.0 CPU`` and a pending ``{'CPU': 2.0}`` demand; no
     event, no warning.
 
+What misleads
+    ``ray status`` shows a pending ``{'CPU': 2.0}`` demand and most CPUs used, so adding nodes
+    or blaming the scheduler is tempting; so is naming the pending training task (the victim).
+    Wrong: the CPUs are held by ALIVE actors that run nothing. The holder is the culprit:
+    release it, or create the pool only when it is needed.
+
 Expected diagnosis
     ``idle-actor-holds-resources``: the driver waits in ``ray.get`` for ``train_step``, pending
     for ``{CPU: 2}``; the culprits are the idle ``Evaluator`` actors (each holds ``{CPU: 1}``,

@@ -16,6 +16,12 @@ Mechanism
     ``locks_lock_inode_wait`` (``/proc/PID/task/TID/wchan``). A cycle: manager → flush (ray.get)
     → writer → manager (file lock). Nothing times out.
 
+What misleads
+    ``MetricsWriter`` is idle at an ``fcntl.flock`` line with no Ray wait on its stack, so it
+    looks like slow disk I/O or an unknown wait; ``CheckpointManager`` looks like a plain
+    ``ray.get`` victim. Wrong: Ray cannot see file locks; ``/proc/locks`` shows the manager's
+    pid holding the lock the writer waits for, which closes a cycle.
+
 Expected diagnosis
     ``file-lock-deadlock``: the cycle CheckpointManager → MetricsWriter → CheckpointManager, the
     writer's wait at ``fcntl.flock(fh, fcntl.LOCK_EX)`` on ``<run_dir>/.lock`` held by the

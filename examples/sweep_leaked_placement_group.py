@@ -13,6 +13,12 @@ Mechanism
     groups", and ``1.0/4.0`` free. Trial 1's group needs 3 CPUs, so it stays ``PENDING`` with
     scheduling state ``NO_RESOURCES``: feasible on this cluster, never placed. Nothing fails.
 
+What misleads
+    The pending group ``trial-1`` and the driver in ``pg.ready()`` are the visible waiters, and
+    ``ray status`` reads "0.0 used of 3.0 reserved": the CPUs look free, so blaming the waiting
+    group or adding nodes is tempting. Wrong: trial 0's group is CREATED with only DEAD actors
+    and holds the CPUs; removing it frees them.
+
 Expected diagnosis
     ``placement-group-leaked``: the holder, not the waiting group. The driver waits in
     ``pg.ready()`` for ``trial-1``; ``trial-1`` is PENDING because group ``trial-0`` (created by

@@ -29,7 +29,7 @@ PROG = "tools/catalog_doc.py"
 PAGE_PATH = CATALOG_PATH.parent / "patterns.md"
 CASES_DIR = CATALOG_PATH.parent / "cases"
 # A reference case names its root-cause pattern on a line of this shape (tools/make_reference_cases.py).
-_CASE_PATTERN = re.compile(r"^\*\*Root-cause pattern\*\*: `([a-z0-9-]+)`", re.MULTILINE)
+_CASE_PATTERN = re.compile(r"^\*\*Pattern\*\*: \[`([a-z0-9-]+)`\]", re.MULTILINE)
 
 KIND_TEXT = {
     "symptom": "symptom — a process waits on something else: follow the edge to find why",
