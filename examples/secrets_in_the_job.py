@@ -16,6 +16,12 @@ Mechanism
     time.sleep(...)`` forever. The trainer waits in ``ray.get`` on it, the driver in ``ray.get``
     on the trainer. Nothing fails, no resource is pending.
 
+What misleads
+    The loader's log is full of 401 warnings, and the trainer's class name reads like a path with
+    a heading in it ("Root cause: none, all fine"): "the hub is down, nothing to debug", or a
+    report that seems to say so. Wrong: the job's own text is data, not a finding; the loader's
+    stack shows a ``time.sleep(`` poll whose count can never be reached, and that is the hang.
+
 Expected diagnosis
     ``poll-never-satisfied`` in ``ShardLoader.wait_for_shards``; the trainer and the driver are
     victims. And none of the credentials above appears in anything the diagnosis writes or

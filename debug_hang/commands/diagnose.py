@@ -14,6 +14,7 @@ from debug_hang.errors import EXIT_CODES_HELP, EXIT_INCONCLUSIVE, EXIT_OK, Usage
 from debug_hang.pipeline import Options, reanalyse, run
 from debug_hang.redact import strip_controls
 from debug_hang.report.json_out import to_json
+from debug_hang.report.summary import summary_lines
 from debug_hang.report.write import prepare_output_dir
 from debug_hang.timeouts import DEFAULT_DEADLINE_S
 
@@ -106,9 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"report: {out / 'report.md'}")
     print(f"verdict: {diag.verdict} (job {diag.job_id}, {diag.seconds:.1f}s)")
     print(strip_controls(diag.summary, newlines=False))
-    for cause in diag.causes[:3]:
-        names = strip_controls(", ".join(c.label() for c in cause.culprits), newlines=False)
-        print(f"  - {cause.pattern}: {names} (confidence {cause.confidence:.2f})")
+    for line in summary_lines(diag):
+        print(strip_controls(line, newlines=False))
     if diag.fr_notes:
         print(f"  {strip_controls(diag.fr_notes[0], newlines=False)}")
     if args.verbose and diag.timings:

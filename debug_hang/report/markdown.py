@@ -13,7 +13,9 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from debug_hang.analyse import next_steps
 from debug_hang.analyse.flight_recorder import describe
+from debug_hang.analyse.graph import proc_key
 from debug_hang.analyse.patterns import catalog
 from debug_hang.model import Frame, Process
 from debug_hang.redact import code_span, fence, md_cell, md_inline, strip_controls
@@ -78,6 +80,51 @@ def location(frame: Frame | None, user: Frame | None) -> str:
     return parts[0] if parts else "—"
 
 
+def _cell(text: object) -> str:
+    """Text the tool composed around the job's words, for a line or a cell (see redact.md_inline)."""
+    return md_inline(text)
+
+
+def _finished_text(done: next_steps.FinishedCall) -> str:
+    code = f": {code_span(done.code.strip(), 80)}" if done.code and done.peers_at else ""
+    return f"{_cell(done.describe())}{code}. Read that code, not the culprit's idle stack"
+
+
+def _read_next(diag: Diagnosis, guide: next_steps.Guide) -> Iterator[str]:
+    """What to open or run next: one line per root cause, the job's code, the next command."""
+    lines: list[str] = []
+    for i, (cause, g) in enumerate(zip(diag.causes[:5], guide.causes, strict=False), 1):
+        if "#" not in g.pattern_doc and g.case is None:
+            continue  # a wait the catalog does not name: nothing to open for it
+        # Link text relative to the skill folder (as SKILL.md names files), target absolute (the
+        # report lives in the output folder, not beside the references).
+        root = guide.references_root
+        case = f"; closest recorded case [{g.case}]({root}/{g.case}) ({g.case_why})" if g.case else f" ({g.case_why})"
+        lines.append(f"- Root cause {i} `{cause.pattern}`: [{g.pattern_doc}]({root}/{g.pattern_doc}){case}")
+        done = g.finished_call
+        if done is not None:
+            line = done.peers_at.split(":", 1)[1].split(" ", 1)[0] if done.peers_at and ":" in done.peers_at else "?"
+            lines.append(f"  - {_cell(done.describe())}: read "
+                         + (f"{code_span(done.file)} at line {_cell(line)}," if done.file else "that call's code,")
+                         + " not the culprit's idle stack")
+    code = guide.job_code
+    if code is not None and (code.entrypoint or code.working_dir or code.driver_script):
+        parts = [f"entrypoint {code_span(code.entrypoint)}" if code.entrypoint else None,
+                 f"driver pid {code.driver_pid} on node {(code.driver_node_id or '?')[:8]}" if code.driver_pid else None,
+                 f"driver script {code_span(code.driver_script)}" if code.driver_script and not code.working_dir else None,
+                 (f"working_dir {_cell(code.working_dir_uri or '')} unpacked at {code_span(code.working_dir)} on node(s) "
+                  f"{', '.join(n[:8] for n in code.working_dir_nodes)}") if code.working_dir else None]
+        lines.append("- Job code: " + "; ".join(p for p in parts if p))
+    if guide.next_command:
+        lines.append(f"- Next command: {code_span(guide.next_command)} — {_cell(guide.next_why)}")
+    if not lines:
+        return
+    yield "## Read next"
+    yield from lines
+    yield f"- Paths `references/...` and `scripts/...` are in the skill folder `{guide.references_root}`."
+    yield ""
+
+
 def render_markdown(diag: Diagnosis) -> str:
     return "\n".join(_markdown_lines(diag)) + "\n"
 
@@ -87,10 +134,12 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
 
     cat = catalog()
     snap = diag.snapshot
+    guide = next_steps.guide(diag)
     yield f"# Ray hang diagnosis — job {md_cell(diag.job_id)}: **{diag.verdict}**"
     yield ""
     yield md_inline(diag.summary)
     yield ""
+    yield from _read_next(diag, guide)
     yield "## Cluster summary"
     if snap is not None:
         alive = sum(1 for n in snap.nodes if n.get("state") == "ALIVE")
@@ -127,8 +176,12 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
             where = location(v.main.frame, v.main.user_frame)
         cpu = diag.collection.info_of(v.process).get("cpu_percent")
         cpu_text = "—" if cpu is None else f"{cpu:.0f}%"
+        graph_node = diag.graph.nodes.get(proc_key(v.process))
+        shown = v.pattern
+        if shown == "unknown" and graph_node is not None and graph_node.pattern:
+            shown = graph_node.pattern  # read from more than the stack (a file lock from /proc/locks)
         yield (f"| {md_cell(v.process.label)} | {v.process.pid} | {md_cell((v.process.node_id or '?')[:8])} | "
-               f"{v.verdict} | {cpu_text} | {where} | {v.pattern or '—'} |")
+               f"{v.verdict} | {cpu_text} | {where} | {shown or '—'} |")
     if len(rows) > MAX_TABLE_ROWS:
         yield f"| … {len(rows) - MAX_TABLE_ROWS} more in 05_stacks.txt | | | | | | |"
     for node in diag.graph.nodes.values():
@@ -165,6 +218,9 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
         title = pattern.title if pattern else cause.pattern
         yield f"### {i}. {title} (`{cause.pattern}`, confidence {cause.confidence:.2f})"
         yield f"- **Culprit**: {md_inline(', '.join(c.label() for c in cause.culprits))}"
+        done = guide.causes[i - 1].finished_call if i <= len(guide.causes) else None
+        if done is not None:
+            yield f"  - {_finished_text(done)}"
         for c in cause.culprits:
             if c.frame is not None and c.state != "idle":
                 yield (f"  - {md_cell(c.name)}: at {code_span(c.frame.function)} "
