@@ -10,6 +10,7 @@ from typing import Any
 
 from debug_hang.analyse.graph import WaitGraph
 from debug_hang.analyse.patterns import ProcessVerdict
+from debug_hang.analyse.progress import ProcessProgress
 from debug_hang.analyse.rootcause import Chain, RootCause, chains
 from debug_hang.model import Collection, Evidence
 from debug_hang.snapshot import Snapshot
@@ -38,6 +39,7 @@ class Diagnosis:
     seconds: float = 0.0
     evidence: Evidence | None = None
     chains: list[Chain] = field(default_factory=list)
+    signals: list[ProcessProgress] = field(default_factory=list)  # what each process did in the window
 
     def __post_init__(self) -> None:
         if not self.chains:

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from debug_hang.analyse.crashloop import CrashLoop, find_crash_loops
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, is_library
 from debug_hang.model import Frame, Process
 from debug_hang.snapshot import BARRIER_TASK, DONE_STATES, DRIVER_TASK_PREFIX, POLLING_TASKS, WORKER_CLASS, calls_into_other_jobs
@@ -31,7 +32,7 @@ class GNode:
     key: str
     kind: str  # actor | task | driver | process | rank | placement_group | resource
     name: str
-    state: str  # blocked | busy | idle | dead | pending | infeasible | starved | unknown
+    state: str  # blocked | busy | idle | dead | pending | restarting | infeasible | starved | unknown
     pid: int | None = None
     node_id: str | None = None
     actor_id: str | None = None
@@ -65,6 +66,7 @@ class WaitGraph:
 
     nodes: dict[str, GNode] = field(default_factory=dict)
     edges: list[Edge] = field(default_factory=list)
+    crash_loops: dict[str, CrashLoop] = field(default_factory=dict)  # by actor_id / task_id
     _out: dict[str, list[Edge]] = field(default_factory=dict, repr=False)
     _in: dict[str, list[Edge]] = field(default_factory=dict, repr=False)
 
@@ -233,6 +235,10 @@ def build_graph(inp: GraphInputs) -> WaitGraph:
             node.evidence.append(f"actor {state}, required resources {actor.get('required_resources')}")
         g.nodes[node.key] = node
         actor_node[actor_id] = node.key
+    g.crash_loops = find_crash_loops(list(actors.values()), tasks)
+    for loop in g.crash_loops.values():
+        if loop.kind == "actor" and loop.id in actor_node:
+            _mark_crash_loop(g.nodes[actor_node[loop.id]], loop)
 
     running_tasks: dict[str, list[dict[str, Any]]] = {}
     for task in tasks:
@@ -400,6 +406,12 @@ def _detect_event_wait(g: WaitGraph, key: str, verdict: ProcessVerdict, index: T
                          "leaves its traceback in this worker's .err log)")
 
 
+def _mark_crash_loop(node: GNode, loop: CrashLoop) -> None:
+    """An actor or task that ran, died, and is restarted (retried) to die again: not "starting"."""
+    node.pattern, node.state = "crash-loop", "restarting"
+    node.evidence.append(loop.text())
+
+
 def _death_text(cause: Any) -> str:
     if not isinstance(cause, dict):
         return "no death cause recorded"
@@ -451,6 +463,17 @@ def _node_for_task(g: WaitGraph, task: dict[str, Any], actor_node: dict[str, str
     if task.get("actor_id"):
         # A call to an actor, or its creation: the actor (its process, or the pending actor).
         return actor_node.get(task["actor_id"])
+    loop = g.crash_loops.get(str(task.get("task_id")))
+    if loop is not None:
+        # A task retried after each death: the loop is what the caller waits on, wherever the
+        # current attempt is (pending, or running on a fresh worker).
+        key = f"task:{loop.id}"
+        if key not in g.nodes:
+            g.nodes[key] = GNode(key=key, kind="task", name=loop.name, state="restarting", task_id=loop.id,
+                                 task_name=loop.name, node_id=task.get("node_id"),
+                                 pid=int(task["worker_pid"]) if task.get("worker_pid") else None)
+            _mark_crash_loop(g.nodes[key], loop)
+        return key
     if task.get("state") == "RUNNING" and task.get("worker_pid"):
         return by_pid.get((task.get("node_id"), int(task["worker_pid"])))
     if task.get("state") in PENDING_SCHED:

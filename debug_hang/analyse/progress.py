@@ -62,6 +62,7 @@ class Rules:
     families: dict[str, str]
     confidence: dict[str, float]
     crash_loop: CrashLoopRules
+    inconclusive_when_silent: dict[str, str] = field(default_factory=dict)
 
 
 def _compile(items: Any, where: str) -> tuple[re.Pattern[str], ...]:
@@ -103,6 +104,7 @@ def load_rules(path: Path | str = RULES_PATH) -> Rules:
             min_failed_attempts=int(crash.get("min_failed_attempts", 2)),
             death_error_types=tuple(str(t) for t in crash.get("death_error_types") or ()),
             death_reasons=_compile(crash.get("death_reasons"), f"{path}: crash_loop.death_reasons")),
+        inconclusive_when_silent={str(k): str(v) for k, v in (doc.get("inconclusive_when_silent") or {}).items()},
     )
 
 
@@ -183,23 +185,23 @@ def log_readings(logs: list[dict[str, Any]], lr: LogRules) -> dict[str, tuple[fl
     recent: tuple[float, str] | None = None
     for log in logs:
         tail, new = _job_lines(log.get("tail") or [], lr), _job_lines(log.get("new") or [], lr)
-        seen: dict[str, str] = {}  # shape -> the last masked line of that shape
+        seen: dict[str, tuple[str, str]] = {}  # shape -> (masked, original) of its last line
         exact: set[str] = set()
         for line in tail:
             masked = _mask_times(line, lr)
             exact.add(masked)
             if _counters(masked, lr):
-                seen[_shape(masked)] = masked
+                seen[_shape(masked)] = (masked, line)
         for line in new:
             masked = _mask_times(line, lr)
             shape, counters = _shape(masked), _counters(masked, lr)
-            if counters and shape in seen and _counters(seen[shape], lr) != counters:
-                advancing.append(f"{_excerpt(seen[shape], lr)} → {line.strip()[:120]}")
+            if counters and shape in seen and _counters(seen[shape][0], lr) != counters:
+                advancing.append(f"{seen[shape][1].strip()[:120]} → {line.strip()[:120]}")
             elif masked not in exact:
                 novel.append(line.strip()[:120])
             exact.add(masked)
             if counters:
-                seen[shape] = masked
+                seen[shape] = (masked, line)
         age = log.get("age_s")
         if not new and age is not None and float(age) <= lr.recent_s and len(tail) >= 2:
             last, before = _mask_times(tail[-1], lr), _mask_times(tail[-2], lr)
@@ -215,31 +217,29 @@ def log_readings(logs: list[dict[str, Any]], lr: LogRules) -> dict[str, tuple[fl
     return out
 
 
-def _excerpt(masked: str, lr: LogRules) -> str:
-    return masked.strip()[:120]
-
-
 # ------------------------------------------------------------------------------- stacks
 def loop_moved(samples: list[Process]) -> str | None:
-    """A thread whose samples share their outer frames but differ in a caller's line: the loop
+    """Where a looping thread moved between samples ("" if it did not; None with one sample).
+
+    A thread whose samples share their outer frames but differ in a caller's line: the loop
     went round doing other work between samples (a poll that only sleeps changes, at most, the
     line of its innermost frame: the loop header or the sleep)."""
     if len(samples) < 2:
-        return None
+        return None  # not read
     by_thread: dict[Any, list[list[tuple[str, int | None]]]] = {}
     for proc in samples:
         for thread in proc.threads:
             frames = [(f.function, f.line) for f in reversed(thread.frames) if not f.native]  # outermost first
             by_thread.setdefault(thread.os_thread_id or thread.thread_id or thread.name, []).append(frames)
     for stacks in by_thread.values():
-        for a, b in zip(stacks, stacks[1:]):
+        for a, b in zip(stacks, stacks[1:], strict=False):
             depth = min(len(a), len(b)) - 1  # the innermost frame of the shorter stack is left out
-            for (fa, la), (fb, lb) in zip(a[:depth], b[:depth]):
+            for (fa, la), (fb, lb) in zip(a[:depth], b[:depth], strict=True):
                 if fa != fb:
                     break
                 if la != lb:
                     return f"{fa} at line {la} then {lb}"
-    return None
+    return ""  # read: it did not move
 
 
 # ------------------------------------------------------------------------------- assessment
@@ -264,11 +264,13 @@ def readings(window: dict[str, Any] | None, cpu_percent: float | None, moved: st
         ctxt = window.get("ctxt") or {}
         if "voluntary_ctxt_switches" in ctxt:
             found["voluntary_ctxt_switches"] = (float(ctxt["voluntary_ctxt_switches"]), "")
+        if window.get("logs"):
+            found.update({"advancing_counters": (0.0, ""), "novel_log_lines": (0.0, ""), "recent_counter": (0.0, "")})
         found.update(log_readings(window.get("logs") or [], lr))
     if cpu_percent is not None:
         found["cpu_percent"] = (float(cpu_percent), "")
-    if moved:
-        found["loop_moved"] = (1.0, moved)
+    if moved is not None:
+        found["loop_moved"] = (1.0 if moved else 0.0, moved)
     return found
 
 
@@ -300,5 +302,9 @@ def assess(node_id: str | None, pid: int | None, name: str, window: dict[str, An
 
 
 def summary_text(found: list[Finding]) -> str:
-    """'wrote 512 KiB to disk, logged a progress counter that advanced (...)'."""
-    return ", ".join(f.text for f in found)
+    """'wrote 512 KiB to disk, logged a progress counter that advanced (...)': one finding per
+    family (disk bytes and write-call bytes are the same writes)."""
+    shown: dict[str, Finding] = {}
+    for f in found:
+        shown.setdefault(f.family or f.signal, f)
+    return ", ".join(f.text for f in shown.values())

@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 from debug_hang.model import Process, process_to_dict
+from debug_hang.probe import progress
 from debug_hang.probe.pyspy import (
     NOT_PYTHON,
     PROCESS_EXITED,
@@ -178,7 +179,9 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     """Dump `pids` (and their children) on this node `samples` times; return JSON-able data.
 
     Result: {"node_id", "hostname", "pid_namespace", "pyspy", "processes": [stacks/v1 process
-    dicts, one per pid and sample], "info": {pid: {title, ppid, env, cpu_percent, child_of}},
+    dicts, one per pid and sample], "info": {pid: {title, ppid, env, cpu_percent, child_of,
+    progress}}, where `progress` is what moved between the first and the last sample (io bytes,
+    context switches, log growth: probe/progress.py),
     "errors": [{"pid", "error", "kind", "sample"}], "samples_taken", "seconds"}.
     Never raises for a process-level problem: a missing py-spy, a pid that is gone or a
     permission error lands in "errors" with a `kind` from pyspy.DUMP_ERROR_KINDS. With
@@ -217,6 +220,7 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
         # One clear node-level error instead of the same message once per process.
         errors.append({"pid": None, "pids": all_pids, "kind": PYSPY_MISSING, "sample": 0,
                        "error": pyspy_missing_message()})
+    points = {pid: progress.read_point(pid) for pid in all_pids}
     ticks_before = {pid: cpu_ticks(pid) for pid in all_pids}
     t_before = time.monotonic()
     processes: list[dict[str, Any]] = []
@@ -254,6 +258,8 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
         before, after = ticks_before.get(pid), cpu_ticks(pid)
         if before is not None and after is not None:
             info[pid]["cpu_percent"] = round(100.0 * (after - before) / CLOCK_TICKS / window, 1)
+        if taken > 1 and os.path.exists(f"/proc/{pid}"):
+            info[pid]["progress"] = progress.window(points[pid], progress.read_point(pid))
 
     return {
         "node_id": node_id,

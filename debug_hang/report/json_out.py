@@ -40,7 +40,7 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
     ]
     errors = [{"node_id": e.get("node_id"), "pid": e.get("pid"), "error": str(e.get("error")),
                "kind": e.get("kind")} for e in diag.collection.errors + diag.errors]
-    return {
+    doc: dict[str, Any] = {
         "schema": DIAGNOSIS_SCHEMA,
         "address": diag.address,
         "job_id": diag.job_id,
@@ -56,3 +56,6 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
             "errors": errors,
         },
     }
+    if diag.signals:
+        doc["progress"] = {"processes": [s.to_dict() for s in diag.signals]}
+    return doc
