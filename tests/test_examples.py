@@ -50,6 +50,13 @@ EXPLAINS = {
     "queue_consumer_died": ["TypeError"],  # the consumer's failed task
     "lock_held_across_remote_call": ["a lock held across a remote call"],
     "detached_service_never_published": ["WeightServer.pull"],  # the call into the other job's actor
+    "crash_loop_actor": ["Bus error", "restarted"],  # the death reason from a dead worker's log
+}
+# Healthy jobs kept out of `hang` by what their processes did in the window (issue 20): text
+# the summary must contain.
+PROGRESS_SEEN = {
+    "throttled_checkpoint_upload": ["progressing", "to disk", "saved chunk"],  # bytes + advancing counter
+    "quiet_shard_export": ["progressing", "to disk"],  # the disk alone: no log, no finished task
 }
 
 
@@ -113,6 +120,8 @@ def test_example_is_diagnosed(ray_cluster: LocalCluster, example: str, tmp_path:
     # THEN the verdict, the root-cause pattern and the culprits are the expected ones
     report = (out / "report.md").read_text()
     assert diag["verdict"] == expected["verdict"], f"{diag['summary']}\n{report}"
+    for text in PROGRESS_SEEN.get(example, []):
+        assert text in diag["summary"], f"{text!r} missing from the summary of {example}\n{report}"
     if expected["verdict"] != "hang":
         return
     top = diag["root_causes"][0]

@@ -22,10 +22,11 @@ from debug_hang.errors import BadInputError
 from debug_hang.model import Process
 from debug_hang.paths import bundle_root
 
+PAGE = 4096
 RULES_PATH = bundle_root() / "references" / "verdict_rules.yaml"
 RULES_SCHEMA = "debug-hang/verdict-rules/v1"
 STRENGTHS = ("progress", "activity", "info")
-READINGS = ("write_bytes", "wchar_beyond_logs", "read_bytes", "rchar", "advancing_counters",
+READINGS = ("write_bytes_beyond_logs", "wchar_beyond_logs", "read_bytes", "rchar", "advancing_counters",
             "novel_log_lines", "recent_counter", "loop_moved", "cpu_percent", "voluntary_ctxt_switches")
 
 
@@ -255,10 +256,15 @@ def readings(window: dict[str, Any] | None, cpu_percent: float | None, moved: st
     found: dict[str, tuple[float, str]] = {}
     if window is not None:
         io = window.get("io") or {}
-        log_bytes = sum(int(log.get("bytes") or 0) for log in window.get("logs") or [])
-        for key in ("write_bytes", "read_bytes", "rchar"):
+        logs = window.get("logs") or []
+        log_bytes = sum(int(log.get("bytes") or 0) for log in logs)
+        # Its own log lines reach the disk too, a page at a time: they are counted as lines.
+        log_pages = sum(-(-int(log.get("bytes") or 0) // PAGE) * PAGE + PAGE for log in logs if log.get("bytes"))
+        for key in ("read_bytes", "rchar"):
             if key in io:
                 found[key] = (float(io[key]), "")
+        if "write_bytes" in io:
+            found["write_bytes_beyond_logs"] = (float(max(0, int(io["write_bytes"]) - log_pages)), "")
         if "wchar" in io:
             found["wchar_beyond_logs"] = (float(max(0, int(io["wchar"]) - log_bytes)), "")
         ctxt = window.get("ctxt") or {}
@@ -279,8 +285,11 @@ def assess(node_id: str | None, pid: int | None, name: str, window: dict[str, An
            r: Rules | None = None) -> ProcessProgress:
     """One process's findings under the rules."""
     r = r or rules()
+    errors = list((window or {}).get("errors") or [])
+    if window is not None and window.get("exited"):
+        window = None
     result = ProcessProgress(node_id=node_id, pid=pid, name=name, read=window is not None,
-                             window_s=(window or {}).get("window_s"), errors=list((window or {}).get("errors") or []))
+                             window_s=(window or {}).get("window_s"), errors=errors)
     values = readings(window, cpu_percent, moved, r.logs)
     families_read: set[str] = set()
     families_moved: set[str] = set()

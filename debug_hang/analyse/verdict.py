@@ -116,7 +116,9 @@ def _weigh_confidence(causes: list[RootCause], signals: list[ProcessProgress], t
     conf = rules().confidence
     by_pid = {(s.node_id, s.pid): s for s in signals}
     for cause in causes:
-        read = [by_pid[(c.node_id, c.pid)] for c in cause.culprits if (c.node_id, c.pid) in by_pid]
+        # Live culprits only: a dead or restarting process has no window to be silent in.
+        read = [by_pid[(c.node_id, c.pid)] for c in cause.culprits
+                if (c.node_id, c.pid) in by_pid and c.state in ("blocked", "busy", "idle", "unknown")]
         if not read:
             continue
         if not all(s.read for s in read):

@@ -260,6 +260,8 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
             info[pid]["cpu_percent"] = round(100.0 * (after - before) / CLOCK_TICKS / window, 1)
         if taken > 1 and os.path.exists(f"/proc/{pid}"):
             info[pid]["progress"] = progress.window(points[pid], progress.read_point(pid))
+        elif taken > 1:
+            info[pid]["progress"] = {"exited": True, "errors": ["exited during the sampling window"]}
 
     return {
         "node_id": node_id,
