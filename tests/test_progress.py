@@ -20,6 +20,7 @@ from debug_hang.analyse.progress import ProcessProgress, load_rules, log_reading
 from debug_hang.errors import BadInputError
 from debug_hang.model import Collection, stacks_from_dict
 from debug_hang.pipeline import reanalyse
+from debug_hang.report.json_out import to_json
 from debug_hang.snapshot import Snapshot
 
 pytestmark = pytest.mark.unit
@@ -198,3 +199,10 @@ def test_broken_rules_are_refused_with_a_clear_message(tmp_path: Path) -> None:
     with pytest.raises(BadInputError, match="invalid regular expression"):
         load_rules(bad)
     assert load_rules().signals
+
+
+def test_no_hang_confidence_grows_with_the_independent_signals_that_agree() -> None:
+    # io and log agree on the throttled upload; the quiet export has io alone
+    upload = to_json(reanalyse(case("throttled_checkpoint_upload")))["progress"]["confidence"]
+    export = to_json(reanalyse(case("quiet_shard_export")))["progress"]["confidence"]
+    assert upload > export >= rules().confidence["progress_base"]

@@ -317,3 +317,15 @@ def summary_text(found: list[Finding]) -> str:
     for f in found:
         shown.setdefault(f.family or f.signal, f)
     return ", ".join(f.text for f in shown.values())
+
+
+def progress_confidence(signals: list[ProcessProgress], r: Rules | None = None) -> float | None:
+    """How sure a `no-hang` from progress readings is: more independent families that show work
+    (io, log), more sure. None when no process showed progress."""
+    r = r or rules()
+    families = {f.family or f.signal for s in signals for f in s.deciding("progress")}
+    if not families:
+        return None
+    conf = r.confidence
+    return round(min(conf.get("progress_max", 0.95),
+                     conf.get("progress_base", 0.7) + conf.get("progress_bonus", 0.1) * (len(families) - 1)), 2)

@@ -11,7 +11,7 @@ from debug_hang.analyse.crashloop import DEATH_PREFIX, DEATH_SOURCE, death_reaso
 from debug_hang.analyse.diagnosis import Diagnosis
 from debug_hang.analyse.graph import GraphInputs, WaitGraph, build_graph
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, match_process
-from debug_hang.analyse.progress import ProcessProgress, assess, loop_moved, rules, summary_text
+from debug_hang.analyse.progress import ProcessProgress, assess, loop_moved, progress_confidence, rules, summary_text
 from debug_hang.analyse.rootcause import RootCause, chains, root_causes
 from debug_hang.model import Collection, Process
 from debug_hang.snapshot import POLLING_TASKS, Snapshot, available_resources, node_totals
@@ -190,7 +190,9 @@ def _verdict(job: dict[str, Any], causes: list[RootCause], progress: list[str], 
     if working and not cycle:
         looked = (f" The stacks alone read as {causes[0].pattern} in {causes[0].culprits[0].label()}: it is working "
                   "between those waits." if causes else "")
-        return "no-hang", (f"Job {job_id} is progressing: {_signal_text(working, 'progress')}.{looked}")
+        families = sorted({f.family for w in working for f in w.deciding("progress")})
+        return "no-hang", (f"Job {job_id} is progressing: {_signal_text(working, 'progress')}.{looked} "
+                           f"(confidence {progress_confidence(working)}: {' and '.join(families)} agree)")
     if not causes:
         blocked = [v for v in verdicts if v.verdict in ("blocked", "busy")]
         if not blocked:
@@ -208,7 +210,10 @@ def _verdict(job: dict[str, Any], causes: list[RootCause], progress: list[str], 
     moving_note = (f" Note: {len(moving)} process(es) changed stack between samples." if moving else "")
     title = (catalog()[top.pattern].title if top.pattern in catalog()
              else "A chain of waits ending in a process whose own wait is not recognised (see its evidence)")
-    active = [s for s in signals if s.strongest() == "activity"]
+    # Activity that need not be work counts on the culprits only: a victim's own threads (a
+    # driver forwarding logs) do not say that the culprit will release it.
+    culprit_pids = {(c.node_id, c.pid) for cause in causes for c in cause.culprits}
+    active = [s for s in signals if s.strongest() == "activity" and (s.node_id, s.pid) in culprit_pids]
     if active and not cycle:
         return "inconclusive", (f"Job {job_id} may be hung ({title[:1].lower() + title[1:]} — culprit {names}), but "
                                 f"{_signal_text(active, 'activity')}: it may still be working. A hang needs it "

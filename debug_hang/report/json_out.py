@@ -6,6 +6,7 @@ from typing import Any
 
 from debug_hang.analyse.diagnosis import Diagnosis
 from debug_hang.analyse.patterns import catalog
+from debug_hang.analyse.progress import progress_confidence
 
 DIAGNOSIS_SCHEMA = "debug-hang/diagnosis/v1"
 
@@ -57,5 +58,6 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
         },
     }
     if diag.signals:
-        doc["progress"] = {"processes": [s.to_dict() for s in diag.signals]}
+        doc["progress"] = {"processes": [s.to_dict() for s in diag.signals],
+                           "confidence": progress_confidence(diag.signals) if diag.verdict == "no-hang" else None}
     return doc
