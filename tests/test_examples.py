@@ -51,6 +51,7 @@ EXPLAINS = {
     "lock_held_across_remote_call": ["a lock held across a remote call"],
     "detached_service_never_published": ["WeightServer.pull"],  # the call into the other job's actor
     "crash_loop_actor": ["Bus error", "restarted"],  # the death reason from a dead worker's log
+    "crash_loop_task": ["Segmentation fault", "attempt(s) FAILED"],
 }
 # Healthy jobs kept out of `hang` by what their processes did in the window (issue 20): text
 # the summary must contain.

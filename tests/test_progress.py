@@ -206,3 +206,28 @@ def test_no_hang_confidence_grows_with_the_independent_signals_that_agree() -> N
     upload = to_json(reanalyse(case("throttled_checkpoint_upload")))["progress"]["confidence"]
     export = to_json(reanalyse(case("quiet_shard_export")))["progress"]["confidence"]
     assert upload > export >= rules().confidence["progress_base"]
+
+
+def test_a_task_retried_after_each_death_is_a_crash_loop() -> None:
+    diag = reanalyse(case("crash_loop_task"))
+    assert diag.verdict == "hang", diag.summary
+    top = diag.causes[0]
+    assert top.pattern == "crash-loop" and top.culprits[0].class_name == "decode_batch"
+    assert "Segmentation fault" in diag.summary
+
+
+def test_one_death_is_not_yet_a_crash_loop_nor_a_job_still_starting(tmp_path: Path) -> None:
+    # GIVEN the task's capture as it was after its first death only (later attempts removed)
+    src = case("crash_loop_task")
+    dest = tmp_path / src.name
+    shutil.copytree(src, dest)
+    snap = json.loads((dest / "snapshot.json").read_text())
+    failed = sorted((t for t in snap["tasks"] if t.get("state") == "FAILED"), key=lambda t: t["attempt_number"])
+    snap["tasks"] = [t for t in snap["tasks"] if t.get("state") != "FAILED" or t is failed[0]]
+    (dest / "snapshot.json").write_text(json.dumps(snap))
+    (dest / "tasks_after.json").unlink(missing_ok=True)
+    # WHEN re-analysed THEN it is neither a loop yet nor "still starting": it died and is retried
+    diag = reanalyse(dest)
+    assert diag.verdict == "inconclusive", diag.summary
+    assert "another death makes it a crash loop" in diag.summary
+    assert "still starting" not in diag.summary

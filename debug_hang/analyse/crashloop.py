@@ -32,15 +32,17 @@ class CrashLoop:
     error_types: list[str]
     last_error: str
     dead_workers: list[tuple[str, str]] = field(default_factory=list)  # (node_id, worker_id), newest last
+    confirmed: bool = True  # False: it died, but fewer times than the rules ask for a loop
 
     def text(self) -> str:
         parts = []
         if self.restarts:
             parts.append(f"restarted {self.restarts} time(s)")
         if self.failed_attempts:
-            parts.append(f"{self.failed_attempts} attempt(s) of its calls FAILED "
+            parts.append(f"{self.failed_attempts} attempt(s){' of its calls' if self.kind == 'actor' else ''} FAILED "
                          f"({', '.join(sorted(set(self.error_types)))})")
-        return f"{self.name} {' and '.join(parts)}: Ray retries it and it dies again" + (
+        again = "Ray retries it and it dies again" if self.confirmed else "Ray is retrying it (once more and it is a crash loop)"
+        return f"{self.name} {' and '.join(parts)}: {again}" + (
             f"; last error: {self.last_error}" if self.last_error else "")
 
 
@@ -65,17 +67,19 @@ def find_crash_loops(actors: list[dict[str, Any]], tasks: list[dict[str, Any]],
             continue  # DEAD: out of restarts, a plain death
         restarts = int(actor.get("num_restarts") or 0) - int(actor.get("num_restarts_due_to_node_preemption") or 0)
         deaths = _death_attempts(by_actor.get(str(actor.get("actor_id")), []), r)
-        if restarts < r.min_restarts and len(deaths) < r.min_failed_attempts:
-            continue
         if restarts == 0:
-            continue  # failed calls on an actor that never restarted: its process still runs
-        found[str(actor["actor_id"])] = _loop("actor", str(actor["actor_id"]), str(actor.get("class_name")),
-                                              restarts, deaths, actor.get("death_cause"))
+            continue  # never restarted: the process that runs is the first one (or none yet)
+        loop = _loop("actor", str(actor["actor_id"]), str(actor.get("class_name")), restarts, deaths,
+                     actor.get("death_cause"))
+        loop.confirmed = restarts >= r.min_restarts or len(deaths) >= r.min_failed_attempts
+        found[loop.id] = loop
     for task_id, attempts in by_task.items():
         deaths = _death_attempts(attempts, r)
         live = [t for t in attempts if t.get("state") not in DONE_STATES]
-        if len(deaths) >= r.min_failed_attempts and live:
-            found[task_id] = _loop("task", task_id, str(live[0].get("name")), 0, deaths, None)
+        if deaths and live:
+            loop = _loop("task", task_id, str(live[0].get("name")), 0, deaths, None)
+            loop.confirmed = len(deaths) >= r.min_failed_attempts
+            found[task_id] = loop
     return found
 
 

@@ -408,7 +408,7 @@ def _detect_event_wait(g: WaitGraph, key: str, verdict: ProcessVerdict, index: T
 
 def _mark_crash_loop(node: GNode, loop: CrashLoop) -> None:
     """An actor or task that ran, died, and is restarted (retried) to die again: not "starting"."""
-    node.pattern, node.state = "crash-loop", "restarting"
+    node.pattern, node.state = ("crash-loop" if loop.confirmed else None), "restarting"
     node.evidence.append(loop.text())
 
 
@@ -470,7 +470,8 @@ def _node_for_task(g: WaitGraph, task: dict[str, Any], actor_node: dict[str, str
         key = f"task:{loop.id}"
         if key not in g.nodes:
             g.nodes[key] = GNode(key=key, kind="task", name=loop.name, state="restarting", task_id=loop.id,
-                                 task_name=loop.name, node_id=task.get("node_id"),
+                                 task_name=loop.name, class_name=str(task.get("func_or_class_name") or loop.name),
+                                 node_id=task.get("node_id"),
                                  pid=int(task["worker_pid"]) if task.get("worker_pid") else None)
             _mark_crash_loop(g.nodes[key], loop)
         return key

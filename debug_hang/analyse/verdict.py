@@ -202,6 +202,13 @@ def _verdict(job: dict[str, Any], causes: list[RootCause], progress: list[str], 
                                 "followed to a cause; see the blocked-task table and collect with --samples 5.")
     top = causes[0]
     names = ", ".join(c.label() for c in top.culprits)
+    if all(c.culprits[0].state == "restarting" and c.pattern != "crash-loop" for c in causes):
+        # It ran and died, and is being restarted or retried: not "starting", not yet a loop.
+        first = top.culprits[0]
+        loop = graph.crash_loops.get(first.actor_id or first.task_id or "")
+        return "inconclusive", (f"Job {job_id}: {names} died and is being restarted or retried"
+                                f"{f' ({loop.text()})' if loop else ''}. Diagnose again in a few seconds: "
+                                "another death makes it a crash loop.")
     if all(c.culprits[0].kind == "resource" and c.culprits[0].state == "pending" for c in causes):
         # Free capacity and nothing else in the way: the scheduler has not placed it *yet*.
         waiting = ", ".join(c.label() for c in top.culprits[1:]) or "a task or actor"
