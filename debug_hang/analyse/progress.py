@@ -139,6 +139,7 @@ class ProcessProgress:
     findings: list[Finding] = field(default_factory=list)
     silent: list[str] = field(default_factory=list)  # families read and silent
     errors: list[str] = field(default_factory=list)
+    readings: dict[str, float] = field(default_factory=dict)  # every reading by name, as read
 
     def strongest(self) -> str | None:
         for level in ("progress", "activity"):
@@ -152,7 +153,7 @@ class ProcessProgress:
     def to_dict(self) -> dict[str, Any]:
         return {"node_id": self.node_id, "pid": self.pid, "name": self.name, "read": self.read,
                 "window_s": self.window_s, "findings": [f.to_dict() for f in self.findings],
-                "silent": self.silent, "errors": self.errors}
+                "silent": self.silent, "errors": self.errors, "readings": self.readings}
 
 
 # ------------------------------------------------------------------------------- log lines
@@ -291,6 +292,11 @@ def assess(node_id: str | None, pid: int | None, name: str, window: dict[str, An
     result = ProcessProgress(node_id=node_id, pid=pid, name=name, read=window is not None,
                              window_s=(window or {}).get("window_s"), errors=errors)
     values = readings(window, cpu_percent, moved, r.logs)
+    result.readings = {k: v for k, (v, _) in sorted(values.items())}
+    if window is not None:
+        logs = window.get("logs") or []
+        result.readings["log_bytes"] = float(sum(int(log.get("bytes") or 0) for log in logs))
+        result.readings["log_lines"] = float(sum(int(log.get("lines") or 0) for log in logs))
     families_read: set[str] = set()
     families_moved: set[str] = set()
     for rule in r.signals:

@@ -85,7 +85,10 @@ def _progress_lines(diag: Diagnosis) -> Iterator[str]:
         if moved:
             yield f"- {_cell(sig.name)}{window}: " + "; ".join(f"{f.strength}: `{_cell(f.text)[:200]}`" for f in moved)
         else:
-            yield f"- {_cell(sig.name)}{window}: silent ({', '.join(sig.silent) or 'nothing read'})"
+            r = sig.readings
+            yield (f"- {_cell(sig.name)}{window}: silent — wrote {r.get('wchar_beyond_logs', 0):.0f} B, logged "
+                   f"{r.get('log_lines', 0):.0f} line(s), CPU {r.get('cpu_percent', 0):.0f}% "
+                   f"({', '.join(sig.silent) or 'nothing read'})")
 
 
 def _cell(text: object) -> str:
