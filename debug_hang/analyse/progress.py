@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from debug_hang.analyse.patterns import is_library
 from debug_hang.errors import BadInputError
 from debug_hang.model import Process
 from debug_hang.paths import bundle_root
@@ -231,6 +232,8 @@ def loop_moved(samples: list[Process]) -> str | None:
     by_thread: dict[Any, list[list[tuple[str, int | None]]]] = {}
     for proc in samples:
         for thread in proc.threads:
+            if all(is_library(f) for f in thread.frames if not f.native):
+                continue  # Ray's and the runtime's own threads move on their own
             frames = [(f.function, f.line) for f in reversed(thread.frames) if not f.native]  # outermost first
             by_thread.setdefault(thread.os_thread_id or thread.thread_id or thread.name, []).append(frames)
     for stacks in by_thread.values():
