@@ -231,3 +231,14 @@ def test_one_death_is_not_yet_a_crash_loop_nor_a_job_still_starting(tmp_path: Pa
     assert diag.verdict == "inconclusive", diag.summary
     assert "another death makes it a crash loop" in diag.summary
     assert "still starting" not in diag.summary
+
+
+def test_an_actor_restarted_once_is_a_loop_only_while_it_is_down() -> None:
+    snap = snapshot_of("crash_loop_actor")
+    one_death = [t for t in snap.tasks if t.get("state") != "FAILED"] + \
+        [next(t for t in snap.tasks if t.get("state") == "FAILED")]
+    alive = [{**a, "num_restarts": "1", "state": "ALIVE"} for a in snap.actors]
+    assert find_crash_loops(alive, one_death) == {}  # it came back: recovered, not looping
+    down = [{**a, "num_restarts": "1", "state": "RESTARTING"} for a in snap.actors]
+    (loop,) = find_crash_loops(down, one_death).values()
+    assert not loop.confirmed  # died once, being restarted: not yet a loop

@@ -72,7 +72,8 @@ def find_crash_loops(actors: list[dict[str, Any]], tasks: list[dict[str, Any]],
         loop = _loop("actor", str(actor["actor_id"]), str(actor.get("class_name")), restarts, deaths,
                      actor.get("death_cause"))
         loop.confirmed = restarts >= r.min_restarts or len(deaths) >= r.min_failed_attempts
-        found[loop.id] = loop
+        if loop.confirmed or actor.get("state") != "ALIVE":  # restarted once and alive: it recovered
+            found[loop.id] = loop
     for task_id, attempts in by_task.items():
         deaths = _death_attempts(attempts, r)
         live = [t for t in attempts if t.get("state") not in DONE_STATES]
