@@ -15,6 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from debug_hang.analyse.diagnosis import Diagnosis
+from debug_hang.analyse.flight_recorder import analyse as analyse_fr
+from debug_hang.analyse.fr_join import attach
+from debug_hang.analyse.rootcause import chains
 from debug_hang.analyse.verdict import analyse, quote_deaths, youngest_task_age_s
 from debug_hang.collect.address import ClusterAddress, check_reachable, parse_address, resolve_dashboard
 from debug_hang.collect.evidence import gather
@@ -22,11 +25,12 @@ from debug_hang.collect.raytrain import worker_ranks
 from debug_hang.collect.stacks import Target, collect_stacks, select_targets
 from debug_hang.collect.state import DashboardClient, take_snapshot
 from debug_hang.errors import DeadlineError, NotFoundError
-from debug_hang.model import Collection, Evidence, NodeEvidence, Process, process_from_dict, stacks_from_dict
+from debug_hang.model import Collection, CollectionError, Evidence, NodeEvidence, Process, process_from_dict, stacks_from_dict
+from debug_hang.parse.flight_recorder import from_probe, read_saved
 from debug_hang.probe.pyspy import DumpOptions
 from debug_hang.report.write import write_outputs
 from debug_hang.snapshot import Snapshot, running_jobs
-from debug_hang.timeouts import DEFAULT_DEADLINE_S, Deadline
+from debug_hang.timeouts import DEFAULT_DEADLINE_S, Deadline, PhaseTimer
 
 FRESH_TASK_S = 5.0  # a wait on a task younger than this is not yet evidence of a hang
 
@@ -66,11 +70,14 @@ def run(opts: Options) -> Diagnosis:
     """Diagnose one job end to end (see module docstring); raises only when nothing can be done."""
     started = time.monotonic()
     deadline = Deadline(opts.deadline_s)
+    timer = PhaseTimer()
     addr: ClusterAddress = parse_address(opts.address)
     check_reachable(addr)
     addr = resolve_dashboard(addr, timeout_s=deadline.remaining(cap=5.0))
     assert addr.dashboard_url
+    timer.mark("address")
     snap = take_snapshot(addr.dashboard_url, None, timeout_s=deadline.remaining(cap=10.0))
+    timer.mark("state")
     if not snap.jobs and snap.errors:
         if deadline.expired:
             raise DeadlineError(f"the {opts.deadline_s:.0f}s deadline passed before the State API answered "
@@ -84,8 +91,10 @@ def run(opts: Options) -> Diagnosis:
                                    timeout_s=min(10.0, deadline.remaining())),
         deadline, samples=opts.samples, interval_s=opts.interval_s,
     )
-    errors: list[dict[str, Any]] = []
+    timer.mark("stacks")
+    errors: list[CollectionError] = []
     _add_train_ranks(addr.dashboard_url, job, snap, collection, deadline, errors)
+    timer.mark("ranks")
     # Progress is judged on the task states between the first listing and a second one. When a
     # task started moments ago, stretch that window to FRESH_TASK_S so that a healthy job's next
     # step has time to show (a hung job costs at most those few seconds more).
@@ -98,9 +107,12 @@ def run(opts: Options) -> Diagnosis:
     client = DashboardClient(addr.dashboard_url, timeout_s=deadline.remaining(cap=10.0))
     after = client.list_state("tasks", [("job_id", "=", str(job.get("job_id")))])
     if after.error:
-        errors.append({"node_id": None, "pid": None, "error": f"second task listing failed: {after.error}"})
+        errors.append(CollectionError(f"second task listing failed: {after.error}"))
+    timer.mark("progress_window")
     diag = analyse(job, snap, collection, None if after.error else after.rows, addr.gcs, why, others,
-                   errors + [{"node_id": None, "pid": None, "error": e} for e in snap.errors], started)
+                   errors + [CollectionError(e) for e in snap.errors], started)
+    add_flight_recorder(diag)
+    timer.mark("analysis")
     missing = [e for e in snap.errors if "/api/v0/tasks" in e or "/api/v0/actors" in e]
     if missing and diag.verdict == "no-hang":
         diag.verdict = "inconclusive"
@@ -110,23 +122,54 @@ def run(opts: Options) -> Diagnosis:
             diag.evidence = gather(DashboardClient(addr.dashboard_url, timeout_s=deadline.remaining(cap=8.0)),
                                    diag.graph, diag.chain_keys(), after.rows or snap.tasks, job)
         except Exception as exc:  # noqa: BLE001 - evidence is a bonus: report and go on
-            diag.errors.append({"node_id": None, "pid": None, "error": f"evidence gathering failed: {exc}"})
+            diag.errors.append(CollectionError(f"evidence gathering failed: {exc}"))
         quote_deaths(diag)
+    timer.mark("evidence")
+    diag.timings = timer.phases
     diag.seconds = time.monotonic() - started
     if opts.output_dir is not None:
         write_outputs(diag, opts.output_dir, after.rows)
+        timer.mark("write")
     return diag
 
 
+def add_flight_recorder(diag: Diagnosis) -> None:
+    """Read the Flight Recorder dumps the probes brought back, analyse them, join them with the graph."""
+    nodes = diag.collection.flight_recorder
+    if not nodes:
+        return
+    dumps, problems = [], []
+    for node in nodes:
+        read = from_probe(list(node.get("dumps") or []), node.get("node_id"))
+        dumps += read.dumps
+        problems += read.errors
+        problems += [f"{s.get('path')}: {s.get('reason')}" for s in node.get("skipped") or []]
+    sizes = [int(v) for info in diag.collection.info.values() for k, v in (info.get("env") or {}).items()
+             if k == "WORLD_SIZE" and str(v).isdigit()]
+    fr = analyse_fr(dumps, max(sizes) if sizes else None, problems)
+    diag.flight_recorder = fr
+    if dumps:
+        diag.fr_notes = attach(diag.graph, diag.causes, fr)
+        diag.chains = chains(diag.graph, diag.causes)  # the collective edges now carry the recorder's facts
+    else:
+        prefixes = sorted({p for node in nodes for p in node.get("prefixes") or []})
+        diag.fr_notes = [f"Flight Recorder: enabled, but no dump file of this job under {', '.join(prefixes)} "
+                         "(gloo never dumps by itself; NCCL dumps on a watchdog timeout with TORCH_NCCL_DUMP_ON_TIMEOUT=1)"]
+    pipes = sorted({p for node in nodes for p in node.get("pipes") or []})
+    if pipes:
+        diag.fr_notes.append(f"Flight Recorder: a fresh dump can be asked for on the rank's node with `echo 1 > {pipes[0]}` "
+                             f"({len(pipes)} pipe(s); debug-hang never writes to them)")
+
+
 def _add_train_ranks(dashboard_url: str, job: dict[str, Any], snap: Snapshot, collection: Collection,
-                     deadline: Deadline, errors: list[dict[str, Any]]) -> None:
+                     deadline: Deadline, errors: list[CollectionError]) -> None:
     """Ranks of Ray Train workers, which no process environment holds (see raytrain.py)."""
     if deadline.remaining() < 1.0:
-        errors.append({"node_id": None, "pid": None, "error": "no time left to read Ray Train ranks"})
+        errors.append(CollectionError("no time left to read Ray Train ranks", kind="deadline"))
         return
     client = DashboardClient(dashboard_url, timeout_s=deadline.remaining(cap=5.0))
     ranks, problems = worker_ranks(client, job.get("job_id"), snap.actors, snap.nodes)
-    errors += [{"node_id": None, "pid": None, "error": p} for p in problems]
+    errors += [CollectionError(p) for p in problems]
     for proc in collection.processes:
         rank = ranks.get((proc.node_id, proc.pid or -1))
         if rank is not None and proc.rank is None:
@@ -172,12 +215,15 @@ def _without_state_api(opts: Options, addr: ClusterAddress, snap: Snapshot, dead
             cls, _ = proc.title_parts
             proc.actor_class = cls
             collection.processes.append(proc)
-        collection.errors += [{"node_id": "local", **e} for e in value.get("errors", [])]
+        collection.errors += [CollectionError.from_dict(e, "local") for e in value.get("errors", [])]
         collection.info = {("local", int(k)): {"node_id": "local", **v} for k, v in (value.get("info") or {}).items()}
+        if isinstance(value.get("flight_recorder"), dict):
+            collection.flight_recorder.append({**value["flight_recorder"], "node_id": "local"})
         collection.nodes = 1
-    errors = [{"node_id": None, "pid": None, "error": note, "kind": "state-api-down"}]
+    errors = [CollectionError(note, kind="state-api-down")]
     diag = analyse({"job_id": None}, snap, collection, None, addr.gcs, "unknown: the State API is down", [],
                    errors, started)
+    add_flight_recorder(diag)
     # Without task state no wait can be followed: stacks alone are candidates, not a verdict.
     diag.verdict = "inconclusive"
     candidates = ", ".join(f"{c.pattern} in {c.culprits[0].label()}" for c in diag.causes[:3]) or "none"
@@ -200,22 +246,41 @@ def _own_job_id() -> str | None:
     return None
 
 
-def reanalyse(folder: Path) -> Diagnosis:
-    """Re-run the analysis on a recorded output folder (snapshot.json + stacks.json)."""
+@dataclass
+class Capture:
+    """A saved output folder, read back: what the analysis needs to run again."""
+
+    job: dict[str, Any]
+    snapshot: Snapshot
+    collection: Collection
+    tasks_after: list[dict[str, Any]] | None
+    meta: dict[str, Any]
+
+
+def load_capture(folder: Path) -> Capture:
+    """Read snapshot.json, stacks.json and tasks_after.json of a recorded output folder."""
     snap = Snapshot.from_dict(json.loads((folder / "snapshot.json").read_text()))
     doc = json.loads((folder / "stacks.json").read_text())
     processes: list[Process] = stacks_from_dict(doc)
     meta = doc.get("meta") or {}
     coll = Collection(processes=processes, info=Collection.info_from_json(meta.get("info")),
-                      errors=list(meta.get("errors") or []), nodes=int(meta.get("nodes") or 0),
+                      errors=[CollectionError.from_dict(e) for e in meta.get("errors") or []], nodes=int(meta.get("nodes") or 0),
                       targets=int(meta.get("targets") or 0), seconds=float(meta.get("seconds") or 0.0),
-                      paths=dict(meta.get("paths") or {}))
+                      paths=dict(meta.get("paths") or {}), flight_recorder=read_saved(folder / "flight_recorder"))
     job = next((j for j in snap.jobs if j.get("job_id") == meta.get("job_id")), {"job_id": meta.get("job_id")})
     after_path = folder / "tasks_after.json"
     after = json.loads(after_path.read_text()) if after_path.exists() else None
-    diag = analyse(job, snap, coll, after, str(meta.get("address") or ""), str(meta.get("job_choice") or ""),
-                   [j for j in snap.jobs if j is not job], [], time.monotonic())
+    return Capture(job=job, snapshot=snap, collection=coll, tasks_after=after, meta=meta)
+
+
+def reanalyse(folder: Path) -> Diagnosis:
+    """Re-run the analysis on a recorded output folder (snapshot.json + stacks.json)."""
+    cap = load_capture(folder)
+    meta, snap, job = cap.meta, cap.snapshot, cap.job
+    diag = analyse(job, snap, cap.collection, cap.tasks_after, str(meta.get("address") or ""),
+                   str(meta.get("job_choice") or ""), [j for j in snap.jobs if j is not job], [], time.monotonic())
     diag.seconds = float(meta.get("diagnosis_seconds") or diag.seconds)
+    add_flight_recorder(diag)
     ev_path = folder / "evidence.json"
     if ev_path.exists():
         raw = json.loads(ev_path.read_text())

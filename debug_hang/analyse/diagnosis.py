@@ -8,11 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from debug_hang.analyse.flight_recorder import FRAnalysis
 from debug_hang.analyse.graph import WaitGraph
 from debug_hang.analyse.patterns import ProcessVerdict
 from debug_hang.analyse.progress import ProcessProgress
 from debug_hang.analyse.rootcause import Chain, RootCause, chains
-from debug_hang.model import Collection, Evidence
+from debug_hang.model import Collection, CollectionError, Evidence
 from debug_hang.snapshot import Snapshot
 
 
@@ -35,11 +36,16 @@ class Diagnosis:
     graph: WaitGraph
     causes: list[RootCause]
     progress: list[str] = field(default_factory=list)
-    errors: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[CollectionError] = field(default_factory=list)
     seconds: float = 0.0
     evidence: Evidence | None = None
     chains: list[Chain] = field(default_factory=list)
     signals: list[ProcessProgress] = field(default_factory=list)  # what each process did in the window
+    # PyTorch Flight Recorder dumps of the job's ranks, when any were found (analyse/flight_recorder.py),
+    # and what they add: agreement with the stacks, files refused, pipes that can trigger a dump.
+    flight_recorder: FRAnalysis | None = None
+    fr_notes: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per phase of the run, in order
 
     def __post_init__(self) -> None:
         if not self.chains:

@@ -17,6 +17,7 @@ SUBCOMMANDS = {
     "nodes": ("debug_hang.commands.nodes", "list nodes / run a command on each node (= run_on_each_ray_node.py)"),
     "parse-stacks": ("debug_hang.commands.parse", "parse stack dumps in any format, group them (= parse_stacks.py)"),
     "match": ("debug_hang.commands.match", "classify threads by hang pattern (= match_patterns.py)"),
+    "fr": ("debug_hang.commands.fr", "analyse PyTorch Flight Recorder dumps: which rank never entered which collective"),
     "install-skill": ("debug_hang.commands.install_skill", "install this bundle as an agent skill"),
 }
 

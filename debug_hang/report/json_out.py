@@ -22,7 +22,7 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
             "pattern": cause.pattern,
             "summary": cause.summary,
             "culprit": {
-                "kind": first.kind if first.kind != "driver" else "process",
+                "kind": first.kind,
                 "class_name": first.class_name, "task_name": first.task_name,
                 "actor_id": first.actor_id, "task_id": first.task_id, "pid": first.pid,
                 "node_id": first.node_id, "rank": first.rank,
@@ -39,8 +39,7 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
           "pattern": n.pattern, "state": n.state, "waits_on": why} for n, why in chain]
         for chain in diag.chains
     ]
-    errors = [{"node_id": e.get("node_id"), "pid": e.get("pid"), "error": str(e.get("error")),
-               "kind": e.get("kind")} for e in diag.collection.errors + diag.errors]
+    errors = [e.to_dict() for e in diag.collection.errors + diag.errors]
     doc: dict[str, Any] = {
         "schema": DIAGNOSIS_SCHEMA,
         "address": diag.address,
@@ -54,10 +53,15 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
             "processes": len({(p.node_id, p.pid) for p in diag.collection.processes}),
             "stacks": len(diag.collection.processes),
             "seconds": round(diag.seconds, 2),
+            "timings": diag.timings,
             "errors": errors,
         },
     }
     if diag.signals:
         doc["progress"] = {"processes": [s.to_dict() for s in diag.signals],
                            "confidence": progress_confidence(diag.signals) if diag.verdict == "no-hang" else None}
+    if diag.flight_recorder is not None or diag.fr_notes:
+        fr = diag.flight_recorder.to_json() if diag.flight_recorder is not None else {
+            "ranks_dumped": [], "culprit_ranks": [], "groups": [], "errors": [], "torch_check": None}
+        doc["flight_recorder"] = {**fr, "notes": list(diag.fr_notes)}
     return doc
