@@ -25,7 +25,8 @@ ALLOWED: dict[str, set[str]] = {
     "collect": {"probe", "analyse", "parse"},
     "pipeline": {"collect", "probe", "analyse", "report", "parse"},
     "localcluster": {"collect"},
-    "commands": {"collect", "probe", "analyse", "report", "parse", "pipeline", "localcluster"},
+    "watch": {"collect", "pipeline"},
+    "commands": {"collect", "probe", "analyse", "report", "parse", "pipeline", "localcluster", "watch"},
 }
 
 
