@@ -38,6 +38,7 @@ class FrameRule:
     function: re.Pattern[str] | None
     file: re.Pattern[str] | None
     code: re.Pattern[str] | None
+    context: re.Pattern[str] | None = None  # searched in the numbered source lines around the frame
 
     def matches(self, frame: Frame) -> bool:
         if self.function and not self.function.search(frame.function):
@@ -45,6 +46,8 @@ class FrameRule:
         if self.file and not self.file.search(frame.file):
             return False
         if self.code and not (frame.code and self.code.search(frame.code)):
+            return False
+        if self.context and not (frame.context and self.context.search("\n".join(frame.context))):
             return False
         return True
 
@@ -129,6 +132,7 @@ def _rule(raw: dict[str, Any], where: str) -> FrameRule:
             function=re.compile(raw["function"]) if raw.get("function") else None,
             file=re.compile(raw["file"]) if raw.get("file") else None,
             code=re.compile(raw["code"]) if raw.get("code") else None,
+            context=re.compile(raw["context"]) if raw.get("context") else None,
         )
     except re.error as exc:
         raise BadInputError(f"{where}: invalid regular expression: {exc}") from None
