@@ -17,7 +17,7 @@ import pytest
 from conftest import ROOT, LocalCluster, expected_of, read_json, run_script, stop_job, submit_example
 
 from debug_hang import localcluster
-from debug_hang.collect import calls_into_other_jobs
+from debug_hang.snapshot import calls_into_other_jobs
 
 pytestmark = pytest.mark.integration
 

@@ -9,8 +9,9 @@ import json
 import sys
 from pathlib import Path
 
-from debug_hang.diagnose import Options, reanalyse, run
 from debug_hang.errors import EXIT_CODES_HELP, EXIT_OK
+from debug_hang.pipeline import Options, reanalyse, run
+from debug_hang.report.json_out import to_json
 from debug_hang.timeouts import DEFAULT_DEADLINE_S
 
 DESCRIPTION = """Diagnose why a Ray job hangs: cluster state, blocked tasks and actors, Python stacks of every
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.reanalyse:
         diag = reanalyse(Path(args.reanalyse))
         if not args.json:
-            from debug_hang.report import render_markdown
+            from debug_hang.report.markdown import render_markdown
 
             print(render_markdown(diag))
             return EXIT_OK
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.redirect_stdout(sys.stderr):
             diag = run(opts)
     if args.json:
-        print(json.dumps(diag.to_json(), indent=2, default=str))
+        print(json.dumps(to_json(diag), indent=2, default=str))
         return EXIT_OK
     out = Path(diag_out(args))
     print(f"report: {out / 'report.md'}")

@@ -15,10 +15,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from debug_hang.collect import DONE_STATES, DRIVER_TASK_PREFIX, calls_into_other_jobs
+from debug_hang.analyse.patterns import ProcessVerdict, catalog, is_library
 from debug_hang.model import Frame, Process
-from debug_hang.patterns import ProcessVerdict, catalog, is_library
-from debug_hang.raytrain import BARRIER_TASK, POLLING_TASKS, WORKER_CLASS
+from debug_hang.snapshot import BARRIER_TASK, DONE_STATES, DRIVER_TASK_PREFIX, POLLING_TASKS, WORKER_CLASS, calls_into_other_jobs
 
 PENDING_SCHED = {"PENDING_NODE_ASSIGNMENT", "PENDING_ARGS_AVAIL", "PENDING_NODE_ASSIGNMENT_FOR_ACTOR"}
 QUEUED_STATES = {"SUBMITTED_TO_WORKER", "PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY"}

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from debug_hang.graph import GNode, WaitGraph
-from debug_hang.patterns import catalog
+from debug_hang.analyse.graph import GNode, WaitGraph
+from debug_hang.analyse.patterns import catalog
 
 
 @dataclass
@@ -190,7 +190,11 @@ def _merge_peers(causes: list[RootCause]) -> list[RootCause]:
     return merged
 
 
-def chains(g: WaitGraph, causes: list[RootCause]) -> list[list[tuple[GNode, str | None]]]:
+# One chain: (graph node, why it waits on the next) from the visible victim to the culprit.
+Chain = list[tuple[GNode, str | None]]
+
+
+def chains(g: WaitGraph, causes: list[RootCause]) -> list[Chain]:
     """For each root cause, one path from its farthest victim down to the culprit."""
     out: list[list[tuple[GNode, str | None]]] = []
     for cause in causes:
