@@ -75,6 +75,9 @@ class Process:
     sample: int = 0  # index of the sample when a process was dumped several times
     source: str | None = None  # format the stack came from: py-spy-json, py-spy-text, ...
     error: str | None = None  # set when the dump failed; `threads` is then empty
+    # What a TORCH_DISTRIBUTED_DEBUG=DETAIL mismatch message says this rank was running, read
+    # from the message, not a stack: {"op", "sequence", "shapes", "dtypes", "reported_by", ...}.
+    collective: dict[str, Any] | None = None
 
     @property
     def title_parts(self) -> tuple[str | None, str | None]:
