@@ -40,7 +40,9 @@ class FrameRule:
     def matches(self, frame: Frame) -> bool:
         if self.function and not self.function.search(frame.function):
             return False
-        if self.file and not self.file.search(frame.file):
+        # A pasted arrow chain (`poll -> get`) names functions only: their file is unknown
+        # (empty), and a rule that names the function is decided by it alone.
+        if self.file and not self.file.search(frame.file) and (frame.file or not self.function):
             return False
         if self.code and not (frame.code and self.code.search(frame.code)):
             return False
@@ -99,10 +101,17 @@ def _frame_dict(frame: Frame | None) -> dict[str, Any] | None:
     return {"function": frame.function, "file": frame.file, "line": frame.line, "code": frame.code}
 
 
+# `Class.` right after `^`, `(` or `|` in a rule's function: made optional, because tracebacks and
+# faulthandler print bare function names (`get (queue.py:171)` for `Queue.get`); the rule's file
+# keeps the match specific.
+_QUALIFIER = re.compile(r"(?<=[\^(|])([A-Z]\w*)\\\.")
+
+
 def _rule(raw: dict[str, Any], where: str) -> FrameRule:
     try:
         return FrameRule(
-            function=re.compile(raw["function"]) if raw.get("function") else None,
+            function=re.compile(_QUALIFIER.sub(r"(?:\1\\.)?", raw["function"]))
+            if raw.get("function") else None,
             file=re.compile(raw["file"]) if raw.get("file") else None,
             code=re.compile(raw["code"]) if raw.get("code") else None,
         )
@@ -206,8 +215,9 @@ def match_thread(thread: Thread, patterns: list[Pattern] | None = None) -> Threa
             continue
         if pattern.kind == "benign" and has_user_code:
             continue  # the job's own code is on the stack: not just Ray's machinery
-        if pattern.active is not None and thread.active is not None and thread.active != pattern.active:
-            continue
+        if pattern.active is not None and thread.active != pattern.active \
+                and (thread.active is not None or pattern.active):
+            continue  # a busy pattern needs a dumper that saw the thread run (py-spy's state)
         if pattern.requires and not all(any(r.matches(f) for _, f in frames) for r in pattern.requires):
             continue
         if pattern.excludes and any(r.matches(f) for r in pattern.excludes for _, f in frames):

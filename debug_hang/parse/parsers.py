@@ -448,7 +448,8 @@ class _Parser:
             self.line(text[pos:stop].rstrip(), lineno)
             pos = nxt
         self.finish()
-        return [p for p in self.processes if p.threads or p.error or p.pid is not None]
+        return [p for p in self.processes
+                if p.threads or p.error or p.pid is not None or p.collective]
 
     def finish(self) -> None:
         self.end_traceback()
