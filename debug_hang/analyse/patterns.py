@@ -38,15 +38,25 @@ class FrameRule:
     code: re.Pattern[str] | None
 
     def matches(self, frame: Frame) -> bool:
+        if not frame.file and self.file:
+            return self._matches_name_only(frame)
         if self.function and not self.function.search(frame.function):
             return False
-        # A pasted arrow chain (`poll -> get`) names functions only: their file is unknown
-        # (empty), and a rule that names the function is decided by it alone.
-        if self.file and not self.file.search(frame.file) and (frame.file or not self.function):
+        if self.file and not self.file.search(frame.file):
             return False
         if self.code and not (frame.code and self.code.search(frame.code)):
             return False
         return True
+
+    def _matches_name_only(self, frame: Frame) -> bool:
+        """A pasted arrow chain (`poll -> get`) names functions, not files: a rule that names a
+        function decides by it alone, and only for a name that says what it is (`get_objects`,
+        `Queue.get`, `_acquireLock`; never a bare `get` or `wait`)."""
+        if self.function is None or self.code is not None:
+            return False
+        name = frame.function.lstrip("_")
+        telling = "." in name or "_" in name or any(c.isupper() for c in name[1:])
+        return telling and self.function.search(frame.function) is not None
 
 
 @dataclass(frozen=True)
@@ -241,6 +251,8 @@ def _confidence(pattern: Pattern, thread: Thread, frames: list[tuple[int, Frame]
     score = 0.6
     position = next(pos for pos, (i, _) in enumerate(frames) if i == index)
     score += 0.2 if position <= 2 else 0.0  # a wait is decided near the top of the stack
+    if not frames[position][1].file:
+        score -= 0.3  # decided by a function name alone (a pasted arrow chain)
     if pattern.active is not None and thread.active is not None:
         score += 0.1
     if pattern.requires:

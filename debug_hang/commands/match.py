@@ -88,8 +88,8 @@ def to_document(verdicts: list[ProcessVerdict], show_all: bool,
             threads.append({"thread_id": thread.thread_id, "os_thread_id": thread.os_thread_id,
                             "name": thread.name, "active": thread.active, **match.to_dict()})
         p = v.process
-        row = {"pid": p.pid, "title": p.title, "node_id": p.node_id, "actor_class": p.actor_class,
-               "rank": p.rank, "verdict": v.verdict, "pattern": v.pattern, "threads": threads}
+        row: dict[str, Any] = {"pid": p.pid, "title": p.title, "node_id": p.node_id, "actor_class": p.actor_class,
+                               "rank": p.rank, "verdict": v.verdict, "pattern": v.pattern, "threads": threads}
         if p.collective:
             row["collective"] = p.collective
         if reasons and p.rank in reasons and p.collective:

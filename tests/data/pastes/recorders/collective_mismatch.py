@@ -48,7 +48,7 @@ def main() -> int:
     outs = [open(os.path.join(args.out, f"rank{r}.err")).read().splitlines() for r in range(2)]
     with open(os.path.join(args.out, "combined.log"), "w") as fh:
         for i in range(max(len(o) for o in outs)):
-            for rank, lines in enumerate(outs):
+            for lines in outs:
                 if i < len(lines):
                     fh.write(lines[i] + "\n")
     print("return codes:", [p.returncode for p, _ in procs])
