@@ -32,6 +32,9 @@ SUMMARY_MEMBERS = 8
 # Frames shown per stack in the summary (innermost first); the JSON has every frame.
 SUMMARY_FRAMES = 12
 MAX_WARNINGS_SHOWN = 20
+# Above this many processes the JSON is written compact: indenting makes json use its pure-Python
+# encoder (20k processes: 3.6 s and 116 MB indented, 0.6 s and 79 MB compact).
+COMPACT_JSON_OVER = 1000
 # Roles outside Ray are command lines: clip them in the summary.
 ROLE_CHARS = 60
 
@@ -39,7 +42,8 @@ EPILOG = f"""{FORMATS_HELP}
 
 output:
   --format json     the debug-hang/stacks/v1 document on stdout ({{"schema", "meta",
-                    "processes"}}); with --group also "aggregate": {{"groups", "outliers", ...}}
+                    "processes"}}); with --group also "aggregate": {{"groups", "outliers", ...}};
+                    indented, or compact above {COMPACT_JSON_OVER} processes
   --format summary  readable text, cut at --max-chars characters (it says what was cut)
   Warnings (a dump cut short, skipped lines or files) go to stderr, one line each.
 
@@ -117,7 +121,10 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         doc = stacks_to_dict(processes, _meta(args.input, processes, warnings))
         if args.group and agg is not None:
             doc["aggregate"] = agg.to_dict(max_groups=args.max_groups)
-        json.dump(doc, out, indent=1)
+        if len(processes) > COMPACT_JSON_OVER:  # C encoder, no indentation: 6x faster, 30% smaller
+            json.dump(doc, out, separators=(",", ":"))
+        else:
+            json.dump(doc, out, indent=1)
         out.write("\n")
     else:
         assert agg is not None

@@ -127,6 +127,7 @@ _SCHEMA_FIELD = re.compile(r'"schema"\s*:\s*"' + re.escape(STACKS_SCHEMA) + '"')
 _PROCESSES_FIELD = re.compile(r'"processes"\s*:\s*\[')
 _OPEN_BRACKET = re.compile(r"[\[{]")
 _JSON_GAP = re.compile(r"[ \t\r\n,]*")
+_JSON_WINDOW = 65536  # characters decoded first from a JSON start (doubled while cut)
 # Lines that begin a dump: they end a traceback instead of being read as its exception line.
 _HEADERS = ("Traceback", "Process ", "Thread ", "Thread(", "Stack ", "Current thread", "```", "~~~",
             "Fatal Python", "Timeout (", "During handling", "The above exception",
@@ -852,7 +853,7 @@ class _Parser:
         if head != ("{" if text[pos] == "[" else '"'):
             return pos
         try:
-            value, end = json.JSONDecoder().raw_decode(text, pos)
+            value, end = _decode_at(text, pos)
         except RecursionError:
             self.json_failed_until = self._nesting_end(pos)
             self.warnings.append(f"line {lineno}: JSON nested deeper than {sys.getrecursionlimit()} "
@@ -861,7 +862,8 @@ class _Parser:
         except ValueError as exc:
             after = self.json_partial(pos, lineno)
             if after == pos:
-                self.json_failed_until = max(self.json_failed_until, getattr(exc, "pos", pos))
+                err = exc.at if isinstance(exc, _JSONFailed) else pos
+                self.json_failed_until = max(self.json_failed_until, err)
             return after
         if self.json_value(value, lineno):
             return end
@@ -954,6 +956,37 @@ class _Parser:
                              f"{'process' if is_doc else 'thread'} record(s) before the cut")
         self.last_unknown = False
         return i
+
+
+def _decode_at(text: str, pos: int) -> tuple[Any, int]:
+    """`raw_decode(text, pos)` at a cost bounded by the value, not by `pos`: json's error
+    message counts the lines from the start of its string (O(pos) per failed start), so decode
+    a window from `pos`, doubled while an error may come from the window's cut."""
+    decoder = json.JSONDecoder()
+    n = len(text)
+    size = _JSON_WINDOW
+    while True:
+        if pos + size >= n:
+            chunk = text[pos:] if pos else text
+        else:
+            chunk = text[pos:pos + size]
+        try:
+            value, end = decoder.raw_decode(chunk)
+        except json.JSONDecodeError as exc:
+            cut = pos + size < n
+            if cut and (exc.pos >= len(chunk) - 1 or exc.msg.startswith("Unterminated string")):
+                size *= 2
+                continue
+            raise _JSONFailed(exc.msg, pos + exc.pos) from None
+        return value, pos + end
+
+
+class _JSONFailed(ValueError):
+    """A JSON value that does not decode; `at` is the offset in the whole text where it failed."""
+
+    def __init__(self, msg: str, at: int) -> None:
+        super().__init__(msg)
+        self.at = at
 
 
 def _well_formed(procs: list[Process], warnings: list[str], lineno: int) -> list[Process]:
