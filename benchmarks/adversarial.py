@@ -32,6 +32,8 @@ SHAPES: dict[str, Callable[[int], str]] = {
         f'[rank{i % 8}]: Traceback (most recent call last):\n[rank{i % 8}]:   File "a.py", line {i}, in f\n'
         f"[rank{i % 8}]: RuntimeError: x\n" for i in range(n)),
     "fence-lines": lambda n: "```\n" * n,
+    "repeated-frames": lambda n: ('Traceback (most recent call last):\n  File "a.py", line 1, in f\n'
+                                  + "  [Previous line repeated 999999999 more times]\n" * n),
     "mismatch": lambda n: ("RuntimeError: Detected mismatch between collectives on ranks. "
                            + "Rank 1 is running collective: CollectiveFingerPrint(OpType=ALLREDUCE), " * n
                            + "\n"),

@@ -50,6 +50,7 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 from debug_hang.errors import BadInputError
@@ -387,6 +388,7 @@ class _Parser:
         self.tb: Thread | None = None  # a traceback being read: frames outermost first until it ends
         self.tb_name: str | None = None  # from "Exception in thread NAME:"
         self.tb_chained = False
+        self.tb_repeated = 0  # frames added back from `[Previous line repeated N more times]`
         self.pending_name: str | None = None  # `MainThread:` alone on its line
         self.loose = False  # the current thread was opened by a bare frame, not by a header
         self.collectives: list[dict[str, Any]] = []
@@ -629,6 +631,13 @@ class _Parser:
                 self.traceback_frame(tb.group("func"), tb.group("file"), int(tb.group("line")))
                 return
         if self.tb is not None:
+            repeated = pastes.TB_REPEATED.match(line)
+            if repeated is not None:  # Python folds recursion: the frame above, N more times
+                if self.tb.frames:
+                    extra = min(int(repeated.group("n")), pastes.MAX_REPEATED - self.tb_repeated)
+                    self.tb_repeated += max(extra, 0)
+                    self.tb.frames.extend(replace(self.tb.frames[-1]) for _ in range(extra))
+                return
             if self.tb.frames and self.tb.frames[-1].code is None and line.startswith("    "):
                 if not pastes.TB_NOISE.match(line):
                     self.tb.frames[-1].code = line.strip()[:300]  # the frame's source line
@@ -732,7 +741,7 @@ class _Parser:
             proc = self.new_process(None, None, "traceback")
         thread = Thread(name=self.tb_name)
         proc.threads.append(thread)
-        self.tb, self.tb_name, self.tb_chained = thread, None, False
+        self.tb, self.tb_name, self.tb_chained, self.tb_repeated = thread, None, False, 0
         self.thread, self.loose = None, False
         self.count("traceback")
 

@@ -43,7 +43,10 @@ TB_FRAME = re.compile(r'^ {2,4}File "(?P<file>[^"]*)", line (?P<line>\d+), in (?
 TB_CHAINED = ("During handling of the above exception, another exception occurred:",
               "The above exception was the direct cause of the following exception:")
 TB_THREAD = re.compile(r"^Exception in thread (?P<name>.{1,200}?):$")
-TB_NOISE = re.compile(r"^\s*(?:[\^~]+|\[Previous line repeated \d+ more times?\])$")
+TB_NOISE = re.compile(r"^\s*[\^~]+$")
+TB_REPEATED = re.compile(r"^\s*\[Previous line repeated (?P<n>\d{1,9}) more times?\]$")
+# Frames a `[Previous line repeated N more times]` line adds back (a RecursionError says 996).
+MAX_REPEATED = 1000
 
 # A frame line outside a thread header: `func (file:line)`, `func (file)`, ` (file:line)`.
 _LOCATION = re.compile(
@@ -54,7 +57,7 @@ _LOCATION = re.compile(
 NAME_HEADER = re.compile(r"^(?P<name>[A-Za-z_][\w.\-]*(?: [\w.\-()<>#]+){0,3}):$")
 ELISION = re.compile(r"^\s*(?:\.\.\.|…)(?:\s*[\[(]?\d+ (?:more )?frames?.*)?$")
 
-_ARROW = re.compile(r"\s+(?:→|->|=>|⟶|⇒)\s+|(?:→|⟶|⇒)")
+_ARROW = re.compile(r"\s*(?:→|->|=>|⟶|⇒)\s*")
 _ARROW_ITEM = re.compile(r"^(?P<func>[\w.<>\[\]]{1,300}?)(?:\(\))?(?: \((?P<loc>[^()]*)\))?$")
 # Functions that start a stack (outermost) and that a thread blocks in (innermost): they tell
 # which way an arrow chain was written. Without either, dumps' own order (innermost first).
