@@ -460,3 +460,23 @@ def test_large_json_output_is_compact_and_the_same_document(tmp_path: Path) -> N
     doc = json.loads(out)
     assert len(doc["processes"]) == parse_cmd.COMPACT_JSON_OVER + 1
     assert doc["processes"][0]["threads"][0]["frames"][0]["function"] == "all_reduce"
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(REAL_DUMPS), st.sampled_from(["> ", ">", "> > "]))
+def test_any_real_dump_quoted_in_markdown_reads_the_same(path: Path, quote: str) -> None:
+    text = path.read_text()
+    quoted = "".join(quote + line + "\n" for line in text.splitlines())
+    assert [where(t) for p in parse_text(quoted) for t in p.threads] == \
+        [where(t) for p in parse_text(text) for t in p.threads]
+
+
+@pytest.mark.parametrize("rel", ["interrupted/traceback.txt", "interrupted-logging/traceback.txt"])
+def test_traceback_pasted_without_indentation(rel: str) -> None:
+    text = (PASTES / rel).read_text()
+    flat = "".join(line.strip() + "\n" for line in text.splitlines()
+                   if line.strip() and not set(line.strip()) <= set("^~"))
+    got, want = parse_text(flat), parse_text(text)
+    assert len(got) == 1
+    assert [(f.function, f.file, f.line, f.code) for f in got[0].threads[0].frames] == \
+        [(f.function, f.file, f.line, f.code) for f in want[0].threads[0].frames]

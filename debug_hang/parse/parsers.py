@@ -389,6 +389,7 @@ class _Parser:
         self.tb_name: str | None = None  # from "Exception in thread NAME:"
         self.tb_chained = False
         self.tb_repeated = 0  # frames added back from `[Previous line repeated N more times]`
+        self.tb_flat = False  # its `File` lines came unindented: so may its source lines
         self.pending_name: str | None = None  # `MainThread:` alone on its line
         self.loose = False  # the current thread was opened by a bare frame, not by a header
         self.collectives: list[dict[str, Any]] = []
@@ -514,6 +515,8 @@ class _Parser:
 
     def line(self, line: str, lineno: int) -> None:  # noqa: C901 - one flat dispatch on the 1st char
         self.last_unknown = False
+        if line[:1] == ">" and not line.startswith(">>>"):  # a Markdown quote (`> ` per level)
+            line = pastes.QUOTE.sub("", line, count=1)
         if not line:
             self.blank()
             return
@@ -527,6 +530,15 @@ class _Parser:
             self.indented(line, lineno)
             return
         if self.tb is not None:
+            tb = pastes.TB_FRAME.match(line)
+            if tb is not None:  # a traceback pasted without its indentation
+                self.traceback_frame(tb.group("func"), tb.group("file"), int(tb.group("line")))
+                self.tb_flat = True
+                return
+            if (self.tb_flat and self.tb.frames and self.tb.frames[-1].code is None
+                    and not line.startswith(_HEADERS) and not pastes.EXCEPTION_LINE.match(line)):
+                self.tb.frames[-1].code = line.strip()[:300]
+                return
             self.end_traceback()
             if not line.startswith(_HEADERS):
                 return  # the exception line that ends every traceback
@@ -682,6 +694,12 @@ class _Parser:
         if pastes.ELISION.match(body):
             self.count("elided")
             return True
+        if body.startswith("File "):
+            tb = pastes.TB_FRAME.match(body)
+            if tb is not None:
+                self.traceback_frame(tb.group("func"), tb.group("file"), int(tb.group("line")))
+                self.tb_flat = line is body
+                return True
         loose = pastes.loose_frame(body)
         if loose is not None:
             self.loose_frame(*loose)
@@ -742,6 +760,7 @@ class _Parser:
         thread = Thread(name=self.tb_name)
         proc.threads.append(thread)
         self.tb, self.tb_name, self.tb_chained, self.tb_repeated = thread, None, False, 0
+        self.tb_flat = False
         self.thread, self.loose = None, False
         self.count("traceback")
 

@@ -39,7 +39,11 @@ _RAY_DEDUP = re.compile(r" ?\[repeated \d+x across cluster\]")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 TRACEBACK_START = "Traceback (most recent call last):"
-TB_FRAME = re.compile(r'^ {2,4}File "(?P<file>[^"]*)", line (?P<line>\d+), in (?P<func>.+)$')
+TB_FRAME = re.compile(r'^ {0,8}File "(?P<file>[^"]*)", line (?P<line>\d+), in (?P<func>.+)$')
+# The line that ends a traceback: `KeyboardInterrupt`, `RuntimeError: ...`, `ray.exceptions.X: ...`.
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]{0,200}(?:Error|Exception|Interrupt|Exit|Warning|Timeout)\b"
+                            r"|^[A-Za-z_][\w.]{0,200}: ")
+QUOTE = re.compile(r"^(?:> ?)+")
 TB_CHAINED = ("During handling of the above exception, another exception occurred:",
               "The above exception was the direct cause of the following exception:")
 TB_THREAD = re.compile(r"^Exception in thread (?P<name>.{1,200}?):$")
