@@ -197,6 +197,27 @@ def stacks_from_dict(doc: dict[str, Any]) -> list[Process]:
 
 
 @dataclass
+class CollectionError:
+    """Something that could not be read: which node and process, what went wrong, of what kind."""
+
+    error: str
+    node_id: str | None = None
+    pid: int | None = None
+    kind: str | None = None  # e.g. ptrace-denied, py-spy-missing, timeout, state-api-down
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"node_id": self.node_id, "pid": self.pid, "error": self.error, "kind": self.kind}
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any], node_id: str | None = None) -> CollectionError:
+        """From a probe's or a saved folder's record; `node_id` fills in what a node-side record lacks."""
+        pid = raw.get("pid")
+        return cls(error=str(raw.get("error")), node_id=raw.get("node_id") or node_id,
+                   pid=int(pid) if isinstance(pid, int) or (isinstance(pid, str) and pid.isdigit()) else None,
+                   kind=raw.get("kind"))
+
+
+@dataclass
 class Collection:
     """Stacks of every sample, per-process evidence, and what went wrong."""
 
@@ -204,7 +225,7 @@ class Collection:
     # Per-process evidence read on its node (title, ppid, child_of, env, cpu_percent), keyed by
     # (node_id, pid): PIDs repeat across machines and pods.
     info: dict[tuple[str | None, int], dict[str, Any]] = field(default_factory=dict)
-    errors: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[CollectionError] = field(default_factory=list)
     nodes: int = 0
     targets: int = 0
     seconds: float = 0.0

@@ -22,11 +22,11 @@ from debug_hang.collect.raytrain import worker_ranks
 from debug_hang.collect.stacks import Target, collect_stacks, select_targets
 from debug_hang.collect.state import DashboardClient, take_snapshot
 from debug_hang.errors import DeadlineError, NotFoundError
-from debug_hang.model import Collection, Evidence, NodeEvidence, Process, process_from_dict, stacks_from_dict
+from debug_hang.model import Collection, CollectionError, Evidence, NodeEvidence, Process, process_from_dict, stacks_from_dict
 from debug_hang.probe.pyspy import DumpOptions
 from debug_hang.report.write import write_outputs
 from debug_hang.snapshot import Snapshot, running_jobs
-from debug_hang.timeouts import DEFAULT_DEADLINE_S, Deadline
+from debug_hang.timeouts import DEFAULT_DEADLINE_S, Deadline, PhaseTimer
 
 FRESH_TASK_S = 5.0  # a wait on a task younger than this is not yet evidence of a hang
 
@@ -66,11 +66,14 @@ def run(opts: Options) -> Diagnosis:
     """Diagnose one job end to end (see module docstring); raises only when nothing can be done."""
     started = time.monotonic()
     deadline = Deadline(opts.deadline_s)
+    timer = PhaseTimer()
     addr: ClusterAddress = parse_address(opts.address)
     check_reachable(addr)
     addr = resolve_dashboard(addr, timeout_s=deadline.remaining(cap=5.0))
     assert addr.dashboard_url
+    timer.mark("address")
     snap = take_snapshot(addr.dashboard_url, None, timeout_s=deadline.remaining(cap=10.0))
+    timer.mark("state")
     if not snap.jobs and snap.errors:
         if deadline.expired:
             raise DeadlineError(f"the {opts.deadline_s:.0f}s deadline passed before the State API answered "
@@ -84,8 +87,10 @@ def run(opts: Options) -> Diagnosis:
                                    timeout_s=min(10.0, deadline.remaining())),
         deadline, samples=opts.samples, interval_s=opts.interval_s,
     )
-    errors: list[dict[str, Any]] = []
+    timer.mark("stacks")
+    errors: list[CollectionError] = []
     _add_train_ranks(addr.dashboard_url, job, snap, collection, deadline, errors)
+    timer.mark("ranks")
     # Progress is judged on the task states between the first listing and a second one. When a
     # task started moments ago, stretch that window to FRESH_TASK_S so that a healthy job's next
     # step has time to show (a hung job costs at most those few seconds more).
@@ -98,9 +103,11 @@ def run(opts: Options) -> Diagnosis:
     client = DashboardClient(addr.dashboard_url, timeout_s=deadline.remaining(cap=10.0))
     after = client.list_state("tasks", [("job_id", "=", str(job.get("job_id")))])
     if after.error:
-        errors.append({"node_id": None, "pid": None, "error": f"second task listing failed: {after.error}"})
+        errors.append(CollectionError(f"second task listing failed: {after.error}"))
+    timer.mark("progress_window")
     diag = analyse(job, snap, collection, None if after.error else after.rows, addr.gcs, why, others,
-                   errors + [{"node_id": None, "pid": None, "error": e} for e in snap.errors], started)
+                   errors + [CollectionError(e) for e in snap.errors], started)
+    timer.mark("analysis")
     missing = [e for e in snap.errors if "/api/v0/tasks" in e or "/api/v0/actors" in e]
     if missing and diag.verdict == "no-hang":
         diag.verdict = "inconclusive"
@@ -110,22 +117,25 @@ def run(opts: Options) -> Diagnosis:
             diag.evidence = gather(DashboardClient(addr.dashboard_url, timeout_s=deadline.remaining(cap=8.0)),
                                    diag.graph, diag.chain_keys(), after.rows or snap.tasks, job)
         except Exception as exc:  # noqa: BLE001 - evidence is a bonus: report and go on
-            diag.errors.append({"node_id": None, "pid": None, "error": f"evidence gathering failed: {exc}"})
+            diag.errors.append(CollectionError(f"evidence gathering failed: {exc}"))
+    timer.mark("evidence")
+    diag.timings = timer.phases
     diag.seconds = time.monotonic() - started
     if opts.output_dir is not None:
         write_outputs(diag, opts.output_dir, after.rows)
+        timer.mark("write")
     return diag
 
 
 def _add_train_ranks(dashboard_url: str, job: dict[str, Any], snap: Snapshot, collection: Collection,
-                     deadline: Deadline, errors: list[dict[str, Any]]) -> None:
+                     deadline: Deadline, errors: list[CollectionError]) -> None:
     """Ranks of Ray Train workers, which no process environment holds (see raytrain.py)."""
     if deadline.remaining() < 1.0:
-        errors.append({"node_id": None, "pid": None, "error": "no time left to read Ray Train ranks"})
+        errors.append(CollectionError("no time left to read Ray Train ranks", kind="deadline"))
         return
     client = DashboardClient(dashboard_url, timeout_s=deadline.remaining(cap=5.0))
     ranks, problems = worker_ranks(client, job.get("job_id"), snap.actors, snap.nodes)
-    errors += [{"node_id": None, "pid": None, "error": p} for p in problems]
+    errors += [CollectionError(p) for p in problems]
     for proc in collection.processes:
         rank = ranks.get((proc.node_id, proc.pid or -1))
         if rank is not None and proc.rank is None:
@@ -171,10 +181,10 @@ def _without_state_api(opts: Options, addr: ClusterAddress, snap: Snapshot, dead
             cls, _ = proc.title_parts
             proc.actor_class = cls
             collection.processes.append(proc)
-        collection.errors += [{"node_id": "local", **e} for e in value.get("errors", [])]
+        collection.errors += [CollectionError.from_dict(e, "local") for e in value.get("errors", [])]
         collection.info = {("local", int(k)): {"node_id": "local", **v} for k, v in (value.get("info") or {}).items()}
         collection.nodes = 1
-    errors = [{"node_id": None, "pid": None, "error": note, "kind": "state-api-down"}]
+    errors = [CollectionError(note, kind="state-api-down")]
     diag = analyse({"job_id": None}, snap, collection, None, addr.gcs, "unknown: the State API is down", [],
                    errors, started)
     # Without task state no wait can be followed: stacks alone are candidates, not a verdict.
@@ -199,21 +209,39 @@ def _own_job_id() -> str | None:
     return None
 
 
-def reanalyse(folder: Path) -> Diagnosis:
-    """Re-run the analysis on a recorded output folder (snapshot.json + stacks.json)."""
+@dataclass
+class Capture:
+    """A saved output folder, read back: what the analysis needs to run again."""
+
+    job: dict[str, Any]
+    snapshot: Snapshot
+    collection: Collection
+    tasks_after: list[dict[str, Any]] | None
+    meta: dict[str, Any]
+
+
+def load_capture(folder: Path) -> Capture:
+    """Read snapshot.json, stacks.json and tasks_after.json of a recorded output folder."""
     snap = Snapshot.from_dict(json.loads((folder / "snapshot.json").read_text()))
     doc = json.loads((folder / "stacks.json").read_text())
     processes: list[Process] = stacks_from_dict(doc)
     meta = doc.get("meta") or {}
     coll = Collection(processes=processes, info=Collection.info_from_json(meta.get("info")),
-                      errors=list(meta.get("errors") or []), nodes=int(meta.get("nodes") or 0),
+                      errors=[CollectionError.from_dict(e) for e in meta.get("errors") or []], nodes=int(meta.get("nodes") or 0),
                       targets=int(meta.get("targets") or 0), seconds=float(meta.get("seconds") or 0.0),
                       paths=dict(meta.get("paths") or {}))
     job = next((j for j in snap.jobs if j.get("job_id") == meta.get("job_id")), {"job_id": meta.get("job_id")})
     after_path = folder / "tasks_after.json"
     after = json.loads(after_path.read_text()) if after_path.exists() else None
-    diag = analyse(job, snap, coll, after, str(meta.get("address") or ""), str(meta.get("job_choice") or ""),
-                   [j for j in snap.jobs if j is not job], [], time.monotonic())
+    return Capture(job=job, snapshot=snap, collection=coll, tasks_after=after, meta=meta)
+
+
+def reanalyse(folder: Path) -> Diagnosis:
+    """Re-run the analysis on a recorded output folder (snapshot.json + stacks.json)."""
+    cap = load_capture(folder)
+    meta, snap, job = cap.meta, cap.snapshot, cap.job
+    diag = analyse(job, snap, cap.collection, cap.tasks_after, str(meta.get("address") or ""),
+                   str(meta.get("job_choice") or ""), [j for j in snap.jobs if j is not job], [], time.monotonic())
     diag.seconds = float(meta.get("diagnosis_seconds") or diag.seconds)
     ev_path = folder / "evidence.json"
     if ev_path.exists():

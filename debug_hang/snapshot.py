@@ -32,6 +32,8 @@ WORKER_CLASS = "RayTrainWorker"
 BARRIER_TASK = "SynchronizationActor.broadcast_from_rank_zero"
 # Calls Ray's libraries make on a timer whether the job moves or not.
 POLLING_TASKS = frozenset({"RayTrainWorker.poll_status"})
+# The actor behind ray.util.queue.Queue: its waits are followed to the queue's producers/consumers.
+QUEUE_ACTOR_CLASS = "_QueueActor"
 
 
 @dataclass

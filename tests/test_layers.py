@@ -76,3 +76,16 @@ def test_a_wrong_way_import_is_caught(tmp_path: Path) -> None:
     found = imports_of(bad)
     assert found == {"debug_hang.collect.state", "debug_hang.probe.pyspy"}
     assert {layer_of(m) for m in found} - (ALLOWED["analyse"] | {"analyse", "shared"}) == {"collect", "probe"}
+
+
+def test_ray_state_names_are_ray_own() -> None:
+    """The Literal state names in snapshot.py are exactly the installed Ray's protobuf enums."""
+    from typing import get_args
+
+    gcs_pb2 = pytest.importorskip("ray.core.generated.gcs_pb2")
+    common_pb2 = pytest.importorskip("ray.core.generated.common_pb2")
+    from debug_hang.snapshot import ActorState, PlacementGroupState, TaskState
+
+    assert set(get_args(TaskState)) == set(common_pb2.TaskStatus.keys())
+    assert set(get_args(ActorState)) == set(gcs_pb2.ActorTableData.ActorState.keys())
+    assert set(get_args(PlacementGroupState)) == set(gcs_pb2.PlacementGroupTableData.PlacementGroupState.keys())

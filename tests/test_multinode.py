@@ -259,7 +259,7 @@ def test_collect_stacks_attributes_the_second_nodes_culprit_to_that_node(
     # WHEN its stack is collected
     coll = collect_stacks(multinode.address, [target], DumpOptions(), Deadline(60), samples=1)
     # THEN it comes back from the second node, tagged with the actor, stopped at the wait line
-    assert not [e for e in coll.errors if e.get("pid") == pid], coll.errors
+    assert not [e for e in coll.errors if e.pid == pid], coll.errors
     procs = [p for p in coll.processes if p.pid == pid]
     assert procs, coll.errors
     proc = procs[0]

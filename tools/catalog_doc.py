@@ -43,14 +43,13 @@ DETECT_TEXT = {
 }
 EDGE_TEXT = {
     "submitted-tasks": "the unfinished tasks this process submitted (parent_task_id) and who runs them",
-    "actor-queue": "the method the actor is running now",
+    "own-calls": "its own unfinished calls, when its poll loop waits on them (else the chain ends here)",
     "collective-peers": "the other ranks of the process group",
     "placement-group": "the job's PENDING placement groups",
-    "queue-producers": "the producers of the queue",
+    "queue-producers": "the producers (or consumers) of the queue: other actors, or threads of the same process",
     "child-process": "the child processes (dumped too)",
-    "lock-holder": "the thread holding the lock",
     "train-barrier": "the Ray Train ranks that have not reached the barrier",
-    "none": "nowhere: the chain ends here",
+    "none": "nowhere: the chain ends here (lock and event holders are read from the same process's other threads)",
 }
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from debug_hang.analyse.graph import WaitGraph
 from debug_hang.analyse.patterns import ProcessVerdict
 from debug_hang.analyse.rootcause import Chain, RootCause, chains
-from debug_hang.model import Collection, Evidence
+from debug_hang.model import Collection, CollectionError, Evidence
 from debug_hang.snapshot import Snapshot
 
 
@@ -34,10 +34,11 @@ class Diagnosis:
     graph: WaitGraph
     causes: list[RootCause]
     progress: list[str] = field(default_factory=list)
-    errors: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[CollectionError] = field(default_factory=list)
     seconds: float = 0.0
     evidence: Evidence | None = None
     chains: list[Chain] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per phase of the run, in order
 
     def __post_init__(self) -> None:
         if not self.chains:

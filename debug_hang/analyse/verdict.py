@@ -9,9 +9,9 @@ from typing import Any
 
 from debug_hang.analyse.diagnosis import Diagnosis
 from debug_hang.analyse.graph import GraphInputs, WaitGraph, build_graph
-from debug_hang.analyse.patterns import ProcessVerdict, catalog, match_process
+from debug_hang.analyse.patterns import ProcessVerdict, catalog, match_process, settings
 from debug_hang.analyse.rootcause import RootCause, root_causes
-from debug_hang.model import Collection, Process
+from debug_hang.model import Collection, CollectionError, Process
 from debug_hang.snapshot import POLLING_TASKS, Snapshot, available_resources, node_totals
 
 
@@ -45,17 +45,22 @@ def stuck_processes(collection: Collection) -> dict[tuple[str | None, int | None
     return {key: len(values) == 1 for key, values in sigs.items()}
 
 
+def graph_inputs(job: dict[str, Any], snap: Snapshot, collection: Collection) -> GraphInputs:
+    """What the wait-for graph is built from: the job's state and each process's latest stack, matched."""
+    verdicts = [_match_with_cpu(p, collection) for p in collection.latest()]
+    return GraphInputs(job=job, actors=snap.actors, tasks=snap.tasks, placement_groups=snap.placement_groups,
+                       node_totals=node_totals(snap), verdicts=verdicts, info=collection.info,
+                       available=available_resources(snap))
+
+
 def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_after: list[dict[str, Any]] | None,
-            address: str, job_choice: str, other_jobs: list[dict[str, Any]], errors: list[dict[str, Any]],
+            address: str, job_choice: str, other_jobs: list[dict[str, Any]], errors: list[CollectionError],
             started: float) -> Diagnosis:
     """Everything after collection: match, graph, root causes, verdict. Pure: reruns on captures."""
     latest = collection.latest()
-    verdicts = [_match_with_cpu(p, collection) for p in latest]
-    graph = build_graph(GraphInputs(
-        job=job, actors=snap.actors, tasks=snap.tasks, placement_groups=snap.placement_groups,
-        node_totals=node_totals(snap), verdicts=verdicts, info=collection.info,
-        available=available_resources(snap),
-    ))
+    inputs = graph_inputs(job, snap, collection)
+    verdicts = inputs.verdicts
+    graph = build_graph(inputs)
     causes = root_causes(graph)
     since_ms = snap.taken_at * 1000.0
     progress = detect_progress(snap.tasks, tasks_after, since_ms) if tasks_after is not None else []
@@ -71,24 +76,20 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
                      seconds=time.monotonic() - started)
 
 
-# py-spy's active flag flickers (idle threads show `active` in 10-50% of samples under load):
-# a "busy" reading needs real CPU use to back it.
-BUSY_CPU_PERCENT = 30.0
-
-
-# Stack readings that are waits only when the process does not compute: a backward pass that
-# uses the CPU is working, not waiting for DDP's all-reduce.
-WAITS_WHEN_IDLE = ("ddp-wait",)
-
-
 def _match_with_cpu(proc: Process, collection: Collection) -> ProcessVerdict:
-    """Match a process; a busy-loop reading without real CPU use is re-read as idle, a wait
-    reading that only holds when idle (DDP backward) with real CPU use is re-read without it."""
+    """Match a process, then weigh its real CPU use as the catalog's `cpu` rules say: a reading
+    that needs CPU (a spin; py-spy's active flag flickers under load) is re-read as idle without
+    it, a reading that holds only when idle (DDP's wait inside backward) is re-read without that
+    pattern when the process computes."""
     verdict = match_process(proc)
     cpu = collection.info_of(proc).get("cpu_percent")
-    if verdict.pattern in WAITS_WHEN_IDLE and cpu is not None and cpu >= BUSY_CPU_PERCENT:
-        verdict = match_process(proc, [p for p in catalog().values() if p.id not in WAITS_WHEN_IDLE])
-    if verdict.pattern == "busy-loop" and cpu is not None and cpu < BUSY_CPU_PERCENT:
+    rule = catalog()[verdict.pattern].cpu if verdict.pattern in catalog() else None
+    if cpu is None or rule is None:
+        return verdict
+    threshold = settings().busy_cpu_percent
+    if rule == "idle" and cpu >= threshold:
+        verdict = match_process(proc, [p for p in catalog().values() if p.cpu != "idle"])
+    elif rule == "busy" and cpu < threshold:
         # Re-read as idle, on a copy: the recorded stacks keep what py-spy said.
         idle = dataclasses.replace(proc, threads=[dataclasses.replace(t, active=False) for t in proc.threads])
         verdict = match_process(idle)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from debug_hang.collect.address import ClusterAddress
-from debug_hang.model import Collection, Process, process_from_dict
+from debug_hang.model import Collection, CollectionError, Process, process_from_dict
 from debug_hang.probe.node_probe import local_raylets, probe_node
 from debug_hang.probe.pyspy import DumpOptions
 from debug_hang.snapshot import calls_into_other_jobs
@@ -100,8 +100,7 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
     coll = Collection(targets=len(targets))
     for target in targets:
         if target.node_id is None:
-            coll.errors.append({"node_id": None, "pid": target.pid,
-                                "error": "node unknown for this process; not dumped"})
+            coll.errors.append(CollectionError("node unknown for this process; not dumped", pid=target.pid))
             continue
         by_node.setdefault(target.node_id, []).append(target)
     coll.nodes = len(by_node)
@@ -125,12 +124,11 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
             try:
                 results[node_id] = future.result(timeout=deadline.remaining())
             except Exception as exc:  # noqa: BLE001 - one node's failure is data
-                coll.errors.append({"node_id": node_id, "pid": None, "error": f"local dump failed: {exc}",
-                                    "kind": "helper-failed"})
+                coll.errors.append(CollectionError(f"local dump failed: {exc}", node_id=node_id, kind="helper-failed"))
     targets_by_key = {(t.node_id, t.pid): t for t in targets}
     for node_id, value in results.items():
         for err in value.get("errors", []):
-            coll.errors.append({"node_id": node_id, **err})
+            coll.errors.append(CollectionError.from_dict(err, node_id))
         for pid_text, info in (value.get("info") or {}).items():
             coll.info[(node_id, int(pid_text))] = {"node_id": node_id, **info}
         for raw in value.get("processes", []):
@@ -151,12 +149,11 @@ def _run_remote(address: ClusterAddress, remote: dict[str, tuple[Any, ...]], dea
         runs = run_on_nodes(probe_node, remote, timeout_s=deadline.remaining(cap=45.0))
     except Exception as exc:  # noqa: BLE001 - report and keep the local results
         for node_id in remote:
-            coll.errors.append({"node_id": node_id, "pid": None, "error": f"no helper task could run: {exc}",
-                                "kind": "helper-failed"})
+            coll.errors.append(CollectionError(f"no helper task could run: {exc}", node_id=node_id, kind="helper-failed"))
         return
     for node_id, run in runs.items():
         if run.error:
-            coll.errors.append({"node_id": node_id, "pid": None, "error": run.error, "kind": run.kind})
+            coll.errors.append(CollectionError(str(run.error), node_id=node_id, kind=run.kind))
         else:
             results[node_id] = run.value
 

@@ -47,6 +47,7 @@ def build_parser(prog: str = "debug-hang diagnose") -> argparse.ArgumentParser:
     p.add_argument("--locals", action="store_true",
                    help="include local variables of frames (may contain data: off by default)")
     p.add_argument("--json", action="store_true", help="print diagnosis.json to stdout instead of the summary")
+    p.add_argument("-v", "--verbose", action="store_true", help="also print the seconds each phase took")
     p.add_argument("--reanalyse", metavar="DIR", help="re-run the analysis on a recorded output folder (no cluster needed)")
     return p
 
@@ -83,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     print(diag.summary)
     for cause in diag.causes[:3]:
         print(f"  - {cause.pattern}: {', '.join(c.label() for c in cause.culprits)} (confidence {cause.confidence:.2f})")
+    if args.verbose and diag.timings:
+        print("phases: " + ", ".join(f"{name} {secs:.2f}s" for name, secs in diag.timings.items()))
     errors = diag.collection.errors + diag.errors
     if errors:
         print(f"  ! {len(errors)} collection error(s): see the report", file=sys.stderr)

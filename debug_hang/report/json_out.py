@@ -21,7 +21,7 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
             "pattern": cause.pattern,
             "summary": cause.summary,
             "culprit": {
-                "kind": first.kind if first.kind != "driver" else "process",
+                "kind": first.kind,
                 "class_name": first.class_name, "task_name": first.task_name,
                 "actor_id": first.actor_id, "task_id": first.task_id, "pid": first.pid,
                 "node_id": first.node_id, "rank": first.rank,
@@ -38,8 +38,7 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
           "pattern": n.pattern, "state": n.state, "waits_on": why} for n, why in chain]
         for chain in diag.chains
     ]
-    errors = [{"node_id": e.get("node_id"), "pid": e.get("pid"), "error": str(e.get("error")),
-               "kind": e.get("kind")} for e in diag.collection.errors + diag.errors]
+    errors = [e.to_dict() for e in diag.collection.errors + diag.errors]
     return {
         "schema": DIAGNOSIS_SCHEMA,
         "address": diag.address,
@@ -53,6 +52,7 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
             "processes": len({(p.node_id, p.pid) for p in diag.collection.processes}),
             "stacks": len(diag.collection.processes),
             "seconds": round(diag.seconds, 2),
+            "timings": diag.timings,
             "errors": errors,
         },
     }

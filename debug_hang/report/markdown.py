@@ -212,7 +212,7 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
         yield ""
         yield "## What could not be collected"
         for err in errors[:15]:
-            yield f"- node {(err.get('node_id') or '?')[:12]} pid {err.get('pid') or '—'}: {_cell(err.get('error'))[:300]}"
+            yield f"- node {(err.node_id or '?')[:12]} pid {err.pid or '—'}: {_cell(err.error)[:300]}"
         if len(errors) > 15:
             yield f"- … {len(errors) - 15} more in diagnosis.json"
 

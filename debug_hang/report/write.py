@@ -26,7 +26,7 @@ def write_outputs(diag: Diagnosis, out: Path, tasks_after: list[dict[str, Any]] 
         (out / "snapshot.json").write_text(json.dumps(snap.to_dict(), default=str))
     (out / "05_stacks.txt").write_text(render_stacks_text(diag.collection.processes))
     meta = {"job_id": diag.job_id, "info": diag.collection.info_to_json(),
-            "errors": diag.collection.errors, "nodes": diag.collection.nodes,
+            "errors": [e.to_dict() for e in diag.collection.errors], "nodes": diag.collection.nodes,
             "targets": diag.collection.targets, "seconds": diag.collection.seconds,
             "paths": diag.collection.paths, "job_choice": diag.job_choice, "address": diag.address,
             "diagnosis_seconds": diag.seconds}
