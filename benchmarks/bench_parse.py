@@ -181,11 +181,15 @@ def json_out(n: int) -> int:
     text, _ = make_input(n)
     procs = parse_text(text)
     doc, _, c_doc = timed(stacks_to_dict, procs)
-    for label, kwargs in (("indent=1", {"indent": 1}), ("compact", {"separators": (",", ":")})):
-        out = io.StringIO()
-        _, _, cpu = timed(lambda o=out, k=kwargs: json.dump(doc, o, **k))  # type: ignore[misc]
-        print(f"{n} processes: stacks_to_dict {c_doc:.2f} CPU s; json.dump {label}: {cpu:.2f} CPU s, "
-              f"{len(out.getvalue()) / 1e6:.0f} MB")
+    from debug_hang.commands.parse import write_compact
+
+    indented, compact = io.StringIO(), io.StringIO()
+    _, _, c_indent = timed(lambda: json.dump(doc, indented, indent=1))
+    _, _, c_compact = timed(lambda: write_compact(doc, compact))
+    assert json.loads(compact.getvalue()) == json.loads(indented.getvalue())
+    print(f"{n} processes: stacks_to_dict {c_doc:.2f} CPU s; json.dump indent=1 {c_indent:.2f} CPU s "
+          f"({len(indented.getvalue()) / 1e6:.0f} MB); write_compact {c_compact:.2f} CPU s "
+          f"({len(compact.getvalue()) / 1e6:.0f} MB)")
     return 0
 
 
