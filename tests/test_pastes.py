@@ -480,3 +480,22 @@ def test_traceback_pasted_without_indentation(rel: str) -> None:
     assert len(got) == 1
     assert [(f.function, f.file, f.line, f.code) for f in got[0].threads[0].frames] == \
         [(f.function, f.file, f.line, f.code) for f in want[0].threads[0].frames]
+
+
+def test_ray_task_error_remote_frames_are_the_remote_process() -> None:
+    # GIVEN a driver's uncaught RayTaskError: its own traceback through ray.get, then the remote
+    # method's frames after `ray::ParameterStore.update() (pid=N, ip=...)`
+    procs, _ = parse(PASTES / "ray_task_error" / "driver.log")
+    driver, remote = procs
+    assert driver.pid is None and driver.threads[0].frames[0].function == "get_objects"
+    assert driver.threads[0].frames[-1].function == "<module>"
+    assert (remote.pid, remote.title, remote.node_ip) == (7305, "ray::ParameterStore.update", "127.0.0.1")
+    assert [(f.function, f.line) for f in remote.threads[0].frames] == [("update", 22)]
+    assert match_process(driver).pattern == "ray-get-wait"
+
+
+def test_real_mismatch_message_wording_variants() -> None:
+    line = (PASTES / "collective_mismatch" / "rank1.err").read_text().splitlines()[-1]
+    for text in (line, line.replace("is running collective", "is running inconsistent collective")):
+        procs = parse_text(text + "\n")
+        assert {p.rank: p.collective["op"] for p in procs if p.collective} == {0: "BROADCAST", 1: "ALLREDUCE"}

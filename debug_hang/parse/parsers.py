@@ -390,6 +390,7 @@ class _Parser:
         self.tb_chained = False
         self.tb_repeated = 0  # frames added back from `[Previous line repeated N more times]`
         self.tb_flat = False  # its `File` lines came unindented: so may its source lines
+        self.ray_origin: re.Match[str] | None = None  # the remote call a RayTaskError names
         self.pending_name: str | None = None  # `MainThread:` alone on its line
         self.loose = False  # the current thread was opened by a bare frame, not by a header
         self.collectives: list[dict[str, Any]] = []
@@ -525,6 +526,10 @@ class _Parser:
             self.collectives.extend(facts)
             if facts and self.tb is None:
                 return
+        if "(pid=" in line and "ray::" in line:
+            origin = pastes.RAY_ORIGIN.search(line)
+            if origin is not None:
+                self.ray_origin = origin
         first = line[0]
         if first == " " or first == "\t":
             self.indented(line, lineno)
@@ -682,7 +687,7 @@ class _Parser:
                 return
         if self.in_error and _PYSPY_ERROR_DETAIL.match(line):
             return
-        if _FH_NOISE.match(line):
+        if _FH_NOISE.match(line) or pastes.TB_NOISE.match(line):
             return
         if self.pasted(line.strip(), line, lineno):
             return
@@ -752,6 +757,7 @@ class _Parser:
             self.line(rest, lineno)
 
     def start_traceback(self) -> None:
+        self.ray_origin = None
         chained = self.tb_chained
         self.end_traceback()
         proc = self.proc
@@ -766,7 +772,12 @@ class _Parser:
 
     def traceback_frame(self, func: str, file: str, line: int) -> None:
         if self.tb is None:  # `File` lines without the header (Ray's RayTaskError, a trimmed paste)
+            origin, self.ray_origin = self.ray_origin, None
             self.start_traceback()
+            if origin is not None and self.proc is not None:  # the remote frames of a RayTaskError
+                self.proc.pid = int(origin.group("pid"))
+                self.proc.title = f"ray::{origin.group('name')}"
+                self.proc.node_ip = origin.group("ip")
         assert self.tb is not None
         self.tb.frames.append(self.make_frame(func, file, line))
 

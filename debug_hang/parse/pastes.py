@@ -44,6 +44,8 @@ TB_FRAME = re.compile(r'^ {0,8}File "(?P<file>[^"]*)", line (?P<line>\d+), in (?
 EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]{0,200}(?:Error|Exception|Interrupt|Exit|Warning|Timeout)\b"
                             r"|^[A-Za-z_][\w.]{0,200}: ")
 QUOTE = re.compile(r"^(?:> ?)+")
+# Where a RayTaskError's remote frames ran: `RayTaskError(X): ray::Cls.method() (pid=N, ip=A, ...)`.
+RAY_ORIGIN = re.compile(r"ray::(?P<name>[\w.<>-]{1,200})\(\) \(pid=(?P<pid>\d{1,10}), ip=(?P<ip>[0-9A-Fa-f.:]{1,64})")
 TB_CHAINED = ("During handling of the above exception, another exception occurred:",
               "The above exception was the direct cause of the following exception:")
 TB_THREAD = re.compile(r"^Exception in thread (?P<name>.{1,200}?):$")
@@ -58,7 +60,7 @@ _LOCATION = re.compile(
     r"|<(?:frozen [\w.]+|string|stdin)>(?::\d+)?)$"
 )
 # A thread name alone on its line: `MainThread:`, `Thread-1 (FlushWorker):`, `AsyncIO Thread: default:`.
-NAME_HEADER = re.compile(r"^(?P<name>[A-Za-z_][\w.\-]*(?: [\w.\-()<>#]+){0,3}):$")
+NAME_HEADER = re.compile(r"^(?P<name>[A-Za-z_][\w.\-]*(?: [\w.\-()<>#]+){0,2}):$")
 ELISION = re.compile(r"^\s*(?:\.\.\.|…)(?:\s*[\[(]?\d+ (?:more )?frames?.*)?$")
 
 _ARROW = re.compile(r"\s*(?:→|->|=>|⟶|⇒)\s*")
@@ -79,7 +81,7 @@ _DUNDERS = frozenset({"init", "del", "call", "enter", "exit", "aenter", "aexit",
 _INIT_FILE = re.compile(r"(^|/)(init|main)\.py$")
 
 _MISMATCH = "Detected mismatch between collectives on ranks"
-_RANK_RUNNING = re.compile(r"Rank (?P<rank>\d{1,7}) is running collective: ")
+_RANK_RUNNING = re.compile(r"Rank (?P<rank>\d{1,7}) is running (?:inconsistent )?collective: ")
 _FP_FIELDS = {
     "sequence": re.compile(r"SequenceNumber=(\d{1,20})"),
     "op": re.compile(r"OpType=(\w{1,40})"),
