@@ -499,3 +499,11 @@ def test_real_mismatch_message_wording_variants() -> None:
     for text in (line, line.replace("is running collective", "is running inconsistent collective")):
         procs = parse_text(text + "\n")
         assert {p.rank: p.collective["op"] for p in procs if p.collective} == {0: "BROADCAST", 1: "ALLREDUCE"}
+
+
+def test_summary_names_the_collectives_pytorch_reported(capsys: pytest.CaptureFixture[str]) -> None:
+    from debug_hang.commands.parse import main
+
+    assert main([str(PASTES / "collective_mismatch" / "rank0.err"), "--format", "summary"]) == 0
+    out = capsys.readouterr().out
+    assert "rank 0 BROADCAST seq 5 shapes [4]; rank 1 ALLREDUCE seq 5 shapes [4]" in out

@@ -220,6 +220,11 @@ def summary_lines(source: str, processes: list[Process], agg: Aggregation,
         yield f"  dump failed for pid {p.pid} ({p.title or '?'}): {p.error}"
     if len(failed) > 5:
         yield f"  ... and {len(failed) - 5} more failed dumps"
+    reported = [p for p in processes if p.collective]
+    if reported:
+        yield "collectives PyTorch reported (TORCH_DISTRIBUTED_DEBUG=DETAIL mismatch): " + "; ".join(
+            f"rank {p.rank} {p.collective.get('op', '?')} seq {p.collective.get('sequence', '?')}"
+            f" shapes [{p.collective.get('shapes', '?')}]" for p in reported[:16] if p.collective)
     if warnings:
         yield f"{len(warnings)} warning(s) on stderr"
     if agg.hidden:
