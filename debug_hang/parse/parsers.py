@@ -127,6 +127,7 @@ NODE_STACKS_SCHEMA = "debug-hang/node-stacks/v1"  # run_on_each_ray_node.py --du
 _SCHEMA_FIELD = re.compile(r'"schema"\s*:\s*"' + re.escape(STACKS_SCHEMA) + '"')
 _PROCESSES_FIELD = re.compile(r'"processes"\s*:\s*\[')
 _OPEN_BRACKET = re.compile(r"[\[{]")
+_SPACE = re.compile(r"\s")
 _JSON_GAP = re.compile(r"[ \t\r\n,]*")
 _JSON_WINDOW = 65536  # characters decoded first from a JSON start (doubled while cut)
 # Lines that begin a dump: they end a traceback instead of being read as its exception line.
@@ -706,8 +707,8 @@ class _Parser:
                 self.tb_flat = line is body
                 return True
         loose = pastes.loose_frame(body)
-        if loose is not None:
-            self.loose_frame(*loose)
+        if loose is not None and (self.thread is not None or not _SPACE.search(loose[0])):
+            self.loose_frame(*loose)  # a new thread opens only on a function-like name (no spaces)
             return True
         chain = pastes.arrow_chain(body)
         if chain is not None:
