@@ -50,6 +50,9 @@ EXPLAINS = {
     "queue_consumer_died": ["TypeError"],  # the consumer's failed task
     "lock_held_across_remote_call": ["a lock held across a remote call"],
     "detached_service_never_published": ["WeightServer.pull"],  # the call into the other job's actor
+    "sweep_leaked_placement_group": ["reserved in placement groups", "remove_placement_group", "DEAD (RAY_KILL)"],
+    "idle_evaluators_hold_cpus": ["no task running or queued on it", "ray.kill"],
+    "run_dir_file_lock": ["/proc/locks", "/.lock", "fcntl.flock(fh, fcntl.LOCK_EX)"],  # the file and the line
 }
 
 
@@ -90,6 +93,8 @@ def record(example: str, out: Path) -> None:
     trim_capture(dest)
     if (out / "logs").is_dir():
         shutil.copytree(out / "logs", dest / "logs")
+    if (out / "flight_recorder").is_dir():  # PyTorch Flight Recorder dumps the probe read
+        shutil.copytree(out / "flight_recorder", dest / "flight_recorder")
 
 
 @pytest.mark.parametrize("example", localcluster.examples())
@@ -127,3 +132,16 @@ def test_example_is_diagnosed(ray_cluster: LocalCluster, example: str, tmp_path:
     assert diag["collection"]["seconds"] < 30, diag["collection"]
     for text in EXPLAINS.get(example, []):
         assert text in report, f"{text!r} missing from the report of {example}\n{report}"
+    if "flight_recorder" in expected:
+        # AND the Flight Recorder dumps, read on the ranks' node, name the same rank, group and collective
+        assert_flight_recorder(expected["flight_recorder"], diag, report)
+
+
+def assert_flight_recorder(expected: dict, diag: dict, report: str) -> None:
+    fr = diag.get("flight_recorder")
+    assert fr is not None, f"no flight_recorder section\n{report}"
+    assert fr["culprit_ranks"] == expected["culprit_ranks"], fr
+    first = fr["groups"][0]
+    assert (first["desc"], first["pending_seq"], first["kind"]) == (
+        expected["group_desc"], expected["pending_seq"], expected["kind"]), first
+    assert "Flight Recorder: agrees with the stacks" in report, report

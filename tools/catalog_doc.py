@@ -49,6 +49,7 @@ EDGE_TEXT = {
     "queue-producers": "the producers (or consumers) of the queue: other actors, or threads of the same process",
     "child-process": "the child processes (dumped too)",
     "train-barrier": "the Ray Train ranks that have not reached the barrier",
+    "lock-holder": "the process holding the OS file lock (by PID in /proc/locks, read on the node)",
     "none": "nowhere: the chain ends here (lock and event holders are read from the same process's other threads)",
 }
 

@@ -26,7 +26,7 @@ CATALOG_SCHEMA = "debug-hang/patterns/v1"
 KINDS = ("symptom", "root-cause", "benign")
 DETECTS = ("stack", "state", "graph")
 EDGES = ("submitted-tasks", "own-calls", "collective-peers", "placement-group",
-         "queue-producers", "child-process", "train-barrier", "none")
+         "queue-producers", "child-process", "train-barrier", "lock-holder", "none")
 # cpu: how real CPU use (read on the node over the sampling window) bears on a stack reading.
 CPU_RULES = ("busy", "idle")
 # Files of the Python runtime and installed packages: never the job's own code.
@@ -84,6 +84,10 @@ class Pattern:
     # only without it (else the stack is re-read without this pattern). See Settings.busy_cpu_percent.
     cpu: str | None = None
     library_penalty: float = 0.0  # confidence taken off when the deciding stack ends in library code
+    # Kernel functions a thread sleeps in (its /proc wchan) that mean this wait (file-lock-wait).
+    kernel_waits: tuple[re.Pattern[str], ...] = ()
+    # Numbers this pattern's rule decides with (ages, in seconds), as data: {name: value}.
+    thresholds: dict[str, float] = field(default_factory=dict)
 
     @property
     def fix(self) -> str:
@@ -212,8 +216,25 @@ def load_catalog(path: Path | str = CATALOG_PATH) -> list[Pattern]:
             priority=int(raw.get("priority", 0)),
             cpu=_cpu_rule(raw.get("cpu"), f"{where} ({pid})"),
             library_penalty=float(raw.get("library_penalty", 0.0)),
+            kernel_waits=tuple(_regex(r, where) for r in raw.get("kernel_waits") or ()),
+            thresholds=_thresholds(raw.get("thresholds"), where),
         ))
     return patterns
+
+
+def _regex(text: Any, where: str) -> re.Pattern[str]:
+    try:
+        return re.compile(str(text))
+    except re.error as exc:
+        raise BadInputError(f"{where}: invalid regular expression {text!r}: {exc}") from None
+
+
+def _thresholds(raw: Any, where: str) -> dict[str, float]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not all(isinstance(v, (int, float)) for v in raw.values()):
+        raise BadInputError(f"{where}: thresholds must map names to numbers")
+    return {str(k): float(v) for k, v in raw.items()}
 
 
 def _cpu_rule(value: Any, where: str) -> str | None:

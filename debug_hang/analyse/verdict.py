@@ -12,7 +12,7 @@ from debug_hang.analyse.graph import GraphInputs, WaitGraph, build_graph
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, match_process, settings
 from debug_hang.analyse.rootcause import RootCause, root_causes
 from debug_hang.model import Collection, CollectionError, Process
-from debug_hang.snapshot import POLLING_TASKS, Snapshot, available_resources, node_totals
+from debug_hang.snapshot import POLLING_TASKS, Snapshot, available_resources, node_totals, resource_usage
 
 
 def detect_progress(before: list[dict[str, Any]], after: list[dict[str, Any]], since_ms: float) -> list[str]:
@@ -50,7 +50,8 @@ def graph_inputs(job: dict[str, Any], snap: Snapshot, collection: Collection) ->
     verdicts = [_match_with_cpu(p, collection) for p in collection.latest()]
     return GraphInputs(job=job, actors=snap.actors, tasks=snap.tasks, placement_groups=snap.placement_groups,
                        node_totals=node_totals(snap), verdicts=verdicts, info=collection.info,
-                       available=available_resources(snap))
+                       available=available_resources(snap), jobs=snap.jobs, now_s=snap.taken_at,
+                       usage=resource_usage(snap), status_text=snap.cluster_status_text)
 
 
 def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_after: list[dict[str, Any]] | None,
