@@ -8,7 +8,13 @@ the deadlocked threaded actor). Every copy gets its own pid and thread ids. The 
 are also timed as one debug-hang/stacks/v1 JSON document. Target: 10k processes in under 3 s on
 the project's 2-core machine, growing linearly.
 
+With --adversarial, times instead the shapes of benchmarks/adversarial.py (long whitespace runs,
+deep nesting, repeated JSON starts, pasted forms at scale) at sizes n, 4n, 16n: each must grow
+linearly (CPU time ratio at 4x the size under 8x; exit status 1 otherwise).
+
 Usage: python benchmarks/bench_parse.py [--sizes 1000,10000,100000] [--formats text,json]
+       python benchmarks/bench_parse.py --adversarial [--base 10000] [--shapes a,b]
+       python benchmarks/bench_parse.py --json-out 20000   # parse_stacks.py --format json cost
 """
 
 from __future__ import annotations
@@ -97,7 +103,18 @@ def main() -> int:
     parser.add_argument("--target-s", type=float, default=3.0,
                         help="CPU-second budget for 10k processes, each format (default 3.0); "
                              "the exit status is 1 when it is exceeded")
+    parser.add_argument("--adversarial", action="store_true",
+                        help="time the adversarial shapes of benchmarks/adversarial.py instead")
+    parser.add_argument("--base", type=int, default=10_000,
+                        help="--adversarial: the smallest size n (then 4n, 16n)")
+    parser.add_argument("--shapes", default="", help="--adversarial: comma-separated shape names")
+    parser.add_argument("--json-out", type=int, default=0, metavar="N",
+                        help="time the JSON output of N processes (indented vs compact)")
     args = parser.parse_args()
+    if args.adversarial:
+        return adversarial(args.base, [s for s in args.shapes.split(",") if s])
+    if args.json_out:
+        return json_out(args.json_out)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     formats = [f for f in args.formats.split(",") if f]
     print(f"{'format':<6} {'processes':>9} {'input MB':>8} {'parse s':>8} {'group s':>8} "
@@ -123,6 +140,57 @@ def main() -> int:
             del procs, agg, data
         del text
     return verdict
+
+
+def parse_or_none(text: str) -> int:
+    """Processes parsed (0 when the input holds no dump: BadInputError is the right answer)."""
+    from debug_hang.errors import BadInputError
+
+    try:
+        return len(parse_text(text))
+    except BadInputError:
+        return 0
+
+
+def adversarial(base: int, only: list[str]) -> int:
+    from adversarial import SHAPES  # benchmarks/adversarial.py
+
+    print(f"{'shape':<22} {'n':>8} {'input KB':>9} {'cpu s':>8} {'x prev':>7}")
+    verdict = 0
+    for name, make in SHAPES.items():
+        if only and name not in only:
+            continue
+        prev = None
+        for n in (base, base * 4, base * 16):
+            text = make(n)
+            _, _, cpu = timed(parse_or_none, text)
+            growth = cpu / prev if prev else None
+            flag = ""
+            if growth is not None and prev is not None and prev > 0.02 and growth > 8:
+                flag, verdict = "  NOT LINEAR", 1
+            print(f"{name:<22} {n:>8} {len(text) / 1e3:>9.0f} {cpu:>8.3f} "
+                  f"{'' if growth is None else f'{growth:.1f}':>7}{flag}", flush=True)
+            prev = cpu
+    return verdict
+
+
+def json_out(n: int) -> int:
+    """`parse_stacks.py --format json` on n processes: document building and writing."""
+    import io
+
+    text, _ = make_input(n)
+    procs = parse_text(text)
+    doc, _, c_doc = timed(stacks_to_dict, procs)
+    from debug_hang.commands.parse import write_compact
+
+    indented, compact = io.StringIO(), io.StringIO()
+    _, _, c_indent = timed(lambda: json.dump(doc, indented, indent=1))
+    _, _, c_compact = timed(lambda: write_compact(doc, compact))
+    assert json.loads(compact.getvalue()) == json.loads(indented.getvalue())
+    print(f"{n} processes: stacks_to_dict {c_doc:.2f} CPU s; json.dump indent=1 {c_indent:.2f} CPU s "
+          f"({len(indented.getvalue()) / 1e6:.0f} MB); write_compact {c_compact:.2f} CPU s "
+          f"({len(compact.getvalue()) / 1e6:.0f} MB)")
+    return 0
 
 
 if __name__ == "__main__":

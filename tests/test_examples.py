@@ -54,6 +54,14 @@ EXPLAINS = {
     "sweep_leaked_placement_group": ["reserved in placement groups", "remove_placement_group", "DEAD (RAY_KILL)"],
     "idle_evaluators_hold_cpus": ["no task running or queued on it", "ray.kill"],
     "run_dir_file_lock": ["/proc/locks", "/.lock", "fcntl.flock(fh, fcntl.LOCK_EX)"],  # the file and the line
+    "crash_loop_actor": ["Bus error", "restarted"],  # the death reason from a dead worker's log
+    "crash_loop_task": ["Segmentation fault", "attempt(s) FAILED"],
+}
+# Healthy jobs kept out of `hang` by what their processes did in the window (issue 20): text
+# the summary must contain.
+PROGRESS_SEEN = {
+    "throttled_checkpoint_upload": ["progressing", "to disk", "saved chunk"],  # bytes + advancing counter
+    "quiet_shard_export": ["progressing", "to disk"],  # the disk alone: no log, no finished task
 }
 
 
@@ -126,6 +134,8 @@ def test_example_is_diagnosed(ray_cluster: LocalCluster, example: str, tmp_path:
     # THEN the verdict, the root-cause pattern and the culprits are the expected ones
     report = (out / "report.md").read_text()
     assert diag["verdict"] == expected["verdict"], f"{diag['summary']}\n{report}"
+    for text in PROGRESS_SEEN.get(example, []):
+        assert text in diag["summary"], f"{text!r} missing from the summary of {example}\n{report}"
     if expected["verdict"] != "hang":
         return
     top = diag["root_causes"][0]

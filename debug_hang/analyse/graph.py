@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from debug_hang.analyse.crashloop import CrashLoop, find_crash_loops
 from debug_hang.analyse.holders import Holder, bundle_total, idle_actors, leaked_placement_groups, status_reserved_line
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, is_library, settings
 from debug_hang.model import Frame, Process, Thread
@@ -34,7 +35,7 @@ from debug_hang.snapshot import (
 PENDING_SCHED: frozenset[TaskState] = frozenset({"PENDING_NODE_ASSIGNMENT", "PENDING_ARGS_AVAIL"})
 QUEUED_STATES: frozenset[TaskState] = frozenset({"SUBMITTED_TO_WORKER", "PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY"})
 NodeKind = Literal["actor", "task", "driver", "process", "rank", "placement_group", "resource"]
-NodeState = Literal["blocked", "busy", "idle", "dead", "pending", "infeasible", "starved", "unknown"]
+NodeState = Literal["blocked", "busy", "idle", "dead", "pending", "restarting", "infeasible", "starved", "unknown"]
 _PROCESS_STATE: dict[str, NodeState] = {"blocked": "blocked", "busy": "busy", "idle": "idle"}
 _ROLE_KIND: dict[str, NodeKind] = {"driver": "driver", "actor": "actor", "task": "task"}
 _RANK_IN_NAME = re.compile(r"rank[-_ ]?(\d+)", re.IGNORECASE)
@@ -82,6 +83,7 @@ class WaitGraph:
 
     nodes: dict[str, GNode] = field(default_factory=dict)
     edges: list[Edge] = field(default_factory=list)
+    crash_loops: dict[str, CrashLoop] = field(default_factory=dict)  # by actor_id / task_id
     _out: dict[str, list[Edge]] = field(default_factory=dict, repr=False)
     _in: dict[str, list[Edge]] = field(default_factory=dict, repr=False)
 
@@ -309,6 +311,21 @@ def add_actor_nodes(b: Builder) -> None:
             node.evidence.append(f"actor {state}, required resources {actor.get('required_resources')}")
         b.g.nodes[node.key] = node
         b.actor_node[actor_id] = node.key
+
+
+def mark_crash_loops(b: Builder) -> None:
+    """Actors restarted (tasks retried) after each death: not "starting", a crash loop (crashloop.py).
+    A task's loop gets its node when a waiter follows it (_node_for_task)."""
+    b.g.crash_loops = find_crash_loops(list(b.actors.values()), b.tasks)
+    for loop in b.g.crash_loops.values():
+        if loop.kind == "actor" and loop.id in b.actor_node:
+            _mark_crash_loop(b.g.nodes[b.actor_node[loop.id]], loop)
+
+
+def _mark_crash_loop(node: GNode, loop: CrashLoop) -> None:
+    """It ran and died, and is restarted (retried): a crash loop once the rules' count is reached."""
+    node.pattern, node.state = ("crash-loop" if loop.confirmed else None), "restarting"
+    node.evidence.append(loop.text())
 
 
 def index_running_tasks(b: Builder) -> None:
@@ -610,6 +627,18 @@ def _node_for_task(b: Builder, task: dict[str, Any]) -> str | None:
     if task.get("actor_id"):
         # A call to an actor, or its creation: the actor (its process, or the pending actor).
         return b.actor_node.get(task["actor_id"])
+    loop = g.crash_loops.get(str(task.get("task_id")))
+    if loop is not None:
+        # A task retried after each death: the loop is what the caller waits on, wherever the
+        # current attempt is (pending, or running on a fresh worker).
+        key = f"task:{loop.id}"
+        if key not in g.nodes:
+            g.nodes[key] = GNode(key=key, kind="task", name=loop.name, state="restarting", task_id=loop.id,
+                                 task_name=loop.name, class_name=str(task.get("func_or_class_name") or loop.name),
+                                 node_id=task.get("node_id"),
+                                 pid=int(task["worker_pid"]) if task.get("worker_pid") else None)
+            _mark_crash_loop(g.nodes[key], loop)
+        return key
     if task.get("state") == "RUNNING" and task.get("worker_pid"):
         return b.by_pid.get((task.get("node_id"), int(task["worker_pid"])))
     if task.get("state") in PENDING_SCHED:
@@ -1229,6 +1258,7 @@ def _mark_file_lock_holder(node: GNode, path: str) -> None:
 PASSES: tuple[Pass, ...] = (
     add_process_nodes,
     add_actor_nodes,
+    mark_crash_loops,
     index_running_tasks,
     add_last_calls,
     detect_lock_waits,

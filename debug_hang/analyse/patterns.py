@@ -38,15 +38,30 @@ class FrameRule:
     function: re.Pattern[str] | None
     file: re.Pattern[str] | None
     code: re.Pattern[str] | None
+    context: re.Pattern[str] | None = None  # searched in the numbered source lines around the frame
 
     def matches(self, frame: Frame) -> bool:
+        if not frame.file and self.file:
+            return self._matches_name_only(frame)
         if self.function and not self.function.search(frame.function):
             return False
         if self.file and not self.file.search(frame.file):
             return False
         if self.code and not (frame.code and self.code.search(frame.code)):
             return False
+        if self.context and not (frame.context and self.context.search("\n".join(frame.context))):
+            return False
         return True
+
+    def _matches_name_only(self, frame: Frame) -> bool:
+        """A pasted arrow chain (`poll -> get`) names functions, not files: a rule that names a
+        function decides by it alone, and only for a name that says what it is (`get_objects`,
+        `Queue.get`, `_acquireLock`; never a bare `get` or `wait`)."""
+        if self.function is None or self.code is not None:
+            return False
+        name = frame.function.lstrip("_")
+        telling = "." in name or "_" in name or any(c.isupper() for c in name[1:])
+        return telling and self.function.search(frame.function) is not None
 
 
 @dataclass(frozen=True)
@@ -123,12 +138,20 @@ def _frame_dict(frame: Frame | None) -> dict[str, Any] | None:
     return {"function": frame.function, "file": frame.file, "line": frame.line, "code": frame.code}
 
 
+# `Class.` right after `^`, `(` or `|` in a rule's function: made optional, because tracebacks and
+# faulthandler print bare function names (`get (queue.py:171)` for `Queue.get`); the rule's file
+# keeps the match specific.
+_QUALIFIER = re.compile(r"(?<=[\^(|])([A-Z]\w*)\\\.")
+
+
 def _rule(raw: dict[str, Any], where: str) -> FrameRule:
     try:
         return FrameRule(
-            function=re.compile(raw["function"]) if raw.get("function") else None,
+            function=re.compile(_QUALIFIER.sub(r"(?:\1\\.)?", raw["function"]))
+            if raw.get("function") else None,
             file=re.compile(raw["file"]) if raw.get("file") else None,
             code=re.compile(raw["code"]) if raw.get("code") else None,
+            context=re.compile(raw["context"]) if raw.get("context") else None,
         )
     except re.error as exc:
         raise BadInputError(f"{where}: invalid regular expression: {exc}") from None
@@ -319,8 +342,9 @@ def _match_thread(thread: Thread, patterns: list[Pattern]) -> ThreadMatch:
             continue
         if pattern.kind == "benign" and has_user_code:
             continue  # the job's own code is on the stack: not just Ray's machinery
-        if pattern.active is not None and thread.active is not None and thread.active != pattern.active:
-            continue
+        if pattern.active is not None and thread.active != pattern.active \
+                and (thread.active is not None or pattern.active):
+            continue  # a busy pattern needs a dumper that saw the thread run (py-spy's state)
         if pattern.requires and not all(any(r.matches(f) for _, f in frames) for r in pattern.requires):
             continue
         if pattern.excludes and any(r.matches(f) for r in pattern.excludes for _, f in frames):
@@ -344,6 +368,8 @@ def _confidence(pattern: Pattern, thread: Thread, frames: list[tuple[int, Frame]
     score = 0.6
     position = next(pos for pos, (i, _) in enumerate(frames) if i == index)
     score += 0.2 if position <= 2 else 0.0  # a wait is decided near the top of the stack
+    if not frames[position][1].file:
+        score -= 0.3  # decided by a function name alone (a pasted arrow chain)
     if pattern.active is not None and thread.active is not None:
         score += 0.1
     if pattern.requires:

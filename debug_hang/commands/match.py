@@ -8,7 +8,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from debug_hang.analyse.patterns import ProcessVerdict, catalog, load_catalog, match_process
+from debug_hang.analyse.collectives import mismatches
+from debug_hang.analyse.patterns import ProcessVerdict, ThreadMatch, catalog, load_catalog, match_process
 from debug_hang.errors import EXIT_CODES_HELP, EXIT_OK, BadInputError
 from debug_hang.model import STACKS_SCHEMA, Process, stacks_from_dict
 
@@ -63,15 +64,19 @@ def load_processes(source: str) -> list[Process]:
 
 
 def latest_samples(processes: list[Process]) -> list[Process]:
+    """The last dump of each process; processes of unknown pid (pasted tracebacks, frame lists,
+    ranks known only by number) are each their own process."""
     last: dict[tuple[str | None, int | None], Process] = {}
     for proc in processes:
-        key = (proc.node_id, proc.pid)
+        key = (proc.node_id, proc.pid if proc.pid is not None else -id(proc))
         if key not in last or proc.sample >= last[key].sample:
             last[key] = proc
     return list(last.values())
 
 
-def to_document(verdicts: list[ProcessVerdict], show_all: bool) -> dict[str, Any]:
+def to_document(verdicts: list[ProcessVerdict], show_all: bool,
+                reasons: dict[int, str] | None = None) -> dict[str, Any]:
+    """The matches document; `reasons` (rank → text) explain verdicts not read from a stack."""
     cat = catalog()
     out = []
     for v in verdicts:
@@ -83,8 +88,13 @@ def to_document(verdicts: list[ProcessVerdict], show_all: bool) -> dict[str, Any
             threads.append({"thread_id": thread.thread_id, "os_thread_id": thread.os_thread_id,
                             "name": thread.name, "active": thread.active, **match.to_dict()})
         p = v.process
-        out.append({"pid": p.pid, "title": p.title, "node_id": p.node_id, "actor_class": p.actor_class,
-                    "rank": p.rank, "verdict": v.verdict, "pattern": v.pattern, "threads": threads})
+        row: dict[str, Any] = {"pid": p.pid, "title": p.title, "node_id": p.node_id, "actor_class": p.actor_class,
+                               "rank": p.rank, "verdict": v.verdict, "pattern": v.pattern, "threads": threads}
+        if p.collective:
+            row["collective"] = p.collective
+        if reasons and p.rank in reasons and p.collective:
+            row["reason"] = reasons[p.rank]
+        out.append(row)
     counts = Counter(v.pattern or v.verdict for v in verdicts)
     return {"schema": MATCHES_SCHEMA, "summary": dict(counts.most_common()), "processes": out}
 
@@ -92,13 +102,28 @@ def to_document(verdicts: list[ProcessVerdict], show_all: bool) -> dict[str, Any
 def render_summary(doc: dict[str, Any]) -> str:
     lines = [f"{len(doc['processes'])} process(es): " + ", ".join(f"{k} ×{n}" for k, n in doc["summary"].items())]
     for proc in doc["processes"]:
-        lines.append(f"pid {proc['pid']} {proc['title'] or ''} → {proc['verdict']}"
+        who = f"pid {proc['pid'] if proc['pid'] is not None else '?'}"
+        if proc.get("rank") is not None:
+            who += f" rank {proc['rank']}"
+        lines.append(f"{who} {proc['title'] or ''} → {proc['verdict']}"
                      f"{' on ' + proc['pattern'] if proc['pattern'] and proc['pattern'] != 'unknown' else ''}")
+        if proc.get("reason"):
+            lines.append(f"    {proc['reason']}")
         for t in proc["threads"]:
             f = t.get("user_frame") or t.get("frame") or {}
             where = f"{f.get('function')} ({Path(str(f.get('file'))).name}:{f.get('line')})" if f else "?"
             lines.append(f"    [{t['pattern']} {t['confidence']:.2f}] {t['name'] or t['thread_id']}: {where}")
     return "\n".join(lines)
+
+
+def collective_mismatch_match(verdict: ProcessVerdict) -> ThreadMatch:
+    """The verdict of a rank PyTorch reported in a collective mismatch: `collective-mismatch`,
+    decided by the rank's collective frame when its stack is in the input (none otherwise)."""
+    main = verdict.main
+    if main is not None and main.pattern == "collective-wait":
+        return ThreadMatch("collective-mismatch", 0.95, main.frame, main.frame_index,
+                           also=["collective-wait"], user_frame=main.user_frame)
+    return ThreadMatch("collective-mismatch", 0.9, None, None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,7 +133,12 @@ def main(argv: list[str] | None = None) -> int:
     if not processes:
         raise BadInputError(f"{args.input}: no stacks found")
     verdicts = [match_process(p, patterns) for p in processes[: args.max_processes]]
-    doc = to_document(verdicts, args.all)
+    reported = mismatches(processes)
+    for v in verdicts:
+        if v.process.rank in reported and v.process.collective:
+            v.main = collective_mismatch_match(v)
+            v.verdict = "blocked"
+    doc = to_document(verdicts, args.all, reported)
     if len(processes) > args.max_processes:
         doc["truncated"] = f"{len(processes) - args.max_processes} more processes not shown (--max-processes)"
     print(json.dumps(doc, indent=1) if args.format == "json" else render_summary(doc))

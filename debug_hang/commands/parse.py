@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
 
 from debug_hang.errors import EXIT_CODES_HELP, EXIT_OK, DebugHangError, UsageError
-from debug_hang.model import Frame, Process, stacks_to_dict
+from debug_hang.model import STACKS_SCHEMA, Frame, Process, process_to_dict, stacks_to_dict
 from debug_hang.parse.aggregate import (
     IDLE_SIGNATURE,
     AggregateOptions,
@@ -32,6 +32,9 @@ SUMMARY_MEMBERS = 8
 # Frames shown per stack in the summary (innermost first); the JSON has every frame.
 SUMMARY_FRAMES = 12
 MAX_WARNINGS_SHOWN = 20
+# Above this many processes the JSON is written compact and one process at a time: json.dump (and
+# any indentation) uses json's pure-Python encoder (20k processes: 3.5 CPU s and 116 MB indented).
+COMPACT_JSON_OVER = 1000
 # Roles outside Ray are command lines: clip them in the summary.
 ROLE_CHARS = 60
 
@@ -39,7 +42,8 @@ EPILOG = f"""{FORMATS_HELP}
 
 output:
   --format json     the debug-hang/stacks/v1 document on stdout ({{"schema", "meta",
-                    "processes"}}); with --group also "aggregate": {{"groups", "outliers", ...}}
+                    "processes"}}); with --group also "aggregate": {{"groups", "outliers", ...}};
+                    indented, or compact above {COMPACT_JSON_OVER} processes
   --format summary  readable text, cut at --max-chars characters (it says what was cut)
   Warnings (a dump cut short, skipped lines or files) go to stderr, one line each.
 
@@ -114,10 +118,17 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                                native=args.native)
     agg = aggregate(processes, options) if (args.group or args.format == "summary") else None
     if args.format == "json":
-        doc = stacks_to_dict(processes, _meta(args.input, processes, warnings))
+        meta = _meta(args.input, processes, warnings)
+        if len(processes) > COMPACT_JSON_OVER:
+            doc: dict[str, Any] = {"schema": STACKS_SCHEMA, "meta": meta, "processes": processes}
+        else:
+            doc = stacks_to_dict(processes, meta)
         if args.group and agg is not None:
             doc["aggregate"] = agg.to_dict(max_groups=args.max_groups)
-        json.dump(doc, out, indent=1)
+        if len(processes) > COMPACT_JSON_OVER:
+            write_compact(doc, out)
+        else:
+            json.dump(doc, out, indent=1)
         out.write("\n")
     else:
         assert agg is not None
@@ -126,6 +137,24 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                               max_groups=max_groups)
         write_bounded(lines, out, args.max_chars)
     return EXIT_OK
+
+
+def write_compact(doc: dict[str, Any], out: TextIO) -> None:
+    """The document without indentation, one process at a time: `json.dumps` (C encoder, ~6x
+    faster than `json.dump`'s Python one) on bounded pieces; `processes` may hold `Process`
+    objects, turned into their JSON form one by one (memory stays at one process)."""
+    out.write("{")
+    for i, (key, value) in enumerate(doc.items()):
+        out.write(("," if i else "") + json.dumps(key) + ":")
+        if key == "processes":
+            out.write("[")
+            for j, proc in enumerate(value):
+                row = process_to_dict(proc) if isinstance(proc, Process) else proc
+                out.write(("," if j else "") + json.dumps(row, separators=(",", ":")))
+            out.write("]")
+        else:
+            out.write(json.dumps(value, separators=(",", ":")))
+    out.write("}")
 
 
 def _meta(source: str, processes: list[Process], warnings: list[str]) -> dict[str, Any]:
@@ -191,6 +220,11 @@ def summary_lines(source: str, processes: list[Process], agg: Aggregation,
         yield f"  dump failed for pid {p.pid} ({p.title or '?'}): {p.error}"
     if len(failed) > 5:
         yield f"  ... and {len(failed) - 5} more failed dumps"
+    reported = [p for p in processes if p.collective]
+    if reported:
+        yield "collectives PyTorch reported (TORCH_DISTRIBUTED_DEBUG=DETAIL mismatch): " + "; ".join(
+            f"rank {p.rank} {p.collective.get('op', '?')} seq {p.collective.get('sequence', '?')}"
+            f" shapes [{p.collective.get('shapes', '?')}]" for p in reported[:16] if p.collective)
     if warnings:
         yield f"{len(warnings)} warning(s) on stderr"
     if agg.hidden:

@@ -15,9 +15,30 @@ Formats (auto-detected, and mixed freely in one input, back to back):
   `register(signal)` or a fatal error.
 - `stacks-v1`: a `debug-hang/stacks/v1` JSON document (`model.stacks_from_dict`).
 
-Frames are innermost first, as every one of these dumpers prints them. Unknown lines between dumps
-(shell prompts, log lines, Markdown fences) are skipped; input with no dump at all, binary or empty
-input raises `BadInputError`. A dump cut short is parsed as far as it goes, with a warning.
+And what people paste (best effort, `pastes.py`; each assumption is said in a warning):
+
+- any of the above inside Markdown fences, the first header possibly on the fence line;
+- `traceback`: Python tracebacks (innermost frame = where the thread was when it raised, e.g. a
+  KeyboardInterrupt in a hung wait), chained ones in one process;
+- `frames`: frames with no process header (the dashboard's Stack Trace view, a trimmed paste),
+  indented or not; `Thread (idle): "name"` without its id; a thread name alone on its line
+  (`MainThread:`) over bare frames; `...` for elided frames; `a → b → c` arrow chains (function
+  names only; read innermost first unless the chain visibly starts at an entry point);
+- dumps rendered as Markdown and copied back (`<module>` lost, `logging/init.py`);
+- merged logs whose lines carry a source prefix (`[rank1]: `, `(RayTrainWorker pid=123) `): read
+  per source, each process given that rank or pid;
+- `torch-mismatch`: TORCH_DISTRIBUTED_DEBUG=DETAIL "Detected mismatch between collectives": each
+  rank it names gets a `Process.collective` fact (op, sequence number, shapes) — on the process of
+  that rank when the input has one, else on a process with the rank and no thread (no stack is
+  invented).
+
+Frames are innermost first, as every one of these dumpers prints them. A thread without a known
+process or thread id is still a thread (pid/thread_id None). Unknown lines between dumps (shell
+prompts, log lines) are skipped; input with no dump at all, binary or empty input raises
+`BadInputError`. A dump cut short is parsed as far as it goes, with a warning. Every input is read
+in time linear in its size: lines are cut at `pastes.MAX_LINE`, no pattern backtracks over a
+whitespace run, JSON is never re-tried inside a span that already failed to decode, and deep
+nesting is not recursed into.
 """
 
 from __future__ import annotations
@@ -29,14 +50,17 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 from debug_hang.errors import BadInputError
 from debug_hang.model import STACKS_SCHEMA, Frame, Process, Thread, stacks_from_dict
+from debug_hang.parse import pastes
+from debug_hang.parse.pastes import MAX_LINE, Stream
 from debug_hang.probe.pyspy import processes_from_pyspy_json
 
 FORMATS = ("py-spy-text", "py-spy-text-0.1", "py-spy-json", "ray-stack", "faulthandler",
-           "stacks-v1")
+           "stacks-v1", "traceback", "frames", "torch-mismatch")
 FORMATS_HELP = """input formats (auto-detected; several may follow each other in one file):
   py-spy-text      py-spy dump (0.2 to 0.4 layouts), with --native, --locals, --subprocesses
   py-spy-text-0.1  py-spy 0.1 `--dump` (Thread 0xADDR (idle), tab-indented frames)
@@ -44,6 +68,15 @@ FORMATS_HELP = """input formats (auto-detected; several may follow each other in
   ray-stack        `ray stack` ("Stack dump for <ps line>" + py-spy text per worker)
   faulthandler     Python faulthandler (dump_traceback, dump_traceback_later, register, crash)
   stacks-v1        debug-hang/stacks/v1 JSON (what parse_stacks.py and diagnose write)
+  traceback        Python tracebacks ("Traceback (most recent call last):"), e.g. a Ctrl-C
+                   KeyboardInterrupt in the hung wait; the innermost frame is the blocking one
+  frames           frame lists without headers (dashboard Stack Trace view, trimmed pastes),
+                   `Thread (idle): "name"` without id, `MainThread:` over bare frames, `...`
+                   elisions, `a -> b -> c` / `a → b → c` chains (function names only)
+  torch-mismatch   TORCH_DISTRIBUTED_DEBUG=DETAIL "Detected mismatch between collectives":
+                   a per-rank fact (op, sequence number, shapes) in each process's "collective"
+  pasted forms     any of these inside ``` fences or rendered Markdown; merged logs with
+                   `[rankN]: ` or Ray `(Name pid=N) ` line prefixes are read per source
   DIR              every file inside; a diagnose folder's stacks.json is used alone"""
 
 # A directory holding this file is a diagnose collection folder: the file is authoritative.
@@ -57,35 +90,37 @@ _SNIFF_BYTES = 65536
 _BINARY_RATIO = 0.10
 
 _NO_DUMP = ("no stack dump recognised in the input (expected py-spy text or JSON, `ray stack`, "
-            "faulthandler or debug-hang/stacks/v1 JSON; see --help for the formats)")
+            "faulthandler, a Python traceback, `func (file:line)` frame lines or "
+            "debug-hang/stacks/v1 JSON; see --help for the formats)")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-_RAY_STACK = re.compile(r"^Stack dump for (?P<ps>.*?)\s*$")
-_PROCESS = re.compile(r"^Process (?P<pid>\d+): ?(?P<title>.*?)\s*$")
-_PYTHON = re.compile(r"^Python v(?P<ver>\S+)(?: \((?P<exe>.*)\))?\s*$")
-_PARENT = re.compile(r"^Parent Process (?P<pid>\d+): ?(?P<title>.*?)\s*$")
-_OLD_PYTHON = re.compile(r"^Python version (?P<ver>\S+)\s*$")
+# Lines reach these patterns right-stripped and cut at MAX_LINE: none ends in `\s*$` (a lazy
+# group before it backtracks over every whitespace run: quadratic on a line of spaces).
+_RAY_STACK = re.compile(r"^Stack dump for (?P<ps>.*)$")
+_PROCESS = re.compile(r"^Process (?P<pid>\d+): ?(?P<title>.*)$")
+_PYTHON = re.compile(r"^Python v(?P<ver>\S+)(?: \((?P<exe>.*)\))?$")
+_PARENT = re.compile(r"^Parent Process (?P<pid>\d+): ?(?P<title>.*)$")
+_OLD_PYTHON = re.compile(r"^Python version (?P<ver>\S+)$")
 _THREAD = re.compile(
-    r"^Thread (?P<id>0[xX][0-9A-Fa-f]+|\d+)(?:/(?P<os>\d+))? \((?P<state>[a-z+]+)\)"
-    r'(?:: "(?P<name>.*)")?\s*$'
+    r"^Thread(?: (?P<id>0[xX][0-9A-Fa-f]+|\d+)(?:/(?P<os>\d+))?)? \((?P<state>[a-z+]+)\)"
+    r'(?:: "(?P<name>.*)")?$'
 )
-_FRAME = re.compile(r"^(?:    |\t ?)(?P<body>\S.*?)\s*$")
-_FRAME_BODY = re.compile(r"^(?P<func>.*?) \((?P<loc>[^()]*)\)$")
-_LOCALS_HEADER = re.compile(r"^ {8}(?P<kind>Arguments|Locals)::?\s*$")
+_FRAME = re.compile(r"^(?:    |\t ?)(?P<body>\S.*)$")
+_LOCALS_HEADER = re.compile(r"^ {8}(?P<kind>Arguments|Locals)::?$")
 _LOCAL = re.compile(r"^ {12}(?P<name>[^:\s][^:]*?): (?P<repr>.*)$")
 _FH_THREAD = re.compile(
     r"^(?P<current>Current thread|Thread) (?P<id>0x[0-9a-fA-F]+)(?: \[(?P<name>[^\]]*)\])?"
-    r" \(most recent call first\):\s*$"
+    r" \(most recent call first\):$"
 )
-_FH_STACK = re.compile(r"^Stack \(most recent call first\):\s*$")
-_FH_FRAME = re.compile(r'^  File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?P<func>.*?)\s*$')
-_FH_START = re.compile(r"^(?:Timeout \([^)]*\)!|Fatal Python error: .*)\s*$")
+_FH_STACK = re.compile(r"^Stack \(most recent call first\):$")
+_FH_FRAME = re.compile(r'^  File "(?P<file>[^"]*)", line (?P<line>\d+|\?\?\?) in (?P<func>.*)$')
+_FH_START = re.compile(r"^(?:Timeout \([^)]*\)!|Fatal Python error: .*)$")
 _FH_NOISE = re.compile(
     r"^(?:  <no Python frame>|  \.\.\.|  <truncated>|Extension modules: .*|"
-    r"Python runtime state: .*|  Garbage-collecting|<Cannot show all threads while the GIL is.*)\s*$"
+    r"Python runtime state: .*|  Garbage-collecting|<Cannot show all threads while the GIL is.*)$"
 )
 _PYSPY_ERROR = re.compile(r"^(?:Error: .*|Permission Denied: .*|error: .*)$")
 _PYSPY_ERROR_DETAIL = re.compile(r"^(?:Caused by:|Stack backtrace:|Reason: .*|\s+\d+: .*|\s+at .*)$")
-_SEPARATOR = re.compile(r"^-{20,}\s*$")
+_SEPARATOR = re.compile(r"^-{20,}$")
 # run_on_each_ray_node.py --dump text: a header per node, `# sample N ...` before each process,
 # `  ! pid N: [kind] error` for a process it could not dump, a closing summary line.
 _NODE_DUMP = re.compile(r"^=== (?:node (?P<node>[0-9a-f]{8,}) \(.*|\d+ node\(s\): .*)$")
@@ -96,6 +131,14 @@ _STDLIB_VERSION = re.compile(r"/lib/python(\d+\.\d+)/")
 NODE_STACKS_SCHEMA = "debug-hang/node-stacks/v1"  # run_on_each_ray_node.py --dump --json
 _SCHEMA_FIELD = re.compile(r'"schema"\s*:\s*"' + re.escape(STACKS_SCHEMA) + '"')
 _PROCESSES_FIELD = re.compile(r'"processes"\s*:\s*\[')
+_OPEN_BRACKET = re.compile(r"[\[{]")
+_SPACE = re.compile(r"\s")
+_JSON_GAP = re.compile(r"[ \t\r\n,]*")
+_JSON_WINDOW = 65536  # characters decoded first from a JSON start (doubled while cut)
+# Lines that begin a dump: they end a traceback instead of being read as its exception line.
+_HEADERS = ("Traceback", "Process ", "Thread ", "Thread(", "Stack ", "Current thread", "```", "~~~",
+            "Fatal Python", "Timeout (", "During handling", "The above exception",
+            "Exception in thread", "Python v", "Parent Process")
 # Distinct frame lines remembered (each line is parsed once): bounds memory on huge inputs.
 _FRAME_CACHE_MAX = 200_000
 
@@ -112,10 +155,71 @@ def parse_text(text: str, warnings: list[str] | None = None) -> list[Process]:
     if "\x1b[" in text:
         text = _ANSI.sub("", text)
     with paused_gc():
-        processes = _Parser(text, sink).run()
+        streams = pastes.demux(text)
+        if streams is None:
+            parser = _Parser(text, sink)
+            processes = parser.run()
+            facts = parser.collectives
+        else:
+            processes, facts = _parse_streams(streams, sink)
+        if facts:
+            _attach_collectives(processes, facts, sink)
+        renumber_samples(processes)
     if not processes:
         raise BadInputError(_NO_DUMP)
     return processes
+
+
+def _parse_streams(streams: list[Stream], warnings: list[str]) -> tuple[list[Process], list[dict[str, Any]]]:
+    """Parse each source of a merged log on its own; its processes take the source's pid/rank."""
+    processes: list[Process] = []
+    facts: list[dict[str, Any]] = []
+    named = [s.key for s in streams if s.key]
+    warnings.append(f"read {len(named)} source(s) apart by their line prefixes "
+                    f"({', '.join(named[:6])}{', ...' if len(named) > 6 else ''}); each one's "
+                    "processes take its rank or pid")
+    for stream in streams:
+        local: list[str] = []
+        parser = _Parser("\n".join(stream.lines), local)
+        procs = parser.run()
+        for proc in procs:
+            if proc.pid is None and stream.pid is not None:
+                proc.pid = stream.pid
+            if proc.rank is None and stream.rank is not None:
+                proc.rank = stream.rank
+            if stream.name and not (proc.actor_class or proc.task_name):
+                if stream.name[:1].isupper():  # Ray prints an actor's class, a task's function
+                    proc.actor_class = stream.name
+                else:
+                    proc.task_name = stream.name
+            proc.node_ip = proc.node_ip or stream.node_ip
+        processes.extend(procs)
+        facts.extend(parser.collectives)
+        warnings.extend(f"{stream.key.rstrip(':')}: {w}" if stream.key else w for w in local)
+    return processes, facts
+
+
+def _attach_collectives(processes: list[Process], facts: list[dict[str, Any]],
+                        warnings: list[str]) -> None:
+    """Give each rank named by a collective-mismatch message its fact: on the input's process of
+    that rank (first one), else on a new process with only the rank known (no thread)."""
+    by_rank: dict[int, dict[str, Any]] = {}
+    for fact in facts:
+        by_rank.setdefault(int(fact["rank"]), fact)
+    added = []
+    for rank, fact in sorted(by_rank.items()):
+        proc = next((p for p in processes if p.rank == rank), None)
+        if proc is None:
+            proc = Process(rank=rank, source="torch-mismatch")
+            processes.append(proc)
+            added.append(rank)
+        proc.collective = {k: v for k, v in fact.items() if k != "rank"}
+    said = ", ".join(f"rank {r} {f.get('op', '?')}" for r, f in sorted(by_rank.items()))
+    seqs = sorted({str(f.get("sequence")) for f in by_rank.values()})
+    warnings.append(f"read a TORCH_DISTRIBUTED_DEBUG collective mismatch ({said}; sequence number "
+                    f"{'/'.join(seqs)}) as per-rank facts (Process.collective)"
+                    + (f"; rank(s) {', '.join(map(str, added))} have no stack in the input: "
+                       "processes with only the rank and the fact" if added else ""))
 
 
 def parse_bytes(data: bytes, name: str = "input", warnings: list[str] | None = None) -> list[Process]:
@@ -249,14 +353,16 @@ def paused_gc() -> Iterator[None]:
 def split_frame(body: str) -> tuple[str, str, int | None]:
     """`func (file:line)` → (func, file, line); the location is the last parenthesised group
     (C++ names hold parentheses: `Foo::bar(int)::{lambda()#1}::operator() (lib.so)`)."""
-    match = _FRAME_BODY.match(body)
-    if match is None:
+    at = body.rfind(" (")
+    if at < 0 or not body.endswith(")"):
         return body, "", None
-    loc = match.group("loc")
+    loc = body[at + 2:-1]
+    if "(" in loc or ")" in loc:
+        return body, "", None
     head, sep, tail = loc.rpartition(":")
     if sep and tail.isdigit():
-        return match.group("func"), head, int(tail)
-    return match.group("func"), loc, None
+        return body[:at], head, int(tail)
+    return body[:at], loc, None
 
 
 def is_python_file(path: str) -> bool:
@@ -283,15 +389,46 @@ class _Parser:
         self.first_skipped: tuple[int, str] | None = None
         self.last_unknown = False
         self.frame_cache: dict[str, tuple[str, str, int | None, bool]] = {}
+        # Pasted forms (pastes.py).
+        self.markdown = pastes.MARKDOWN_SIGNS.search(text) is not None
+        self.tb: Thread | None = None  # a traceback being read: frames outermost first until it ends
+        self.tb_name: str | None = None  # from "Exception in thread NAME:"
+        self.tb_chained = False
+        self.tb_repeated = 0  # frames added back from `[Previous line repeated N more times]`
+        self.tb_flat = False  # its `File` lines came unindented: so may its source lines
+        self.ray_origin: re.Match[str] | None = None  # the remote call a RayTaskError names
+        self.pending_name: str | None = None  # `MainThread:` alone on its line
+        self.loose = False  # the current thread was opened by a bare frame, not by a header
+        self.collectives: list[dict[str, Any]] = []
+        self.counts: dict[str, int] = {}
+        self.fence_closed = False  # a fence came after the last dump began: chat text may follow
+        # JSON: never decode again inside a span that failed; the `"processes": [` search cached.
+        self.json_failed_until = -1
+        self.processes_field: tuple[int, int | None] | None = None
+        self.partial_failed: set[int] = set()
         self.node_id: str | None = None  # the node of a run_on_each_ray_node.py --dump section
+
+    def count(self, what: str) -> None:
+        self.counts[what] = self.counts.get(what, 0) + 1
 
     # -- process / thread bookkeeping -------------------------------------------------------
     def new_process(self, pid: int | None, title: str | None, source: str) -> Process:
+        self.end_traceback()
         proc = Process(pid=pid, title=title or None, source=source, node_id=self.node_id)
         self.processes.append(proc)
         self.proc, self.thread, self.locals_target, self.in_error = proc, None, None, False
         self.fh_seen, self.fh_current = set(), False
         self.rule_after = None
+        self.loose, self.pending_name, self.fence_closed = False, None, False
+        return proc
+
+    def loose_process(self) -> Process:
+        """The process a headerless thread belongs to: the current one if it is a text dump."""
+        proc = self.proc
+        if proc is None or proc.error or proc.source in ("faulthandler", "traceback"):
+            name = self.pending_name
+            proc = self.new_process(None, None, "frames")
+            self.pending_name = name
         return proc
 
     # -- the pass ---------------------------------------------------------------------------
@@ -304,7 +441,7 @@ class _Parser:
             end = text.find("\n", pos)
             nxt = n if end < 0 else end + 1
             lineno += 1
-            if text[pos] in "[{":
+            if text[pos] in "[{" and pos >= self.json_failed_until:
                 after = self.json_at(pos, lineno)
                 if after > pos:
                     lineno += text.count("\n", pos, after)
@@ -316,20 +453,24 @@ class _Parser:
                     else:
                         pos = n if nl < 0 else nl + 1
                     continue
-            self.line(text[pos:nxt].rstrip("\r\n"), lineno)
+            stop = n if end < 0 else end
+            if stop - pos > MAX_LINE:
+                self.count("cut")
+                stop = pos + MAX_LINE
+            self.line(text[pos:stop].rstrip(), lineno)
             pos = nxt
         self.finish()
-        kept = [p for p in self.processes if p.threads or p.error or p.pid is not None]
-        renumber_samples(kept)
-        return kept
+        return [p for p in self.processes
+                if p.threads or p.error or p.pid is not None or p.collective]
 
     def finish(self) -> None:
+        self.end_traceback()
         if self.skipped:
             assert self.first_skipped is not None
             ln, sample = self.first_skipped
             self.warnings.append(f"{self.skipped} line(s) not recognised and skipped "
                                  f"(first at line {ln}: {sample[:80]!r})")
-        if self.last_unknown and self.processes:
+        if self.last_unknown and self.processes and not self.fence_closed:
             self.warnings.append("the input ends with an unrecognised line: the last dump may be "
                                  "cut short; parsed as far as it goes")
         elif self.processes and not self.processes[-1].threads and not self.processes[-1].error \
@@ -337,8 +478,36 @@ class _Parser:
             self.warnings.append(f"process {self.processes[-1].pid} has a header but no thread: "
                                  "the dump was cut short")
         for proc in self.processes:
-            if proc.python is None and proc.source == "faulthandler":
+            if proc.python is None and proc.source in ("faulthandler", "traceback"):
                 proc.python = _python_from_paths(proc)
+        self.warn_assumptions()
+
+    def warn_assumptions(self) -> None:
+        c = self.counts.get
+        if c("cut"):
+            self.warnings.append(f"{c('cut')} line(s) longer than {MAX_LINE} characters: read their "
+                                 f"first {MAX_LINE} only")
+        if c("loose"):
+            self.warnings.append(f"{c('loose')} thread(s) read from frame lines without a thread "
+                                 "header: process and thread ids unknown")
+        if c("no-id"):
+            self.warnings.append(f"{c('no-id')} thread header(s) without a thread id: the threads "
+                                 "are told apart by name only")
+        if c("arrows"):
+            order = (f"{c('arrows-reversed')} of them written caller first (they start at an entry "
+                     "point or end in a wait) and reversed" if c("arrows-reversed") else
+                     "all read innermost first, as dumps print them")
+            self.warnings.append(f"{c('arrows')} arrow chain(s) (`a -> b`) read as threads of "
+                                 f"function names only, no files or lines; {order}")
+        if c("elided"):
+            self.warnings.append(f"{c('elided')} `...` line(s): frames left out of the paste there")
+        if c("traceback"):
+            self.warnings.append(f"{c('traceback')} Python traceback(s) read as threads, innermost "
+                                 "frame first (where the thread was when the exception was raised)")
+        if self.markdown and c("markdown"):
+            self.warnings.append(f"the paste looks rendered as Markdown: {c('markdown')} frame(s) "
+                                 "repaired (`init.py` -> `__init__.py`, `X..y` -> `X.<locals>.y`, "
+                                 "a lost `<module>` name -> `?`)")
 
     def skip(self, lineno: int, line: str) -> None:
         self.skipped += 1
@@ -346,11 +515,28 @@ class _Parser:
             self.first_skipped = (lineno, line)
         self.last_unknown = True
 
+    def blank(self) -> None:
+        self.locals_target = None
+        self.pending_name = None
+        if self.loose:
+            self.thread, self.loose = None, False
+
     def line(self, line: str, lineno: int) -> None:  # noqa: C901 - one flat dispatch on the 1st char
         self.last_unknown = False
-        if not line or line.isspace():
-            self.locals_target = None
+        if line[:1] == ">" and not line.startswith(">>>"):  # a Markdown quote (`> ` per level)
+            line = pastes.QUOTE.sub("", line, count=1)
+        if not line:
+            self.blank()
             return
+        if "Detected mismatch between collectives" in line:
+            facts = pastes.collective_facts(line, lineno)
+            self.collectives.extend(facts)
+            if facts and self.tb is None:
+                return
+        if "(pid=" in line and "ray::" in line:
+            origin = pastes.RAY_ORIGIN.search(line)
+            if origin is not None:
+                self.ray_origin = origin
         first = line[0]
         if first == " " or first == "\t":
             if not (line.startswith("  ! pid ") and self.node_dump_line(line)):
@@ -358,8 +544,28 @@ class _Parser:
             return
         if (first == "=" or first == "#") and self.node_dump_line(line):
             return
+        if self.tb is not None:
+            tb = pastes.TB_FRAME.match(line)
+            if tb is not None:  # a traceback pasted without its indentation
+                self.traceback_frame(tb.group("func"), tb.group("file"), int(tb.group("line")))
+                self.tb_flat = True
+                return
+            if (self.tb_flat and self.tb.frames and self.tb.frames[-1].code is None
+                    and not line.startswith(_HEADERS) and not pastes.EXCEPTION_LINE.match(line)):
+                self.tb.frames[-1].code = line.strip()[:300]
+                return
+            self.end_traceback()
+            if not line.startswith(_HEADERS):
+                return  # the exception line that ends every traceback
         self.locals_target = None
-        if first == "T":
+        if first == "`" or first == "~":
+            if line.startswith(("```", "~~~")):
+                self.fence(line, lineno)
+                return
+        elif first == "T":
+            if line == pastes.TRACEBACK_START:
+                self.start_traceback()
+                return
             thread = _THREAD.match(line)
             if thread is not None:
                 self.start_thread(thread)
@@ -370,6 +576,9 @@ class _Parser:
                 return
             if _FH_START.match(line):
                 self.new_process(None, None, "faulthandler")
+                return
+            if line in pastes.TB_CHAINED:
+                self.tb_chained = True
                 return
         elif first == "P":
             proc = _PROCESS.match(line)
@@ -423,21 +632,51 @@ class _Parser:
                     return
             elif _FH_NOISE.match(line):
                 return
+            else:
+                named = pastes.TB_THREAD.match(line)
+                if named is not None:
+                    self.tb_name = named.group("name")
+                    return
+        elif first == "D":
+            if line in pastes.TB_CHAINED:
+                self.tb_chained = True
+                return
         elif first == "R":
             if self.in_error and _PYSPY_ERROR_DETAIL.match(line):
                 return
         elif first == "/":
             if self.proc is None or self.proc.threads or " " not in line.strip():
                 return  # py-spy 0.1 printed the interpreter path before "Python version"
+        if self.pasted(line, line, lineno):
+            return
         self.skip(lineno, line)
 
-    def indented(self, line: str, lineno: int) -> None:
+    def indented(self, line: str, lineno: int) -> None:  # noqa: C901 - one dispatch per indented form
+        if line.startswith(("  File ", "    File ")):
+            tb = pastes.TB_FRAME.match(line)
+            if tb is not None:
+                self.traceback_frame(tb.group("func"), tb.group("file"), int(tb.group("line")))
+                return
+        if self.tb is not None:
+            repeated = pastes.TB_REPEATED.match(line)
+            if repeated is not None:  # Python folds recursion: the frame above, N more times
+                if self.tb.frames:
+                    extra = min(int(repeated.group("n")), pastes.MAX_REPEATED - self.tb_repeated)
+                    self.tb_repeated += max(extra, 0)
+                    self.tb.frames.extend(replace(self.tb.frames[-1]) for _ in range(extra))
+                return
+            if self.tb.frames and self.tb.frames[-1].code is None and line.startswith("    "):
+                if not pastes.TB_NOISE.match(line):
+                    self.tb.frames[-1].code = line.strip()[:300]  # the frame's source line
+                return
+            if pastes.TB_NOISE.match(line):
+                return
         thread = self.thread
         if thread is not None:
             # "    func (file:line)" (py-spy), "\t func (file:line)" (py-spy 0.1)
             if (line.startswith("    ") and line[4] != " ") or line[0] == "\t":
-                self.frame(line, lineno)
-                return
+                if self.frame(line, lineno):
+                    return
             if line.startswith("  File "):
                 fh = _FH_FRAME.match(line)
                 if fh is not None:
@@ -458,7 +697,9 @@ class _Parser:
                 return
         if self.in_error and _PYSPY_ERROR_DETAIL.match(line):
             return
-        if _FH_NOISE.match(line):
+        if _FH_NOISE.match(line) or pastes.TB_NOISE.match(line):
+            return
+        if self.pasted(line.strip(), line, lineno):
             return
         self.skip(lineno, line)
 
@@ -478,6 +719,99 @@ class _Parser:
             return True
         return False
 
+    # -- pasted forms -----------------------------------------------------------------------
+    def pasted(self, body: str, line: str, lineno: int) -> bool:
+        """A bare frame, a `...` elision, an arrow chain or a thread name alone on its line."""
+        if pastes.ELISION.match(body):
+            self.count("elided")
+            return True
+        if body.startswith("File "):
+            tb = pastes.TB_FRAME.match(body)
+            if tb is not None:
+                self.traceback_frame(tb.group("func"), tb.group("file"), int(tb.group("line")))
+                self.tb_flat = line is body
+                return True
+        loose = pastes.loose_frame(body)
+        if loose is not None and (self.thread is not None or not _SPACE.search(loose[0])):
+            self.loose_frame(*loose)  # a new thread opens only on a function-like name (no spaces)
+            return True
+        chain = pastes.arrow_chain(body)
+        if chain is not None:
+            name, items, reversed_ = chain
+            proc = self.loose_process()
+            thread = Thread(name=name or self.pending_name)
+            thread.frames = [self.make_frame(f, file, lno) for f, file, lno in items]
+            proc.threads.append(thread)
+            self.thread, self.loose, self.pending_name = None, False, None
+            self.count("arrows")
+            if reversed_:
+                self.count("arrows-reversed")
+            return True
+        if line is body or not line.startswith("    "):
+            named = pastes.NAME_HEADER.match(body)
+            if named is not None:
+                self.thread, self.loose = None, False
+                self.pending_name = named.group("name")
+                return True
+        return False
+
+    def make_frame(self, func: str, file: str, line: int | None) -> Frame:
+        if self.markdown:
+            fixed = pastes.repair_markdown(func, file)
+            if fixed != (func, file):
+                self.count("markdown")
+                func, file = fixed
+        return Frame(function=func or "?", file=file, line=line,
+                     native=bool(file) and not is_python_file(file))
+
+    def loose_frame(self, func: str, file: str, line: int | None) -> None:
+        thread = self.thread
+        if thread is None:
+            proc = self.loose_process()
+            thread = Thread(name=self.pending_name)
+            proc.threads.append(thread)
+            self.thread, self.loose, self.pending_name = thread, True, None
+            self.count("loose")
+        thread.frames.append(self.make_frame(func, file, line))
+
+    def fence(self, line: str, lineno: int) -> None:
+        """A Markdown fence ends the thread being read; a header may follow on its line."""
+        self.thread, self.loose, self.pending_name = None, False, None
+        self.fence_closed = self.proc is not None
+        rest = line.lstrip("`~").strip()
+        if rest.startswith(_HEADERS):
+            self.line(rest, lineno)
+
+    def start_traceback(self) -> None:
+        self.ray_origin = None
+        chained = self.tb_chained
+        self.end_traceback()
+        proc = self.proc
+        if not chained or proc is None or proc.source != "traceback":
+            proc = self.new_process(None, None, "traceback")
+        thread = Thread(name=self.tb_name)
+        proc.threads.append(thread)
+        self.tb, self.tb_name, self.tb_chained, self.tb_repeated = thread, None, False, 0
+        self.tb_flat = False
+        self.thread, self.loose = None, False
+        self.count("traceback")
+
+    def traceback_frame(self, func: str, file: str, line: int) -> None:
+        if self.tb is None:  # `File` lines without the header (Ray's RayTaskError, a trimmed paste)
+            origin, self.ray_origin = self.ray_origin, None
+            self.start_traceback()
+            if origin is not None and self.proc is not None:  # the remote frames of a RayTaskError
+                self.proc.pid = int(origin.group("pid"))
+                self.proc.title = f"ray::{origin.group('name')}"
+                self.proc.node_ip = origin.group("ip")
+        assert self.tb is not None
+        self.tb.frames.append(self.make_frame(func, file, line))
+
+    def end_traceback(self) -> None:
+        if self.tb is not None:
+            self.tb.frames.reverse()  # tracebacks print outermost first; the model is innermost first
+            self.tb = None
+
     # -- starts -----------------------------------------------------------------------------
     def start_ray_stack(self, ps: str) -> None:
         fields = ps.split(None, 10)
@@ -496,27 +830,29 @@ class _Parser:
     def start_old_pyspy(self, version: str) -> None:
         proc = self.proc
         if (proc is None or proc.threads or proc.python is not None or proc.error
-                or proc.source == "faulthandler"):
+                or proc.source in ("faulthandler", "traceback", "frames")):
             proc = self.new_process(None, None, "py-spy-text-0.1")
         proc.python = version
 
     def start_thread(self, match: re.Match[str]) -> None:
         ident = match.group("id")
         proc = self.proc
-        if proc is None or proc.source == "faulthandler" or proc.error:
-            old = ident[:2].lower() == "0x" and match.group("name") is None
+        if proc is None or proc.source in ("faulthandler", "traceback") or proc.error:
+            old = ident is not None and ident[:2].lower() == "0x" and match.group("name") is None
             proc = self.new_process(None, None, "py-spy-text-0.1" if old else "py-spy-text")
+        if ident is None:
+            self.count("no-id")
         states = match.group("state").split("+")
         os_tid = match.group("os")
         thread = Thread(
             thread_id=ident,
-            os_thread_id=int(os_tid) if os_tid else (int(ident) if ident.isdigit() else None),
+            os_thread_id=int(os_tid) if os_tid else (int(ident) if ident and ident.isdigit() else None),
             name=match.group("name"),
             active=True if "active" in states else (False if "idle" in states else None),
             owns_gil="gil" in states,
         )
         proc.threads.append(thread)
-        self.thread = thread
+        self.thread, self.loose, self.pending_name = thread, False, None
         self.locals_target = None
 
     def start_fh_thread(self, match: re.Match[str] | None) -> None:
@@ -531,7 +867,7 @@ class _Parser:
         self.fh_current = self.fh_current or current
         thread = Thread(thread_id=ident, name=match.group("name") if match is not None else None)
         proc.threads.append(thread)
-        self.thread = thread
+        self.thread, self.loose = thread, False
 
     def error(self, line: str) -> bool:
         """py-spy's error for the process whose header came just before, or for a child after a
@@ -548,14 +884,19 @@ class _Parser:
         self.in_error = True
         return True
 
-    def frame(self, line: str, lineno: int) -> None:
+    def frame(self, line: str, lineno: int) -> bool:
+        """A py-spy frame line under a thread header; False if it is not one."""
         cached = self.frame_cache.get(line)
         if cached is None:
             match = _FRAME.match(line)
             func, file, lno = split_frame(match.group("body")) if match is not None else ("", "", None)
-            if not file:  # "    Worker.get_obj": a line cut short, or not a frame at all
-                self.skip(lineno, line)
-                return
+            if not file:  # "    Worker.get_objects": a line cut short, or not a frame at all
+                return False
+            if self.markdown:
+                fixed = pastes.repair_markdown(func, file)
+                if fixed != (func, file):
+                    self.count("markdown")
+                    func, file = fixed
             cached = (func, file, lno, not is_python_file(file))
             if len(self.frame_cache) < _FRAME_CACHE_MAX:
                 self.frame_cache[line] = cached
@@ -563,15 +904,44 @@ class _Parser:
         assert self.thread is not None
         self.thread.frames.append(Frame(function=func, file=file, line=lno, native=native))
         self.locals_target = None
+        return True
 
     # -- JSON -------------------------------------------------------------------------------
     def json_at(self, pos: int, lineno: int) -> int:
-        """Decode a JSON value starting at `pos`; returns the offset after it (pos if none)."""
+        """Decode a JSON value starting at `pos`; returns the offset after it (pos if none).
+
+        Only `[{` (py-spy's list of threads) and `{"` (a document) are tried; a failed value's
+        span is never tried again from inside, and nesting deeper than the recursion limit is
+        skipped whole: each character is decoded a bounded number of times."""
+        text = self.text
+        head = text[pos + 1:pos + 80].lstrip()[:1]
+        if head != ("{" if text[pos] == "[" else '"'):
+            return pos
         try:
-            value, end = json.JSONDecoder().raw_decode(self.text, pos)
-        except ValueError:
-            return self.json_partial(pos, lineno)
-        return end if self.json_value(value, lineno) else pos
+            value, end = _decode_at(text, pos)
+        except RecursionError:
+            self.json_failed_until = self._nesting_end(pos)
+            self.warnings.append(f"line {lineno}: JSON nested deeper than {sys.getrecursionlimit()} "
+                                 "levels: not a stack dump, read as text")
+            return pos
+        except ValueError as exc:
+            after = self.json_partial(pos, lineno)
+            if after == pos:
+                err = exc.at if isinstance(exc, _JSONFailed) else pos
+                self.json_failed_until = max(self.json_failed_until, err)
+            return after
+        if self.json_value(value, lineno):
+            return end
+        self.json_failed_until = end
+        return pos
+
+    def _nesting_end(self, pos: int) -> int:
+        """Where the run of brackets that made the decoder recurse too deep ends (linear scan)."""
+        limit = sys.getrecursionlimit()
+        for i, match in enumerate(_OPEN_BRACKET.finditer(self.text, pos)):
+            if i >= limit:
+                return match.end()
+        return len(self.text)
 
     def json_value(self, value: Any, lineno: int) -> bool:
         if isinstance(value, list):
@@ -615,33 +985,73 @@ class _Parser:
         if is_doc:
             if _SCHEMA_FIELD.search(text, start, start + 4096) is None:
                 return start
-            found = _PROCESSES_FIELD.search(text, start)
-            if found is None:
+            cached = self.processes_field  # one search serves every start before its hit
+            if cached is not None and cached[0] <= start and (cached[1] is None or start < cached[1]):
+                found_at = cached[1]
+            else:
+                found = _PROCESSES_FIELD.search(text, start)
+                found_at = None if found is None else found.end()
+                self.processes_field = (start, found_at)
+            if found_at is None:
                 return start
-            array_at = found.end() - 1
+            array_at = found_at - 1
+        if array_at in self.partial_failed:
+            return start
         decoder = json.JSONDecoder()
         items: list[Any] = []
         i = array_at + 1
         n = len(text)
         while True:
-            while i < n and text[i] in " \t\r\n,":
-                i += 1
+            i = _JSON_GAP.match(text, i).end()  # type: ignore[union-attr]  # matches the empty string
             if i >= n or text[i] == "]":
                 break
             try:
                 item, i = decoder.raw_decode(text, i)
-            except ValueError:
+            except (ValueError, RecursionError):
                 break
             items.append(item)
         if not items or not all(isinstance(it, dict) for it in items):
+            self.partial_failed.add(array_at)
             return start
         value: Any = {"schema": STACKS_SCHEMA, "processes": items} if is_doc else items
         if not self.json_value(value, lineno):
+            self.partial_failed.add(array_at)
             return start
         self.warnings.append(f"line {lineno}: JSON cut short: kept the {len(items)} complete "
                              f"{'process' if is_doc else 'thread'} record(s) before the cut")
         self.last_unknown = False
         return i
+
+
+def _decode_at(text: str, pos: int) -> tuple[Any, int]:
+    """`raw_decode(text, pos)` at a cost bounded by the value, not by `pos`: json's error
+    message counts the lines from the start of its string (O(pos) per failed start), so decode
+    a window from `pos`, doubled while an error may come from the window's cut."""
+    decoder = json.JSONDecoder()
+    n = len(text)
+    size = _JSON_WINDOW
+    while True:
+        if pos + size >= n:
+            chunk = text[pos:] if pos else text
+        else:
+            chunk = text[pos:pos + size]
+        try:
+            value, end = decoder.raw_decode(chunk)
+        except json.JSONDecodeError as exc:
+            cut = pos + size < n
+            if cut and (exc.pos >= len(chunk) - 1 or exc.msg.startswith("Unterminated string")):
+                size *= 2
+                continue
+            raise _JSONFailed(exc.msg, pos + exc.pos) from None
+        return value, pos + end
+
+
+class _JSONFailed(ValueError):
+    """A JSON value that does not decode; `at` is the offset in the whole text where it failed."""
+
+    def __init__(self, msg: str, at: int) -> None:
+        super().__init__(msg)
+        self.at = at
 
 
 def _well_formed(procs: list[Process], warnings: list[str], lineno: int) -> list[Process]:

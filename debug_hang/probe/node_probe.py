@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 from debug_hang.model import Process, process_to_dict
+from debug_hang.probe import progress
 from debug_hang.probe.file_locks import locks_of, read_locks, thread_wchans
 from debug_hang.probe.flight_recorder import collect_dumps, dump_prefixes, read_fr_env
 from debug_hang.probe.pyspy import (
@@ -197,7 +198,9 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     """Dump `pids` (and their children) on this node `samples` times; return JSON-able data.
 
     Result: {"node_id", "hostname", "pid_namespace", "pyspy", "processes": [stacks/v1 process
-    dicts, one per pid and sample], "info": {pid: {title, ppid, env, cpu_percent, child_of, file_locks?, wchan?}},
+    dicts, one per pid and sample], "info": {pid: {title, ppid, env, cpu_percent, child_of,
+    progress, file_locks?, wchan?}} (`progress`: what moved between the first and the last sample,
+    probe/progress.py),
     "errors": [{"pid", "error", "kind", "sample"}], "samples_taken", "seconds"}, plus
     "flight_recorder" (probe.flight_recorder.collect_dumps) when a target sets a Flight Recorder
     dump path or enables the recorder.
@@ -255,6 +258,7 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
         # One clear node-level error instead of the same message once per process.
         errors.append({"pid": None, "pids": all_pids, "kind": PYSPY_MISSING, "sample": 0,
                        "error": pyspy_missing_message()})
+    points = {pid: progress.read_point(pid) for pid in all_pids}
     ticks_before = {pid: cpu_ticks(pid) for pid in all_pids}
     t_before = time.monotonic()
     processes: list[dict[str, Any]] = []
@@ -294,6 +298,10 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
         before, after = ticks_before.get(pid), cpu_ticks(pid)
         if before is not None and after is not None:
             info[pid]["cpu_percent"] = round(100.0 * (after - before) / CLOCK_TICKS / window, 1)
+        if taken > 1 and os.path.exists(f"/proc/{pid}"):
+            info[pid]["progress"] = progress.window(points[pid], progress.read_point(pid))
+        elif taken > 1:
+            info[pid]["progress"] = {"exited": True, "errors": ["exited during the sampling window"]}
     add_kernel_waits(info, all_pids, errors)
 
     out: dict[str, Any] = {

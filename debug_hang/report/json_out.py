@@ -7,6 +7,7 @@ from typing import Any
 from debug_hang.analyse import next_steps
 from debug_hang.analyse.diagnosis import Diagnosis
 from debug_hang.analyse.patterns import catalog
+from debug_hang.analyse.progress import progress_confidence
 
 DIAGNOSIS_SCHEMA = "debug-hang/diagnosis/v1"
 # Additive revisions of v1 (new optional fields only): 2 adds root_causes[].next, job_code,
@@ -66,6 +67,9 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
         "next_step": {"command": guide.next_command, "why": guide.next_why} if guide.next_command else None,
         "references_root": guide.references_root,
     }
+    if diag.signals:
+        doc["progress"] = {"processes": [s.to_dict() for s in diag.signals],
+                           "confidence": progress_confidence(diag.signals) if diag.verdict == "no-hang" else None}
     if diag.flight_recorder is not None or diag.fr_notes:
         fr = diag.flight_recorder.to_json() if diag.flight_recorder is not None else {
             "ranks_dumped": [], "culprit_ranks": [], "groups": [], "errors": [], "torch_check": None}

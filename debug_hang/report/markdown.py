@@ -80,6 +80,30 @@ def location(frame: Frame | None, user: Frame | None) -> str:
     return parts[0] if parts else "—"
 
 
+def _progress_lines(diag: Diagnosis) -> Iterator[str]:
+    """What each process that matters did between the first and the last sample."""
+    if not diag.signals:
+        return
+    yield ""
+    yield "## Progress in the sampling window"
+    yield ("Read on each process's node between the first and the last stack sample: bytes read and written "
+           "(/proc/PID/io), log lines (progress counters compared with the line before), CPU, whether a loop moved.")
+    yield ""
+    for sig in diag.signals:
+        window = f" ({sig.window_s:.1f}s)" if sig.window_s else ""
+        if not sig.read:
+            yield f"- {_cell(sig.name)}: not read{window}" + (f" — {_cell('; '.join(sig.errors))[:200]}" if sig.errors else "")
+            continue
+        moved = [f for f in sig.findings if f.strength != "info"]
+        if moved:
+            yield f"- {_cell(sig.name)}{window}: " + "; ".join(f"{f.strength}: `{_cell(f.text)[:200]}`" for f in moved)
+        else:
+            r = sig.readings
+            yield (f"- {_cell(sig.name)}{window}: silent — wrote {r.get('wchar_beyond_logs', 0):.0f} B, logged "
+                   f"{r.get('log_lines', 0):.0f} line(s), CPU {r.get('cpu_percent', 0):.0f}% "
+                   f"({', '.join(sig.silent) or 'nothing read'})")
+
+
 def _cell(text: object) -> str:
     """Text the tool composed around the job's words, for a line or a cell (see redact.md_inline)."""
     return md_inline(text)
@@ -185,10 +209,11 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
     if len(rows) > MAX_TABLE_ROWS:
         yield f"| … {len(rows) - MAX_TABLE_ROWS} more in 05_stacks.txt | | | | | | |"
     for node in diag.graph.nodes.values():
-        if node.state in ("dead", "pending") and node.kind in ("actor", "rank"):
+        if node.state in ("dead", "pending", "restarting") and node.kind in ("actor", "rank", "task"):
             yield (f"| {md_cell(node.name)}{'' if node.rank is None else f' (rank {node.rank})'} | "
                    f"{node.pid or '—'} | {md_cell((node.node_id or '?')[:8])} | {node.state} | — | — | "
                    f"{node.pattern or '—'} |")
+    yield from _progress_lines(diag)
     yield ""
     yield "## Blocking chain"
     all_chains = diag.chains

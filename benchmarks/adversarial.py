@@ -1,0 +1,40 @@
+"""Adversarial inputs for the stack parsers (issue 13 item 6): shapes that cost quadratic time,
+deep recursion or repeated JSON decoding in a naive parser. Each maker takes a size n (spaces,
+lines or repetitions) and returns the text. Used by bench_parse.py --adversarial (time bounds)
+and tests/test_pastes.py (correctness under hypothesis)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+SHAPES: dict[str, Callable[[int], str]] = {
+    # long whitespace runs inside lines each format's pattern reads
+    "spaces-frame": lambda n: 'Thread 1 (idle): "a"\n    f' + " " * n + "x (a.py:1)\n",
+    "spaces-process": lambda n: "Process 1: t" + " " * n + "x\n",
+    "spaces-faulthandler": lambda n: ('Thread 0x1 (most recent call first):\n  File "a.py", line 1 in f'
+                                      + " " * n + "x\n"),
+    "spaces-traceback": lambda n: ('Traceback (most recent call last):\n  File "a.py", line 1, in f'
+                                   + " " * n + "x\n"),
+    "spaces-stack-dump": lambda n: "Stack dump for x" + " " * n + "y\n",
+    "spaces-thread-name": lambda n: 'Thread 1 (idle): "' + " " * n + "x\n    f (a.py:1)\n",
+    "long-line": lambda n: "x" * n + "\n    f (a.py:1)\n",
+    # nesting and JSON starts
+    "nested-lines": lambda n: "[\n" * n,
+    "nested-objects": lambda n: '[{"a":' * n + "\n",
+    "nested-object-lines": lambda n: '[{"a":\n' * n,
+    "schema-starts": lambda n: '{"schema":"debug-hang/stacks/v1"\n' * n,
+    "schema-deep": lambda n: '{"schema":"debug-hang/stacks/v1","processes":[\n' * n,
+    # pasted forms at scale
+    "arrow-line": lambda n: "a -> " * n + "b\n",
+    "arrow-lines": lambda n: "wait -> get -> main\n" * n,
+    "prefixed-lines": lambda n: "".join(f"(W pid={i % 97}) f (a.py:{i})\n" for i in range(n)),
+    "rank-tracebacks": lambda n: "".join(
+        f'[rank{i % 8}]: Traceback (most recent call last):\n[rank{i % 8}]:   File "a.py", line {i}, in f\n'
+        f"[rank{i % 8}]: RuntimeError: x\n" for i in range(n)),
+    "fence-lines": lambda n: "```\n" * n,
+    "repeated-frames": lambda n: ('Traceback (most recent call last):\n  File "a.py", line 1, in f\n'
+                                  + "  [Previous line repeated 999999999 more times]\n" * n),
+    "mismatch": lambda n: ("RuntimeError: Detected mismatch between collectives on ranks. "
+                           + "Rank 1 is running collective: CollectiveFingerPrint(OpType=ALLREDUCE), " * n
+                           + "\n"),
+}
