@@ -299,7 +299,7 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
         if before is not None and after is not None:
             info[pid]["cpu_percent"] = round(100.0 * (after - before) / CLOCK_TICKS / window, 1)
         if taken > 1 and os.path.exists(f"/proc/{pid}"):
-            info[pid]["progress"] = progress.window(points[pid], progress.read_point(pid))
+            info[pid]["progress"] = progress.window(points[pid], progress.read_point(pid), clean=redactor.redact)
         elif taken > 1:
             info[pid]["progress"] = {"exited": True, "errors": ["exited during the sampling window"]}
     add_kernel_waits(info, all_pids, errors)
