@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -53,18 +54,17 @@ def dump(pid: int, path: Path, how: str) -> None:
 def record(name: str) -> None:
     argv, marker, count, settle = TARGETS[name]
     env = dict(os.environ, GLOO_SOCKET_IFNAME="lo", PYTHONWARNINGS="ignore")
-    proc = subprocess.Popen([sys.executable, *argv], cwd=HERE, stdout=subprocess.PIPE, text=True,
+    log = tempfile.NamedTemporaryFile("w+", prefix=f"record-{name}-", suffix=".out", delete=False)
+    proc = subprocess.Popen([sys.executable, *argv], cwd=HERE, stdout=log, stderr=subprocess.STDOUT,
                             env=env, start_new_session=True)
     lines: list[list[str]] = []
     try:
-        assert proc.stdout is not None
         deadline = time.monotonic() + 60
-        while len(lines) < count and time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                raise SystemExit(f"{name}: exited before its marker")
-            if line.startswith(marker):
-                lines.append(line.split())
+        while len(lines) < count:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise SystemExit(f"{name}: no marker; output in {log.name}")
+            time.sleep(0.2)
+            lines = [ln.split() for ln in Path(log.name).read_text().splitlines() if ln.startswith(marker)]
         folder = OUT / name
         folder.mkdir(exist_ok=True)
         for old in folder.glob("*.json"):
