@@ -35,9 +35,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from debug_hang.address import ClusterAddress  # noqa: E402
+from debug_hang.collect.address import ClusterAddress  # noqa: E402
 from debug_hang.localcluster import kill_by_cmdline  # noqa: E402
-from debug_hang.pyspy import MAX_PARALLEL_DUMPS, DumpOptions, find_pyspy  # noqa: E402
+from debug_hang.probe.pyspy import MAX_PARALLEL_DUMPS, DumpOptions, find_pyspy  # noqa: E402
 from debug_hang.timeouts import Deadline  # noqa: E402
 
 JOB_SCRIPT = '''
@@ -143,9 +143,9 @@ def run(args: argparse.Namespace, head: str, second: str, dashboard_port: int, p
         tmp: str) -> dict[str, Any]:
     from ray.job_submission import JobSubmissionClient
 
-    from debug_hang import collect
-    from debug_hang.collect import collect_stacks, select_targets
-    from debug_hang.state import DashboardClient
+    from debug_hang.collect import stacks as collect
+    from debug_hang.collect.stacks import collect_stacks, select_targets
+    from debug_hang.collect.state import DashboardClient
 
     dashboard = f"http://127.0.0.1:{dashboard_port}"
     address = ClusterAddress("127.0.0.1", args.port)

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 
 from debug_hang import localcluster  # noqa: E402
-from debug_hang.diagnose import Options, run  # noqa: E402
+from debug_hang.pipeline import Options, run  # noqa: E402
 
 DEFAULT_EXAMPLES = ["producer_never_produces", "actor_call_cycle", "gloo_skipped_allreduce"]
 

@@ -17,9 +17,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from debug_hang.diagnose import reanalyse  # noqa: E402
-from debug_hang.graph import GraphInputs, build_graph  # noqa: E402
-from debug_hang.patterns import match_process  # noqa: E402
+from debug_hang.analyse.graph import GraphInputs, build_graph  # noqa: E402
+from debug_hang.analyse.patterns import match_process  # noqa: E402
+from debug_hang.pipeline import reanalyse  # noqa: E402
 
 JOB = "01000000"
 

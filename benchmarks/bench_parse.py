@@ -24,9 +24,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from debug_hang.aggregate import aggregate  # noqa: E402
 from debug_hang.model import stacks_to_dict  # noqa: E402
-from debug_hang.parsers import parse_text  # noqa: E402
+from debug_hang.parse.aggregate import aggregate  # noqa: E402
+from debug_hang.parse.parsers import parse_text  # noqa: E402
 
 DATA = os.path.join(ROOT, "tests", "data", "formats")
 MAJORITY = ["ray/Rank.train_step-8441.txt", "ray/Rank.train_step-8533.txt",

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from debug_hang.pyspy import find_pyspy  # noqa: E402
+from debug_hang.probe.pyspy import find_pyspy  # noqa: E402
 
 TARGET = r"""
 import sys, time

@@ -1,5 +1,5 @@
 """`python -m debug_hang ...` = the `debug-hang` command (used by the standalone scripts)."""
 
-from debug_hang.cli import entry
+from debug_hang.commands.cli import entry
 
 entry()

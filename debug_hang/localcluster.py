@@ -52,7 +52,7 @@ class LocalCluster:
 
 def attach(address: str) -> LocalCluster:
     """A running cluster given by its GCS address (not started, never stopped, by this module)."""
-    from debug_hang.address import check_reachable, parse_address, resolve_dashboard
+    from debug_hang.collect.address import check_reachable, parse_address, resolve_dashboard
 
     addr = parse_address(address)
     check_reachable(addr)
@@ -194,8 +194,8 @@ def wait_quiet(cluster: LocalCluster, job_id: str, quiet_s: float = 3.0, max_s: 
     """Wait until the job's task states stop changing for `quiet_s` (a hang has set in), at most
     `max_s` (a healthy job never goes quiet). On a loaded machine READY can come before the last
     actors are even scheduled; diagnosing then would catch the job still starting."""
-    from debug_hang.raytrain import POLLING_TASKS
-    from debug_hang.state import DashboardClient
+    from debug_hang.collect.state import DashboardClient
+    from debug_hang.snapshot import POLLING_TASKS
 
     client = DashboardClient(cluster.dashboard, timeout_s=10)
     end = time.monotonic() + max_s

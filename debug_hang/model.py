@@ -169,3 +169,80 @@ def stacks_from_dict(doc: dict[str, Any]) -> list[Process]:
     if schema != STACKS_SCHEMA:
         raise ValueError(f"expected schema {STACKS_SCHEMA!r}, got {schema!r}")
     return [process_from_dict(p) for p in doc.get("processes") or []]
+
+
+@dataclass
+class CollectionError:
+    """Something that could not be read: which node and process, what went wrong, of what kind."""
+
+    error: str
+    node_id: str | None = None
+    pid: int | None = None
+    kind: str | None = None  # e.g. ptrace-denied, py-spy-missing, timeout, state-api-down
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"node_id": self.node_id, "pid": self.pid, "error": self.error, "kind": self.kind}
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any], node_id: str | None = None) -> CollectionError:
+        """From a probe's or a saved folder's record; `node_id` fills in what a node-side record lacks."""
+        pid = raw.get("pid")
+        return cls(error=str(raw.get("error")), node_id=raw.get("node_id") or node_id,
+                   pid=int(pid) if isinstance(pid, int) or (isinstance(pid, str) and pid.isdigit()) else None,
+                   kind=raw.get("kind"))
+
+
+@dataclass
+class Collection:
+    """Stacks of every sample, per-process evidence, and what went wrong."""
+
+    processes: list[Process] = field(default_factory=list)
+    # Per-process evidence read on its node (title, ppid, child_of, env, cpu_percent), keyed by
+    # (node_id, pid): PIDs repeat across machines and pods.
+    info: dict[tuple[str | None, int], dict[str, Any]] = field(default_factory=dict)
+    errors: list[CollectionError] = field(default_factory=list)
+    nodes: int = 0
+    targets: int = 0
+    seconds: float = 0.0
+    paths: dict[str, str] = field(default_factory=dict)  # node_id -> "local" | "ray-task"
+
+    def info_of(self, proc: Process) -> dict[str, Any]:
+        """The node-side evidence of one process ({} when none was read)."""
+        return self.info.get((proc.node_id, proc.pid or -1), {})
+
+    def info_to_json(self) -> list[dict[str, Any]]:
+        return [{"pid": pid, **value} for (_, pid), value in self.info.items()]
+
+    @staticmethod
+    def info_from_json(raw: Any) -> dict[tuple[str | None, int], dict[str, Any]]:
+        """Read `info_to_json` output; also the older {pid: {...}} form of early recordings."""
+        rows = [{"pid": int(k), **v} for k, v in raw.items()] if isinstance(raw, dict) else list(raw or [])
+        return {(row.get("node_id"), int(row["pid"])): {k: v for k, v in row.items() if k != "pid"}
+                for row in rows}
+
+    def latest(self) -> list[Process]:
+        """The last sample of each process."""
+        last: dict[tuple[str | None, int | None], Process] = {}
+        for proc in self.processes:
+            key = (proc.node_id, proc.pid)
+            if key not in last or proc.sample >= last[key].sample:
+                last[key] = proc
+        return list(last.values())
+
+
+@dataclass
+class NodeEvidence:
+    """What was found for one graph node."""
+
+    logs: dict[str, str] = field(default_factory=dict)  # "err"/"out" -> full fetched text
+    highlights: list[str] = field(default_factory=list)  # the lines worth showing
+    history: list[str] = field(default_factory=list)  # recent finished/failed tasks
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Evidence:
+    per_node: dict[str, NodeEvidence] = field(default_factory=dict)
+    driver_log: str = ""
+    driver_highlights: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)

@@ -58,3 +58,16 @@ def call_with_timeout(fn: Callable[[], T], timeout_s: float, what: str) -> T:
     if error:
         raise error[0]
     return result[0]
+
+
+class PhaseTimer:
+    """Wall time of each phase of a run, in order: `mark(name)` closes the phase that just ended."""
+
+    def __init__(self) -> None:
+        self._last = time.monotonic()
+        self.phases: dict[str, float] = {}
+
+    def mark(self, name: str) -> None:
+        now = time.monotonic()
+        self.phases[name] = round(self.phases.get(name, 0.0) + now - self._last, 3)
+        self._last = now

@@ -10,8 +10,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from debug_hang.commands.parse import PROG, main  # noqa: E402
 from debug_hang.errors import run_main  # noqa: E402
-from debug_hang.parse_cli import PROG, main  # noqa: E402
 
 if __name__ == "__main__":
     run_main(main, PROG)

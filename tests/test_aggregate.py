@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from debug_hang.aggregate import (
+from debug_hang.model import Process
+from debug_hang.parse.aggregate import (
     HOUSEKEEPING_RULES,
     RUNTIME_ONLY,
     WRAPPER_FRAMES,
@@ -22,8 +23,7 @@ from debug_hang.aggregate import (
     role_of,
     short_file,
 )
-from debug_hang.model import Process
-from debug_hang.parsers import parse_path
+from debug_hang.parse.parsers import parse_path
 
 pytestmark = pytest.mark.unit
 

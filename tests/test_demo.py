@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, LocalCluster
 
-from debug_hang import demo, localcluster
+from debug_hang import localcluster
+from debug_hang.commands import demo
 from debug_hang.errors import UsageError
 
 

@@ -17,7 +17,7 @@ import pytest
 from conftest import ROOT, LocalCluster, expected_of, read_json, run_script, stop_job, submit_example
 
 from debug_hang import localcluster
-from debug_hang.collect import calls_into_other_jobs
+from debug_hang.snapshot import calls_into_other_jobs
 
 pytestmark = pytest.mark.integration
 
@@ -108,6 +108,10 @@ def test_example_is_diagnosed(ray_cluster: LocalCluster, example: str, tmp_path:
     assert f"report: {out / 'report.md'}" in proc.stdout
     diag = json.loads((out / "diagnosis.json").read_text())
     jsonschema.validate(diag, SCHEMA)
+    # the phase times add up to no more than the run (a slow phase is visible in the field)
+    timings = diag["collection"]["timings"]
+    assert {"address", "state", "stacks", "analysis"} <= set(timings), timings
+    assert sum(timings.values()) <= diag["collection"]["seconds"] + 0.05, timings
     if os.environ.get("DEBUG_HANG_RECORD"):
         record(example, out)
     # THEN the verdict, the root-cause pattern and the culprits are the expected ones

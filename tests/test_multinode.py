@@ -39,11 +39,8 @@ from typing import Any
 
 import pytest
 
-from debug_hang.address import ClusterAddress
-from debug_hang.errors import EXIT_OK, EXIT_PARTIAL
-from debug_hang.localcluster import kill_by_cmdline
-from debug_hang.node_probe import local_raylet, pid_namespace, probe_node, run_command
-from debug_hang.nodes import (
+from debug_hang.collect.address import ClusterAddress
+from debug_hang.collect.nodes import (
     HELPER_CRASHED,
     NODE_DEAD,
     NOT_SCHEDULED,
@@ -51,7 +48,10 @@ from debug_hang.nodes import (
     list_nodes,
     run_on_nodes,
 )
-from debug_hang.pyspy import PYSPY_MISSING, DumpOptions
+from debug_hang.errors import EXIT_OK, EXIT_PARTIAL
+from debug_hang.localcluster import kill_by_cmdline
+from debug_hang.probe.node_probe import local_raylet, pid_namespace, probe_node, run_command
+from debug_hang.probe.pyspy import PYSPY_MISSING, DumpOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.integration]
@@ -247,7 +247,7 @@ def _wait_running(dashboard: str, pid: int, node_id: str, timeout_s: float = 30)
 
 def test_collect_stacks_attributes_the_second_nodes_culprit_to_that_node(
         multinode: MultiNode, culprits: dict[str, tuple[Any, int, str]]) -> None:
-    from debug_hang.collect import Target, collect_stacks
+    from debug_hang.collect.stacks import Target, collect_stacks
     from debug_hang.timeouts import Deadline
 
     # GIVEN an actor blocked in Culprit.block_forever on the second node (custom resource)
@@ -259,7 +259,7 @@ def test_collect_stacks_attributes_the_second_nodes_culprit_to_that_node(
     # WHEN its stack is collected
     coll = collect_stacks(multinode.address, [target], DumpOptions(), Deadline(60), samples=1)
     # THEN it comes back from the second node, tagged with the actor, stopped at the wait line
-    assert not [e for e in coll.errors if e.get("pid") == pid], coll.errors
+    assert not [e for e in coll.errors if e.pid == pid], coll.errors
     procs = [p for p in coll.processes if p.pid == pid]
     assert procs, coll.errors
     proc = procs[0]
@@ -272,7 +272,7 @@ def test_collect_stacks_attributes_the_second_nodes_culprit_to_that_node(
 
 def test_pod_node_in_own_pid_namespace_is_dumped_by_a_helper_on_that_node(
         multinode: MultiNode, culprits: dict[str, tuple[Any, int, str]]) -> None:
-    from debug_hang.collect import Target, collect_stacks
+    from debug_hang.collect.stacks import Target, collect_stacks
     from debug_hang.timeouts import Deadline
 
     # GIVEN a culprit on the pod node, whose pid (from the node's own namespace) means nothing here
@@ -336,8 +336,8 @@ def test_helpers_run_on_every_node_while_blocked_actors_hold_every_cpu(
 # --- the CLI against the real cluster ---------------------------------------------------------
 
 def _cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    from debug_hang.commands.nodes import main
     from debug_hang.errors import run_main
-    from debug_hang.node_cli import main
 
     with pytest.raises(SystemExit) as exit_info:
         run_main(lambda: main(args), "run_on_each_ray_node.py")

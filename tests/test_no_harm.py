@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import LocalCluster, run_script, stop_job, submit_example
 
-from debug_hang.state import DashboardClient
+from debug_hang.collect.state import DashboardClient
 
 pytestmark = pytest.mark.integration
 

@@ -23,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from debug_hang.errors import UsageError
-from debug_hang.node_probe import (
+from debug_hang.probe.node_probe import (
     COMMAND_NOT_FOUND,
     COMMAND_TIMEOUT,
     pid_namespace,
@@ -31,7 +31,7 @@ from debug_hang.node_probe import (
     resolve_command,
     run_command,
 )
-from debug_hang.pyspy import (
+from debug_hang.probe.pyspy import (
     NOT_PYTHON,
     PERMISSION_DENIED,
     PROCESS_EXITED,
@@ -227,7 +227,7 @@ def test_pyspy_missing_is_one_clear_node_error(target: subprocess.Popen[str], tm
     python = bare_python(tmp_path)
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     assert shutil.which("py-spy", path=env["PATH"]) is None
-    code = ("import json; from debug_hang.node_probe import probe_node; "
+    code = ("import json; from debug_hang.probe.node_probe import probe_node; "
             f"print(json.dumps(probe_node('n1', [{target.pid}], {{}}, 1)))")
     # WHEN the probe runs there
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, env=env, timeout=60, check=True)

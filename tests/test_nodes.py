@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from debug_hang import node_cli
+from debug_hang.collect.nodes import NODE_DEAD, NodeInfo, NodeRun, select_nodes
+from debug_hang.commands import nodes as node_cli
 from debug_hang.errors import (
     EXIT_NOT_FOUND,
     EXIT_OK,
@@ -28,7 +29,6 @@ from debug_hang.errors import (
     UsageError,
     run_main,
 )
-from debug_hang.nodes import NODE_DEAD, NodeInfo, NodeRun, select_nodes
 
 pytestmark = pytest.mark.unit
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from debug_hang.commands.parse import main
 from debug_hang.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE
 from debug_hang.model import STACKS_SCHEMA
-from debug_hang.parse_cli import main
 
 pytestmark = pytest.mark.unit
 

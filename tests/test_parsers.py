@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from debug_hang.aggregate import AggregateOptions, aggregate
 from debug_hang.errors import BadInputError
 from debug_hang.model import Frame, Process, Thread, split_ray_title, stacks_from_dict, stacks_to_dict
-from debug_hang.parsers import (
+from debug_hang.parse.aggregate import AggregateOptions, aggregate
+from debug_hang.parse.parsers import (
     is_python_file,
     parse_bytes,
     parse_path,

@@ -12,12 +12,13 @@ import json
 import pytest
 from conftest import ROOT
 
-from debug_hang.collect import Collection
-from debug_hang.diagnose import _match_with_cpu, detect_progress, reanalyse
-from debug_hang.model import stacks_from_dict
-from debug_hang.patterns import match_process, match_thread
-from debug_hang.raytrain import POLLING_TASKS, parse_worker_ranks
-from debug_hang.state import Snapshot
+from debug_hang.analyse.patterns import match_process, match_thread
+from debug_hang.analyse.verdict import _match_with_cpu, detect_progress
+from debug_hang.collect.raytrain import parse_worker_ranks
+from debug_hang.model import Collection, stacks_from_dict
+from debug_hang.pipeline import reanalyse
+from debug_hang.report.json_out import to_json
+from debug_hang.snapshot import POLLING_TASKS, Snapshot
 
 pytestmark = pytest.mark.unit
 
@@ -95,7 +96,7 @@ def test_controller_status_polls_are_not_progress() -> None:
 def test_chain_runs_driver_to_controller_to_ranks() -> None:
     # GIVEN the capture WHEN it is re-analysed
     diag = reanalyse(CASE)
-    chain = next(iter(diag.to_json()["chains"]))
+    chain = next(iter(to_json(diag)["chains"]))
     # THEN the chain goes driver → TrainController → rank 0 (in backward) → rank 1 (skipped)
     assert [n["kind"] for n in chain][0] == "driver"
     names = [n["name"] for n in chain]
@@ -106,7 +107,7 @@ def test_chain_runs_driver_to_controller_to_ranks() -> None:
 
 
 def test_polling_tasks_leave_the_task_history() -> None:
-    from debug_hang.evidence import task_history
+    from debug_hang.collect.evidence import task_history
 
     diag = reanalyse(CASE)
     culprit = diag.causes[0].culprits[0]

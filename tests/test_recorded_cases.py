@@ -14,9 +14,10 @@ import jsonschema
 import pytest
 from conftest import ROOT, expected_of
 
-from debug_hang.diagnose import reanalyse
-from debug_hang.report import render_markdown
-from debug_hang.rootcause import find_cycles
+from debug_hang.analyse.rootcause import find_cycles
+from debug_hang.pipeline import reanalyse
+from debug_hang.report.json_out import to_json
+from debug_hang.report.markdown import render_markdown
 
 pytestmark = pytest.mark.unit
 
@@ -30,7 +31,7 @@ def test_recorded_case_still_yields_its_root_cause(case: Path) -> None:
     expected = expected_of(case.name)
     # WHEN the current code re-analyses it
     diag = reanalyse(case)
-    doc = diag.to_json()
+    doc = to_json(diag)
     # THEN it is a valid diagnosis naming the same verdict, pattern and culprits
     jsonschema.validate(doc, SCHEMA)
     assert doc["verdict"] == expected["verdict"], doc["summary"]
@@ -62,7 +63,7 @@ def test_async_actor_awaiting_its_calls_stays_on_the_chain() -> None:
     if not case.exists():
         pytest.skip("no recorded async_router_awaits capture")
     # WHEN the capture is re-analysed THEN the chain runs driver → router → engine
-    chain = reanalyse(case).to_json()["chains"][0]
+    chain = to_json(reanalyse(case))["chains"][0]
     assert [n["name"].split(" (")[0] for n in chain] == ["driver", "InferenceRouter", "GenerationEngine"]
     assert chain[1]["state"] == "blocked" and chain[1]["waits_on"].startswith("waits for GenerationEngine.generate")
 
@@ -74,7 +75,7 @@ def test_a_call_into_another_jobs_detached_actor_is_followed() -> None:
         pytest.skip("no recorded detached_service_never_published capture")
     diag = reanalyse(case)
     # WHEN re-analysed THEN the chain goes from this job's driver into the other job's actor
-    chain = diag.to_json()["chains"][0]
+    chain = to_json(diag)["chains"][0]
     assert [n["kind"] for n in chain] == ["driver", "actor"]
     assert chain[1]["name"] == "WeightServer" and chain[1]["pattern"] == "event-never-set"
     server = next(a for a in diag.snapshot.actors if a["class_name"] == "WeightServer")

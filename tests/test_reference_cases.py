@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from debug_hang.diagnose import reanalyse
 from debug_hang.localcluster import expected_of
+from debug_hang.pipeline import reanalyse
+from debug_hang.report.json_out import to_json
 
 pytestmark = pytest.mark.unit
 
@@ -26,7 +27,7 @@ CASES = sorted(p.stem for p in PAGES.glob("*.md") if p.stem != "README")
 
 
 def generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_reference_cases", ROOT / "scripts" / "make_reference_cases.py")
+    spec = importlib.util.spec_from_file_location("make_reference_cases", ROOT / "tools" / "make_reference_cases.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -57,7 +58,7 @@ def test_reanalysis_still_finds_the_root_cause_the_case_shows(case: str) -> None
     expected = expected_of(case)
     page = (PAGES / f"{case}.md").read_text()
     # WHEN today's code re-analyses the capture
-    now = reanalyse(folder).to_json()
+    now = to_json(reanalyse(folder))
     # THEN it reaches the same verdict, pattern and culprits, which are the planted ones the page shows
     assert now["verdict"] == then_doc["verdict"] == expected["verdict"], now["summary"]
     if expected["verdict"] != "hang":
@@ -78,7 +79,7 @@ def test_reanalysis_still_finds_the_root_cause_the_case_shows(case: str) -> None
 def test_case_page_is_generated_from_its_capture(case: str) -> None:
     text = generator().render_case(case, CAPTURES / case)
     assert (PAGES / f"{case}.md").read_text() == text, (
-        f"references/cases/{case}.md differs from its capture: run scripts/make_reference_cases.py")
+        f"references/cases/{case}.md differs from its capture: run tools/make_reference_cases.py")
 
 
 def test_index_lists_every_case() -> None:

@@ -16,10 +16,13 @@ import pytest
 import skills_ref
 import yaml
 
-from debug_hang import catalog_doc, install_skill
-from debug_hang.cli import SUBCOMMANDS
+from debug_hang.analyse.patterns import DETECTS, EDGES, KINDS, catalog
+from debug_hang.commands import install_skill
+from debug_hang.commands.cli import SUBCOMMANDS
 from debug_hang.errors import UsageError
-from debug_hang.patterns import DETECTS, EDGES, KINDS, catalog
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+import catalog_doc  # noqa: E402 - a maintainer tool, not part of the package
 
 pytestmark = pytest.mark.unit
 
@@ -84,7 +87,7 @@ def test_installed_copy_is_a_valid_skill(installed: Path) -> None:
 def test_installed_copy_holds_the_bundle_without_caches(installed: Path) -> None:
     for part in ("SKILL.md", "scripts/diagnose_ray_hang.sh", "scripts/run_on_each_ray_node.py",
                  "references/patterns.yaml", "references/patterns.md", "references/report-template.md",
-                 "references/running-outside-the-cluster.md", "debug_hang/__init__.py", "debug_hang/diagnose.py"):
+                 "references/running-outside-the-cluster.md", "debug_hang/__init__.py", "debug_hang/pipeline.py"):
         assert (installed / part).is_file(), part
     assert sorted(p.name for p in (installed / "examples").glob("*.py")) == sorted(
         p.name for p in (ROOT / "examples").glob("*.py"))
@@ -146,7 +149,7 @@ def test_install_from_a_wheel_layout(tmp_path: Path) -> None:
     assert where.stdout.strip() == str(bundle), where.stdout
     skill = tmp_path / "skills" / "debug-hang"
     assert skills_ref.validate(skill) == []
-    assert (skill / "references" / "patterns.yaml").is_file() and (skill / "debug_hang" / "cli.py").is_file()
+    assert (skill / "references" / "patterns.yaml").is_file() and (skill / "debug_hang" / "commands" / "cli.py").is_file()
     assert not (skill / "debug_hang" / "_bundle").exists()
 
 
@@ -280,7 +283,7 @@ def test_patterns_md_has_a_section_per_catalog_id() -> None:
 
 def test_patterns_md_is_generated_from_the_catalog() -> None:
     assert (ROOT / "references" / "patterns.md").read_text() == catalog_doc.render(), (
-        "references/patterns.md is stale: python -m debug_hang.catalog_doc > references/patterns.md")
+        "references/patterns.md is stale: tools/catalog_doc.py > references/patterns.md")
 
 
 def test_every_pattern_id_mentioned_exists_in_the_catalog() -> None:
@@ -294,5 +297,5 @@ def test_every_pattern_id_mentioned_exists_in_the_catalog() -> None:
 
 
 def test_catalog_doc_check_mode() -> None:
-    proc = run([sys.executable, "-m", "debug_hang.catalog_doc", "--check"])
+    proc = run([sys.executable, str(ROOT / "tools" / "catalog_doc.py"), "--check"])
     assert proc.returncode == 0, proc.stderr

@@ -14,7 +14,7 @@ import sys
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..")))
 
 from debug_hang.model import stacks_to_dict  # noqa: E402
-from debug_hang.pyspy import DumpOptions, dump_pids  # noqa: E402
+from debug_hang.probe.pyspy import DumpOptions, dump_pids  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "collect-dir")
 

@@ -12,16 +12,30 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from debug_hang.collect import DONE_STATES, DRIVER_TASK_PREFIX, calls_into_other_jobs
-from debug_hang.model import Frame, Process
-from debug_hang.patterns import ProcessVerdict, catalog, is_library
-from debug_hang.raytrain import BARRIER_TASK, POLLING_TASKS, WORKER_CLASS
+from debug_hang.analyse.patterns import ProcessVerdict, catalog, is_library, settings
+from debug_hang.model import Frame, Process, Thread
+from debug_hang.snapshot import (
+    BARRIER_TASK,
+    DONE_STATES,
+    DRIVER_TASK_PREFIX,
+    POLLING_TASKS,
+    QUEUE_ACTOR_CLASS,
+    WORKER_CLASS,
+    TaskState,
+    calls_into_other_jobs,
+)
 
-PENDING_SCHED = {"PENDING_NODE_ASSIGNMENT", "PENDING_ARGS_AVAIL", "PENDING_NODE_ASSIGNMENT_FOR_ACTOR"}
-QUEUED_STATES = {"SUBMITTED_TO_WORKER", "PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY"}
+# Task states of a call not yet placed on a worker, and of a call queued on a busy actor.
+PENDING_SCHED: frozenset[TaskState] = frozenset({"PENDING_NODE_ASSIGNMENT", "PENDING_ARGS_AVAIL"})
+QUEUED_STATES: frozenset[TaskState] = frozenset({"SUBMITTED_TO_WORKER", "PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY"})
+NodeKind = Literal["actor", "task", "driver", "process", "rank", "placement_group", "resource"]
+NodeState = Literal["blocked", "busy", "idle", "dead", "pending", "infeasible", "starved", "unknown"]
+_PROCESS_STATE: dict[str, NodeState] = {"blocked": "blocked", "busy": "busy", "idle": "idle"}
+_ROLE_KIND: dict[str, NodeKind] = {"driver": "driver", "actor": "actor", "task": "task"}
 _RANK_IN_NAME = re.compile(r"rank[-_ ]?(\d+)", re.IGNORECASE)
 
 
@@ -30,9 +44,9 @@ class GNode:
     """A vertex of the wait-for graph."""
 
     key: str
-    kind: str  # actor | task | driver | process | rank | placement_group | resource
+    kind: NodeKind
     name: str
-    state: str  # blocked | busy | idle | dead | pending | infeasible | starved | unknown
+    state: NodeState
     pid: int | None = None
     node_id: str | None = None
     actor_id: str | None = None
@@ -135,6 +149,18 @@ class GraphInputs:
     info: dict[tuple[str | None, int], dict[str, Any]] = field(default_factory=dict)  # (node_id, pid) -> evidence
 
 
+def _deciding_thread(verdict: ProcessVerdict) -> Thread | None:
+    """The thread whose stack decided the process's reading."""
+    return next((t for t, m in verdict.threads if m is verdict.main), None)
+
+
+def other_threads_in_job_code(verdict: ProcessVerdict, thread: Thread | None) -> list[Thread]:
+    """The process's other threads that run the job's own code: the only ones that could hold a
+    lock, set an event or fill a queue `thread` waits on."""
+    return [t for t, _m in verdict.threads if t is not thread
+            and any(not is_library(f) for f in t.frames if not f.native)]
+
+
 def proc_key(proc: Process) -> str:
     return f"proc:{proc.node_id}:{proc.pid}"
 
@@ -163,63 +189,110 @@ def _rank_of(proc: Process | None, actor: dict[str, Any] | None) -> int | None:
     return int(match.group(1)) if match else None
 
 
+@dataclass
+class Builder:
+    """The state every pass of the graph build shares: inputs, the graph so far, and indexes."""
+
+    inp: GraphInputs
+    g: WaitGraph
+    actors: dict[str, dict[str, Any]]  # the job's actors, and other jobs' actors it calls
+    tasks: list[dict[str, Any]]  # the job's tasks, and its calls into other jobs' actors
+    index: TaskIndex
+    verdicts: dict[str, ProcessVerdict] = field(default_factory=dict)  # graph key -> stack verdict
+    by_pid: dict[tuple[str | None, int | None], str] = field(default_factory=dict)  # (node, pid) -> key
+    actor_node: dict[str, str] = field(default_factory=dict)  # actor id -> key
+    running: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # key -> its RUNNING tasks
+
+    @classmethod
+    def start(cls, inp: GraphInputs) -> Builder:
+        job_id = inp.job.get("job_id")
+        foreign = calls_into_other_jobs(job_id, inp.tasks)  # calls into other jobs' (detached) actors
+        called = {t.get("actor_id") for t in foreign}
+        actors = {a["actor_id"]: a for a in inp.actors if a.get("job_id") == job_id or a.get("actor_id") in called}
+        tasks = [t for t in inp.tasks if t.get("job_id") == job_id] + foreign
+        return cls(inp=inp, g=WaitGraph(), actors=actors, tasks=tasks, index=TaskIndex.of(tasks))
+
+    @property
+    def job_id(self) -> str | None:
+        return self.inp.job.get("job_id")
+
+    def own_calls(self, key: str) -> set[str]:
+        """Ids of the tasks a process runs (the driver's own task id included): parents of its calls."""
+        own = {str(t["task_id"]) for t in self.running.get(key, []) if t.get("task_id")}
+        verdict = self.verdicts.get(key)
+        if verdict is not None and verdict.process.role == "driver":
+            own.add(DRIVER_TASK_PREFIX + str(self.job_id))
+        return own
+
+
+Pass = Callable[[Builder], None]
+
+
 def build_graph(inp: GraphInputs) -> WaitGraph:
-    """Build the wait-for graph for one job."""
-    g = WaitGraph()
-    job_id = inp.job.get("job_id")
-    foreign = calls_into_other_jobs(job_id, inp.tasks)  # calls into other jobs' (detached) actors
-    called = {t.get("actor_id") for t in foreign}
-    actors = {a["actor_id"]: a for a in inp.actors if a.get("job_id") == job_id or a.get("actor_id") in called}
-    tasks = [t for t in inp.tasks if t.get("job_id") == job_id] + foreign
-    index = TaskIndex.of(tasks)
-    by_pid: dict[tuple[str | None, int | None], str] = {}
-    actor_node: dict[str, str] = {}
+    """Build the wait-for graph for one job: each pass of PASSES, in order, over one Builder."""
+    b = Builder.start(inp)
+    for step in PASSES:
+        step(b)
+    return b.g
 
-    for verdict in inp.verdicts:
-        proc = verdict.process
-        actor = actors.get(proc.actor_id or "")
-        kind = proc.role if proc.role in ("driver", "actor", "task") else "process"
-        name = proc.actor_class or proc.task_name or (proc.title or f"pid {proc.pid}")
-        if proc.role == "driver":
-            name = f"driver ({(proc.title or '').strip()[:60]})"
-        rank = _rank_of(proc, actor)
-        if rank is not None:
-            kind = "rank"
-        node = GNode(
-            key=proc_key(proc), kind=kind, name=name, pid=proc.pid, node_id=proc.node_id,
-            actor_id=proc.actor_id, task_id=proc.task_id, class_name=proc.actor_class,
-            task_name=proc.task_name, rank=rank,
-            state={"blocked": "blocked", "busy": "busy", "idle": "idle"}.get(verdict.verdict, "unknown"),
-            pattern=verdict.pattern if verdict.pattern != "unknown" else None,
-            frame=verdict.main.frame if verdict.main else None,
-            user_frame=verdict.main.user_frame if verdict.main else None,
-        )
-        if verdict.main and verdict.main.frame is not None and verdict.verdict != "idle":
-            where = verdict.main.user_frame or verdict.main.frame
-            node.evidence.append(f"stack: {verdict.main.pattern} at {_frame_text(where)}")
-        getter = next((m for _t, m in verdict.threads if m.pattern == "ray-get-wait"), None)
-        locked = next((m for _t, m in verdict.threads if m.pattern == "lock-wait"), None)
-        if verdict.pattern in ("ray-get-wait", "lock-wait") and getter is not None and locked is not None:
-            # One thread in ray.get, another at a lock line: the remote call is what leads on (the
-            # lock is likely held across it), so the process is followed through its ray.get.
-            node.pattern, node.frame, node.user_frame = "ray-get-wait", getter.frame, getter.user_frame
-            node.lock_wait = locked.user_frame or locked.frame
-            node.evidence.append(f"another thread waits for a lock at {_frame_text(node.lock_wait)}, while this "
-                                 "one is in ray.get: a lock held across a remote call?")
-        cpu = inp.info.get((proc.node_id, proc.pid or -1), {}).get("cpu_percent")
-        if cpu is not None and (verdict.verdict == "busy" or cpu >= 50):
-            node.evidence.append(f"real CPU use {cpu:.0f}% over the sampling window")
-        g.nodes[node.key] = node
-        by_pid[(proc.node_id, proc.pid)] = node.key
-        if proc.actor_id:
-            actor_node[proc.actor_id] = node.key
 
-    for actor_id, actor in actors.items():
-        if actor_id in actor_node:
-            continue
+def add_process_nodes(b: Builder) -> None:
+    """One node per dumped process, with its stack's reading as pattern and evidence."""
+    for verdict in b.inp.verdicts:
+        node = _process_node(b, verdict)
+        b.g.nodes[node.key] = node
+        b.verdicts[node.key] = verdict
+        b.by_pid[(verdict.process.node_id, verdict.process.pid)] = node.key
+        if verdict.process.actor_id:
+            b.actor_node[verdict.process.actor_id] = node.key
+
+
+def _process_node(b: Builder, verdict: ProcessVerdict) -> GNode:
+    proc = verdict.process
+    actor = b.actors.get(proc.actor_id or "")
+    kind: NodeKind = _ROLE_KIND.get(proc.role or "", "process")
+    name = proc.actor_class or proc.task_name or (proc.title or f"pid {proc.pid}")
+    if proc.role == "driver":
+        name = f"driver ({(proc.title or '').strip()[:60]})"
+    rank = _rank_of(proc, actor)
+    node = GNode(
+        key=proc_key(proc), kind="rank" if rank is not None else kind, name=name, pid=proc.pid,
+        node_id=proc.node_id, actor_id=proc.actor_id, task_id=proc.task_id, class_name=proc.actor_class,
+        task_name=proc.task_name, rank=rank,
+        state=_PROCESS_STATE.get(verdict.verdict, "unknown"),
+        pattern=verdict.pattern if verdict.pattern != "unknown" else None,
+        frame=verdict.main.frame if verdict.main else None,
+        user_frame=verdict.main.user_frame if verdict.main else None,
+    )
+    if verdict.main and verdict.main.frame is not None and verdict.verdict != "idle":
+        where = verdict.main.user_frame or verdict.main.frame
+        node.evidence.append(f"stack: {verdict.main.pattern} at {_frame_text(where)}")
+    _note_lock_across_call(node, verdict)
+    cpu = b.inp.info.get((proc.node_id, proc.pid or -1), {}).get("cpu_percent")
+    if cpu is not None and (verdict.verdict == "busy" or cpu >= settings().cpu_evidence_percent):
+        node.evidence.append(f"real CPU use {cpu:.0f}% over the sampling window")
+    return node
+
+
+def _note_lock_across_call(node: GNode, verdict: ProcessVerdict) -> None:
+    """One thread in ray.get, another at a lock line: the remote call is what leads on (the lock is
+    likely held across it), so the process is followed through its ray.get."""
+    getter = next((m for _t, m in verdict.threads if m.pattern == "ray-get-wait"), None)
+    locked = next((m for _t, m in verdict.threads if m.pattern == "lock-wait"), None)
+    if verdict.pattern not in ("ray-get-wait", "lock-wait") or getter is None or locked is None:
+        return
+    node.pattern, node.frame, node.user_frame = "ray-get-wait", getter.frame, getter.user_frame
+    node.lock_wait = locked.user_frame or locked.frame
+    node.evidence.append(f"another thread waits for a lock at {_frame_text(node.lock_wait)}, while this "
+                         "one is in ray.get: a lock held across a remote call?")
+
+
+def add_actor_nodes(b: Builder) -> None:
+    """A node for each dead or pending actor of the job (no process to dump)."""
+    for actor_id, actor in b.actors.items():
         state = actor.get("state")
-        if state == "ALIVE":
-            continue  # alive but not dumped: reported as a collection error elsewhere
+        if actor_id in b.actor_node or state == "ALIVE":
+            continue  # dumped, or alive but not dumped (reported as a collection error)
         node = GNode(
             key=f"actor:{actor_id}", kind="actor", name=str(actor.get("class_name")),
             state="dead" if state == "DEAD" else "pending", actor_id=actor_id,
@@ -228,21 +301,22 @@ def build_graph(inp: GraphInputs) -> WaitGraph:
         )
         node.rank = _rank_of(None, actor)
         if state == "DEAD":
-            cause = _death_text(actor.get("death_cause"))
-            node.evidence.append(f"actor DEAD: {cause}")
+            node.evidence.append(f"actor DEAD: {_death_text(actor.get('death_cause'))}")
         else:
             node.evidence.append(f"actor {state}, required resources {actor.get('required_resources')}")
-        g.nodes[node.key] = node
-        actor_node[actor_id] = node.key
+        b.g.nodes[node.key] = node
+        b.actor_node[actor_id] = node.key
 
-    running_tasks: dict[str, list[dict[str, Any]]] = {}
-    for task in tasks:
+
+def index_running_tasks(b: Builder) -> None:
+    """The RUNNING calls of each dumped process; a call that no thread shows is not idleness."""
+    for task in b.tasks:
         if task.get("state") == "RUNNING" and task.get("worker_pid"):
-            key = by_pid.get((task.get("node_id"), int(task["worker_pid"])))
+            key = b.by_pid.get((task.get("node_id"), int(task["worker_pid"])))
             if key:
-                running_tasks.setdefault(key, []).append(task)
-    for key, running in running_tasks.items():
-        node = g.nodes[key]
+                b.running.setdefault(key, []).append(task)
+    for key, running in b.running.items():
+        node = b.g.nodes[key]
         calls = [t for t in running if t.get("name") not in POLLING_TASKS]
         if node.state == "idle" and calls:
             # The State API says a call runs here, yet no thread shows it: a generator paused by
@@ -252,54 +326,147 @@ def build_graph(inp: GraphInputs) -> WaitGraph:
             node.evidence.append(f"{', '.join(sorted({str(t.get('name')) for t in calls}))} RUNNING here, but no thread "
                                  "runs it: a streaming generator paused until its consumer reads more, or a call "
                                  "between frames (dump again with --samples 5)")
-    _add_dead_ranks_history(g, tasks, actors, actor_node)
 
-    for verdict in inp.verdicts:
-        _detect_lock_order(g.nodes[proc_key(verdict.process)], verdict)
-        _detect_lock_self(g.nodes[proc_key(verdict.process)], verdict)
-    for verdict in inp.verdicts:
-        key = proc_key(verdict.process)
-        node = g.nodes[key]
-        if node.class_name == "_QueueActor":
-            _edges_queue(g, key, tasks, actors, actor_node)  # ray.util.queue's actor: go on to producers
+
+def add_last_calls(b: Builder) -> None:
+    """Record each actor's last finished/failed call as evidence (a rank that finished early)."""
+    last: dict[str, dict[str, Any]] = {}
+    for task in b.tasks:
+        aid = task.get("actor_id")
+        if not aid or task.get("state") not in DONE_STATES or task.get("type") != "ACTOR_TASK" or task.get("name") in POLLING_TASKS:
             continue
-        pattern = catalog().get(node.pattern or "")
-        edge = pattern.edge if pattern else "none"
-        if edge == "submitted-tasks" or node.pattern in ("async-loop-blocked", "event-wait"):
-            _edges_submitted(g, inp, key, verdict.process, index, running_tasks, actor_node, by_pid)
-        elif edge == "placement-group":
-            _edges_pg(g, inp, key)
-        elif node.pattern == "poll-never-satisfied":
-            # A sleep loop around ray.wait(timeout=...) polls the calls it made: a wait on them.
-            own = {str(t["task_id"]) for t in running_tasks.get(key, [])}
-            if verdict.process.role == "driver":
-                own.add(DRIVER_TASK_PREFIX + str(inp.job.get("job_id")))
-            if _edges_from_parents(g, inp, key, own, index, actor_node, by_pid):
-                node.pattern = "ray-get-wait"
-                node.evidence.append("polls in a sleep loop while calls it made are unfinished: it waits for them")
-        elif edge == "child-process" or (node.pattern is None and node.state in ("blocked", "unknown")):
-            _edges_children(g, inp, key, verdict.process, by_pid)
-            if node.pattern is None and verdict.process.actor_id and running_tasks.get(key):
-                # An async actor awaiting the calls it made shows only an idle event loop: its
-                # running task's unfinished calls are what it waits for.
-                _edges_submitted(g, inp, key, verdict.process, index, running_tasks, actor_node, by_pid)
-                if g.out(key):
-                    node.state = "blocked"
-                    node.evidence.append("awaits the calls it made (an async actor: its own stack shows only an idle event loop)")
-        elif edge == "queue-producers" and _in_process_queue(verdict):
-            _check_in_process_producer(node, verdict)
-        elif edge == "queue-producers":
-            _edges_queue(g, key, tasks, actors, actor_node)
-    _edges_collectives(g, inp, actors, tasks, actor_node)
-    _edges_pending_actors(g, inp, actors, actor_node, index, running_tasks)
-    _edges_train_barrier(g, tasks, actors, actor_node)
-    for verdict in inp.verdicts:
-        _detect_event_wait(g, proc_key(verdict.process), verdict, index, running_tasks)
-    _edges_supervisors(g, tasks, actor_node, running_tasks)
-    for verdict in inp.verdicts:
-        _detect_async_await(g, proc_key(verdict.process), verdict, running_tasks)
-    _mark_queued(g, tasks, actor_node, running_tasks)
-    return g
+        if aid not in last or (task.get("end_time_ms") or 0) > (last[aid].get("end_time_ms") or 0):
+            last[aid] = task
+    for aid, task in last.items():
+        key = b.actor_node.get(aid)
+        if key is None:
+            continue
+        text = f"last finished call: {task.get('name')} {task.get('state')}"
+        if task.get("state") == "FAILED":
+            err = (task.get("error_message") or "").strip().splitlines()
+            text += f" ({task.get('error_type')}: {err[-1][:200] if err else ''})"
+        b.g.nodes[key].evidence.append(text)
+
+
+def detect_lock_waits(b: Builder) -> None:
+    """Lock waits read across the threads of one process: lock order, or a lock nobody else holds."""
+    for key, verdict in b.verdicts.items():
+        _detect_lock_order(b.g.nodes[key], verdict)
+        _detect_lock_self(b.g.nodes[key], verdict)
+
+
+# How a blocked process whose own wait is not recognised is followed: to its children, then to
+# the calls its running task made (an async actor's awaited calls show no frame of their own).
+UNRECOGNISED_EDGE = "child-process"
+
+
+def edge_of(b: Builder, key: str) -> str:
+    """How the wait of one node is followed: the catalog's `edge` of its pattern.
+
+    Ray's own queue actor (ray.util.queue) is followed to the queue's producers or consumers; a
+    blocked process whose wait no pattern recognises, as UNRECOGNISED_EDGE.
+    """
+    node = b.g.nodes[key]
+    if node.class_name == QUEUE_ACTOR_CLASS:
+        return "queue-producers"
+    pattern = catalog().get(node.pattern or "")
+    if pattern is not None:
+        return pattern.edge
+    return UNRECOGNISED_EDGE if node.state in ("blocked", "unknown") else "none"
+
+
+def follow_edges(b: Builder) -> None:
+    """Each process's wait followed as its catalog pattern's `edge` says (EDGE_HANDLERS)."""
+    for key in list(b.verdicts):
+        handler = EDGE_HANDLERS.get(edge_of(b, key))
+        if handler is not None:
+            handler(b, key)
+
+
+def follow_submitted(b: Builder, key: str) -> None:
+    """A thread in ray.get / ray.wait / an awaited call: the unfinished tasks it submitted."""
+    proc = b.verdicts[key].process
+    found = _edges_from_parents(b, key, b.own_calls(key))
+    if not found and proc.actor_id:
+        # A thread the actor started itself submits with whatever task its main thread ran last
+        # as parent (Ray Train's training thread: a finished status poll), so any task of this
+        # actor may be the parent of what it waits for.
+        own_ids = {str(t["task_id"]) for t in b.index.of_actor(proc.actor_id) if t.get("task_id")}
+        found = _edges_from_parents(b, key, own_ids)
+    mine = b.running.get(key, [])
+    if not found and mine and b.g.nodes[key].pattern == "ray-get-wait":
+        # It waits on objects it did not create: ObjectRefs handed to it by its caller, whose
+        # other unfinished tasks are the likely producers.
+        callers = {str(t.get("parent_task_id")) for t in mine}
+        _edges_from_parents(b, key, callers, skip={str(t.get("task_id")) for t in mine},
+                            text="probably waits for {name} ({state}), started by its caller (an ObjectRef passed in)")
+
+
+def follow_own_calls(b: Builder, key: str) -> None:
+    """A sleep loop around ray.wait(timeout=...) polls the calls it made: a wait on them."""
+    node = b.g.nodes[key]
+    if _edges_from_parents(b, key, b.own_calls(key)):
+        node.pattern = "ray-get-wait"
+        node.evidence.append("polls in a sleep loop while calls it made are unfinished: it waits for them")
+
+
+def follow_placement_group(b: Builder, key: str) -> None:
+    """A thread in pg.ready(): the job's PENDING placement groups."""
+    for pg in b.inp.placement_groups:
+        if pg.get("creator_job_id") not in (b.job_id, None) or pg.get("state") != "PENDING":
+            continue
+        pg_key = _pg_node(b.g, pg, b.inp.node_totals)
+        if b.g.nodes[pg_key].class_name is None:
+            b.g.nodes[pg_key].class_name = b.g.nodes[key].class_name  # who waits for it
+        b.g.add_edge(key, pg_key, "pg-ready-wait", "waits in pg.ready() for this placement group")
+
+
+def follow_children(b: Builder, key: str) -> None:
+    """A process waiting on its child processes; an unrecognised wait of an actor with a running
+    call is followed to that call's unfinished tasks too (an async actor awaiting its own calls)."""
+    node = b.g.nodes[key]
+    proc = b.verdicts[key].process
+    _edges_children(b, key, proc)
+    if node.pattern is None and proc.actor_id and b.running.get(key):
+        # An async actor awaiting the calls it made shows only an idle event loop: its running
+        # task's unfinished calls are what it waits for.
+        follow_submitted(b, key)
+        if b.g.out(key):
+            node.state = "blocked"
+            node.evidence.append("awaits the calls it made (an async actor: its own stack shows only an idle event loop)")
+
+
+def follow_queue(b: Builder, key: str) -> None:
+    """A queue wait: an in-process queue.Queue is filled by threads of this process; a
+    ray.util.queue by other actors."""
+    if _in_process_queue(b.verdicts[key]):
+        _check_in_process_producer(b.g.nodes[key], b.verdicts[key])
+    else:
+        _edges_queue(b, key)
+
+
+def follow_nothing(b: Builder, key: str) -> None:
+    """The pattern waits on nothing another process holds (a root cause, or benign)."""
+
+
+# edge (catalog) -> how one node's wait is followed. Edges between groups of nodes are their own
+# passes (GROUP_EDGES). A test checks both cover the catalog's edges exactly.
+EDGE_HANDLERS: dict[str, Callable[[Builder, str], None]] = {
+    "submitted-tasks": follow_submitted,
+    "own-calls": follow_own_calls,
+    "placement-group": follow_placement_group,
+    "child-process": follow_children,
+    "queue-producers": follow_queue,
+    "collective-peers": follow_nothing,  # followed between ranks by edges_collectives
+    "train-barrier": follow_nothing,  # followed by edges_train_barrier
+    "none": follow_nothing,
+}
+
+
+def detect_async_await(b: Builder) -> None:
+    """Async actors awaiting an in-process asyncio object nobody resolves (async-await-stuck)."""
+    for key, verdict in b.verdicts.items():
+        _detect_async_await(b.g, key, verdict, b.running)
 
 
 def _detect_async_await(g: WaitGraph, key: str, verdict: ProcessVerdict, running: dict[str, list[dict[str, Any]]]) -> None:
@@ -346,11 +513,10 @@ def _detect_lock_self(node: GNode, verdict: ProcessVerdict) -> None:
     code = (frame.code or "").strip() if frame is not None else ""
     if frame is None or not (_LOCK_ACQUIRE.search(code) or frame.function.endswith("Lock.acquire")):
         return
-    waiter = next((t for t, m in verdict.threads if m is verdict.main), None)
+    waiter = _deciding_thread(verdict)
     if waiter is None:
         return
-    others = [t for t, _m in verdict.threads if t is not waiter
-              and any(not is_library(f) for f in t.frames if not f.native)]
+    others = other_threads_in_job_code(verdict, waiter)
     if others:
         return
     node.pattern = "lock-self-deadlock"
@@ -369,6 +535,12 @@ def _detect_lock_self(node: GNode, verdict: ProcessVerdict) -> None:
             + "; that frame (or one below it) is the only place the lock can be held")
     elif caller is not None:
         node.evidence.append(f"called from {_frame_text(caller)}: check whether that frame already holds the lock")
+
+
+def detect_event_waits(b: Builder) -> None:
+    """Event/Condition waits that nothing can signal (event-setter-queued, event-never-set)."""
+    for key, verdict in b.verdicts.items():
+        _detect_event_wait(b.g, key, verdict, b.index, b.running)
 
 
 def _detect_event_wait(g: WaitGraph, key: str, verdict: ProcessVerdict, index: TaskIndex,
@@ -391,8 +563,7 @@ def _detect_event_wait(g: WaitGraph, key: str, verdict: ProcessVerdict, index: T
         node.evidence.append(f"waits at {where} inside {doing}, while {len(queued)} call(s) to this actor are queued "
                              f"behind it ({names}): they cannot start until it returns, so none of them can signal it")
         return
-    waiter = next((t for t, m in verdict.threads if m is verdict.main), None)
-    others = [t for t, _m in verdict.threads if t is not waiter and any(not is_library(f) for f in t.frames if not f.native)]
+    others = other_threads_in_job_code(verdict, _deciding_thread(verdict))
     if others:
         return
     node.pattern, node.state = "event-never-set", "blocked"
@@ -412,28 +583,6 @@ def _death_text(cause: Any) -> str:
     return str(cause)[:200]
 
 
-def _add_dead_ranks_history(g: WaitGraph, tasks: list[dict[str, Any]], actors: dict[str, dict[str, Any]],
-                            actor_node: dict[str, str]) -> None:
-    """Record each actor's last finished/failed task as evidence (a rank that finished early)."""
-    last: dict[str, dict[str, Any]] = {}
-    for task in tasks:
-        aid = task.get("actor_id")
-        if not aid or task.get("state") not in DONE_STATES or task.get("type") != "ACTOR_TASK" or task.get("name") in POLLING_TASKS:
-            continue
-        if aid not in last or (task.get("end_time_ms") or 0) > (last[aid].get("end_time_ms") or 0):
-            last[aid] = task
-    for aid, task in last.items():
-        key = actor_node.get(aid)
-        if key is None:
-            continue
-        node = g.nodes[key]
-        text = f"last finished call: {task.get('name')} {task.get('state')}"
-        if task.get("state") == "FAILED":
-            err = (task.get("error_message") or "").strip().splitlines()
-            text += f" ({task.get('error_type')}: {err[-1][:200] if err else ''})"
-        node.evidence.append(text)
-
-
 _PG_RESOURCE = re.compile(r"_group_(?:\d+_)?([0-9a-f]{16,})$")
 
 
@@ -445,17 +594,16 @@ def _pending_pg_of(task: dict[str, Any], placement_groups: list[dict[str, Any]])
     return next((pg for pg in placement_groups if pg.get("placement_group_id") in ids and pg.get("state") == "PENDING"), None)
 
 
-def _node_for_task(g: WaitGraph, task: dict[str, Any], actor_node: dict[str, str],
-                   by_pid: dict[tuple[str | None, int | None], str], node_totals: list[dict[str, float]],
-                   available: dict[str, float] | None, placement_groups: list[dict[str, Any]] | None = None) -> str | None:
+def _node_for_task(b: Builder, task: dict[str, Any]) -> str | None:
     """The graph node a waiting thread depends on, for one unfinished task it submitted."""
+    g, node_totals = b.g, b.inp.node_totals
     if task.get("actor_id"):
         # A call to an actor, or its creation: the actor (its process, or the pending actor).
-        return actor_node.get(task["actor_id"])
+        return b.actor_node.get(task["actor_id"])
     if task.get("state") == "RUNNING" and task.get("worker_pid"):
-        return by_pid.get((task.get("node_id"), int(task["worker_pid"])))
+        return b.by_pid.get((task.get("node_id"), int(task["worker_pid"])))
     if task.get("state") in PENDING_SCHED:
-        pg = _pending_pg_of(task, placement_groups or [])
+        pg = _pending_pg_of(task, b.inp.placement_groups)
         if pg is not None:
             # Scheduled into a placement group that is not placed: the group is what it waits for
             # (its resources show as Ray's internal CPU_group_<i>_<id> names).
@@ -465,7 +613,7 @@ def _node_for_task(g: WaitGraph, task: dict[str, Any], actor_node: dict[str, str
                 g.nodes[key].class_name = str(task.get("func_or_class_name") or task.get("name"))
             return key
         return _resource_node(g, task.get("required_resources") or {}, node_totals,
-                              f"task {task.get('name')}", available, requester=str(task.get("func_or_class_name") or task.get("name")))
+                              f"task {task.get('name')}", b.inp.available, requester=str(task.get("func_or_class_name") or task.get("name")))
     return None
 
 
@@ -485,7 +633,7 @@ def _resource_node(g: WaitGraph, demand: dict[str, float], node_totals: list[dic
     key = f"resource:{text}"
     feasible = any(all(totals.get(k, 0.0) >= v for k, v in demand.items()) for totals in node_totals)
     exhausted = available is None or any(available.get(k, 0.0) < v for k, v in demand.items())
-    state = "infeasible" if not feasible else ("starved" if exhausted else "pending")
+    state: NodeState = "infeasible" if not feasible else ("starved" if exhausted else "pending")
     if key not in g.nodes:
         g.nodes[key] = GNode(key=key, kind="resource", name=f"{{{text}}}", state=state,
                              pattern={"infeasible": "infeasible-resource", "starved": "resource-starvation"}.get(state))
@@ -499,55 +647,21 @@ def _resource_node(g: WaitGraph, demand: dict[str, float], node_totals: list[dic
     return key
 
 
-def _edges_submitted(g: WaitGraph, inp: GraphInputs, key: str, proc: Process, index: TaskIndex,
-                     running: dict[str, list[dict[str, Any]]], actor_node: dict[str, str],
-                     by_pid: dict[tuple[str | None, int | None], str]) -> None:
-    own_ids = {t["task_id"] for t in running.get(key, [])}
-    if proc.role == "driver":
-        own_ids.add(DRIVER_TASK_PREFIX + str(inp.job.get("job_id")))
-    found = _edges_from_parents(g, inp, key, own_ids, index, actor_node, by_pid)
-    if not found and proc.actor_id:
-        # A thread the actor started itself submits with whatever task its main thread ran last
-        # as parent (Ray Train's training thread: a finished status poll), so any task of this
-        # actor may be the parent of what it waits for.
-        own_ids = {str(t["task_id"]) for t in index.of_actor(proc.actor_id) if t.get("task_id")}
-        found = _edges_from_parents(g, inp, key, own_ids, index, actor_node, by_pid)
-    mine = running.get(key, [])
-    if not found and mine and g.nodes[key].pattern == "ray-get-wait":
-        # It waits on objects it did not create: ObjectRefs handed to it by its caller, whose
-        # other unfinished tasks are the likely producers.
-        callers = {str(t.get("parent_task_id")) for t in mine}
-        _edges_from_parents(g, inp, key, callers, index, actor_node, by_pid, skip={str(t.get("task_id")) for t in mine},
-                            text="probably waits for {name} ({state}), started by its caller (an ObjectRef passed in)")
-
-
-def _edges_from_parents(g: WaitGraph, inp: GraphInputs, key: str, parents: set[str], index: TaskIndex,
-                        actor_node: dict[str, str], by_pid: dict[tuple[str | None, int | None], str],
-                        skip: set[str] | None = None, text: str = "waits for {name} ({state})") -> int:
+def _edges_from_parents(b: Builder, key: str, parents: set[str], skip: set[str] | None = None,
+                        text: str = "waits for {name} ({state})") -> int:
     """Edges from `key` to whatever runs the unfinished tasks submitted by `parents`; how many."""
     found = 0
-    for task in index.children(parents):
+    for task in b.index.children(parents):
         if task.get("state") in DONE_STATES or task.get("name") in POLLING_TASKS:
             continue
         if skip and task.get("task_id") in skip:
             continue
-        dst = _node_for_task(g, task, actor_node, by_pid, inp.node_totals, inp.available, inp.placement_groups)
+        dst = _node_for_task(b, task)
         if dst is None or (skip is not None and dst == key):
             continue
         found += 1
-        g.add_edge(key, dst, "ray-get-wait", text.format(name=task.get("name"), state=task.get("state")))
+        b.g.add_edge(key, dst, "ray-get-wait", text.format(name=task.get("name"), state=task.get("state")))
     return found
-
-
-def _edges_pg(g: WaitGraph, inp: GraphInputs, key: str) -> None:
-    job_id = inp.job.get("job_id")
-    for pg in inp.placement_groups:
-        if pg.get("creator_job_id") not in (job_id, None) or pg.get("state") != "PENDING":
-            continue
-        pg_key = _pg_node(g, pg, inp.node_totals)
-        if g.nodes[pg_key].class_name is None:
-            g.nodes[pg_key].class_name = g.nodes[key].class_name  # who waits for it
-        g.add_edge(key, pg_key, "pg-ready-wait", "waits in pg.ready() for this placement group")
 
 
 def _pg_node(g: WaitGraph, pg: dict[str, Any], node_totals: list[dict[str, float]]) -> str:
@@ -571,14 +685,15 @@ def _pg_node(g: WaitGraph, pg: dict[str, Any], node_totals: list[dict[str, float
 _HELPER_CHILD = re.compile(r"multiprocessing\.(resource_tracker|forkserver)|from multiprocessing\.(resource_tracker|forkserver) import")
 
 
-def _edges_children(g: WaitGraph, inp: GraphInputs, key: str, proc: Process,
-                    by_pid: dict[tuple[str | None, int | None], str]) -> None:
-    for (node_id, pid), info in inp.info.items():
+def _edges_children(b: Builder, key: str, proc: Process) -> None:
+    """Edges to the child processes of `proc` (read on its node), each marked as the chain's end."""
+    g = b.g
+    for (node_id, pid), info in b.inp.info.items():
         if info.get("child_of") != proc.pid or node_id != proc.node_id:
             continue
         if _HELPER_CHILD.search(str(info.get("title") or "")):
             continue  # multiprocessing's own helpers (resource tracker, fork server) wait by design
-        child_key = by_pid.get((proc.node_id, pid))
+        child_key = b.by_pid.get((proc.node_id, pid))
         if child_key is None:
             child_key = f"proc:{proc.node_id}:{pid}"
             g.nodes[child_key] = GNode(key=child_key, kind="process", name=str(info.get("title") or f"pid {pid}"),
@@ -593,11 +708,9 @@ def _edges_children(g: WaitGraph, inp: GraphInputs, key: str, proc: Process,
         if not any(e.startswith("stack: ") for e in child.evidence):
             child.evidence.append(f"its own stack: {child.pattern or child.state}"
                                   + (f" at {_frame_text(where)}" if where else ""))
-        verdict = next((v for v in inp.verdicts if proc_key(v.process) == child_key), None)
+        verdict = b.verdicts.get(child_key)
         if verdict is not None and child.pattern == "lock-wait":
-            waiter = next((t for t, m in verdict.threads if m is verdict.main), None)
-            holders = [t for t, _m in verdict.threads if t is not waiter
-                       and any(not is_library(f) for f in t.frames if not f.native)]
+            holders = other_threads_in_job_code(verdict, _deciding_thread(verdict))
             if not holders:
                 child.evidence.append(
                     "no other thread of the child runs job code, so no thread of the child holds that lock: "
@@ -607,15 +720,15 @@ def _edges_children(g: WaitGraph, inp: GraphInputs, key: str, proc: Process,
         g.add_edge(key, child_key, "child-process-wait", f"waits for child pid {pid}")
 
 
-def _edges_queue(g: WaitGraph, key: str, tasks: list[dict[str, Any]], actors: dict[str, dict[str, Any]],
-                 actor_node: dict[str, str]) -> None:
+def _edges_queue(b: Builder, key: str) -> None:
     """A consumer of a ray.util.queue waits on the actors that should fill it. The State API does
     not say who holds the queue: the producers are read from evidence, strongest first: actors
     that died or whose task failed (then went idle); failing those, idle actors that have never
     run a single method (the producing call was never made)."""
+    g, tasks = b.g, b.tasks
     me = g.nodes[key]
     # A put blocked on the queue actor: the queue is full and the wait is on its consumers.
-    full = me.class_name == "_QueueActor" and any(
+    full = me.class_name == QUEUE_ACTOR_CLASS and any(
         t.get("actor_id") == me.actor_id and t.get("state") == "RUNNING" and str(t.get("name")).endswith(".put")
         for t in tasks)
     role, text = (("consumer-gone", "waits to put into a full queue this actor should drain") if full
@@ -623,10 +736,10 @@ def _edges_queue(g: WaitGraph, key: str, tasks: list[dict[str, Any]], actors: di
     failed = {t.get("actor_id") for t in tasks if t.get("state") == "FAILED" and t.get("actor_id")}
     called = {t.get("actor_id") for t in tasks if t.get("type") == "ACTOR_TASK" and t.get("actor_id")}
     candidates: list[tuple[str, dict[str, Any]]] = []
-    for actor_id, actor in actors.items():
-        if actor_id == me.actor_id or actor.get("class_name") == "_QueueActor":
+    for actor_id, actor in b.actors.items():
+        if actor_id == me.actor_id or actor.get("class_name") == QUEUE_ACTOR_CLASS:
             continue
-        node_key = actor_node.get(actor_id)
+        node_key = b.actor_node.get(actor_id)
         if node_key is not None:
             candidates.append((node_key, actor))
     found = False
@@ -663,9 +776,8 @@ def _check_in_process_producer(node: GNode, verdict: ProcessVerdict) -> None:
     """A wait on a queue.Queue: its producers can only be threads of this very process. When no
     other thread runs any job code, the producer thread is gone (it returned or died; Python
     printed its traceback, if any, to this worker's stderr): the consumer can never be fed."""
-    consumer = next((t for t, m in verdict.threads if m is verdict.main), None)
-    busy = [t for t, _m in verdict.threads
-            if t is not consumer and any(not is_library(f) for f in t.frames if not f.native)]
+    consumer = _deciding_thread(verdict)
+    busy = other_threads_in_job_code(verdict, consumer)
     others = ", ".join(sorted(str(t.name or t.os_thread_id) for t, _ in verdict.threads if t is not consumer))
     if busy:
         names = ", ".join(str(t.name or t.os_thread_id) for t in busy)
@@ -685,24 +797,24 @@ def _in_collective(node: GNode) -> bool:
     return pattern is not None and pattern.edge == "collective-peers"
 
 
-def _collective_group(g: WaitGraph, actors: dict[str, dict[str, Any]], actor_node: dict[str, str]) -> dict[str, list[str]]:
+def _collective_group(b: Builder) -> dict[str, list[str]]:
     """Ranks grouped by actor class: the processes that share a process group."""
     groups: dict[str, list[str]] = {}
-    for node in g.nodes.values():
+    for node in b.g.nodes.values():
         if _in_collective(node) and node.class_name:
             groups.setdefault(node.class_name, [])
     for cls in groups:
-        for actor_id, actor in actors.items():
-            if actor.get("class_name") == cls and actor_id in actor_node:
-                groups[cls].append(actor_node[actor_id])
+        for actor_id, actor in b.actors.items():
+            if actor.get("class_name") == cls and actor_id in b.actor_node:
+                groups[cls].append(b.actor_node[actor_id])
     return groups
 
 
-def _edges_collectives(g: WaitGraph, inp: GraphInputs, actors: dict[str, dict[str, Any]],
-                       tasks: list[dict[str, Any]], actor_node: dict[str, str]) -> None:
+def edges_collectives(b: Builder) -> None:
     """Ranks in a collective wait on the peers that are not in it: dead ones first (a dead rank
     explains everything, and peers it took down are collateral), then idle or busy ones."""
-    for _cls, members in _collective_group(g, actors, actor_node).items():
+    g = b.g
+    for _cls, members in _collective_group(b).items():
         waiting = [k for k in members if _in_collective(g.nodes[k])]
         others = [k for k in members if k not in waiting]
         dead = [k for k in others if g.nodes[k].state == "dead"]
@@ -783,21 +895,25 @@ def _mark_mismatch(g: WaitGraph, waiting: list[str]) -> None:
                            f"is in {where(odd)[0]} instead")
 
 
-def _edges_pending_actors(g: WaitGraph, inp: GraphInputs, actors: dict[str, dict[str, Any]],
-                          actor_node: dict[str, str], index: TaskIndex,
-                          running: dict[str, list[dict[str, Any]]]) -> None:
-    """A pending actor waits for its resources; a starved resource waits for its holders."""
-    for actor_id, actor in actors.items():
-        key = actor_node.get(actor_id)
+def edges_pending_actors(b: Builder) -> None:
+    """A pending actor waits for the resources it asks for."""
+    g = b.g
+    for actor_id, actor in b.actors.items():
+        key = b.actor_node.get(actor_id)
         if key is None or g.nodes[key].state != "pending":
             continue
         demand = dict(actor.get("required_resources") or {})
-        creation = next((t for t in index.of_actor(actor_id) if t.get("type") == "ACTOR_CREATION_TASK"), None)
+        creation = next((t for t in b.index.of_actor(actor_id) if t.get("type") == "ACTOR_CREATION_TASK"), None)
         if creation and creation.get("required_resources"):
             demand = dict(creation["required_resources"])
-        res = _resource_node(g, demand, inp.node_totals, f"actor {actor.get('class_name')}", inp.available,
+        res = _resource_node(g, demand, b.inp.node_totals, f"actor {actor.get('class_name')}", b.inp.available,
                              requester=actor.get("class_name"))
         g.add_edge(key, res, "infeasible-resource", "waits to be scheduled")
+
+
+def edges_starved_resources(b: Builder) -> None:
+    """A starved resource demand waits for the blocked or busy processes that hold it."""
+    g = b.g
     for key, node in list(g.nodes.items()):
         if node.kind != "resource" or node.state != "starved":
             continue
@@ -805,9 +921,9 @@ def _edges_pending_actors(g: WaitGraph, inp: GraphInputs, actors: dict[str, dict
         for holder_key, holder in g.nodes.items():
             if holder.kind == "resource" or holder.state not in ("blocked", "busy"):
                 continue
-            holder_actor = actors.get(holder.actor_id or "") or {}
+            holder_actor = b.actors.get(holder.actor_id or "") or {}
             held = dict(holder_actor.get("required_resources") or {})
-            for task in running.get(holder_key, []):
+            for task in b.running.get(holder_key, []):
                 if task.get("type") == "NORMAL_TASK":
                     held.update(task.get("required_resources") or {})
             if any(float(held.get(r, 0)) > 0 for r in wanted):
@@ -815,20 +931,19 @@ def _edges_pending_actors(g: WaitGraph, inp: GraphInputs, actors: dict[str, dict
                            f"{holder.name} holds {{{', '.join(f'{r}: {held[r]:g}' for r in wanted if r in held)}}}")
 
 
-def _mark_queued(g: WaitGraph, tasks: list[dict[str, Any]], actor_node: dict[str, str],
-                 running: dict[str, list[dict[str, Any]]]) -> None:
-    for task in tasks:
+def note_queued_calls(b: Builder) -> None:
+    """Calls queued behind a busy actor (actor-call-queued), as evidence on that actor."""
+    for task in b.tasks:
         if task.get("state") not in QUEUED_STATES or task.get("worker_pid"):
             continue
-        key = actor_node.get(task.get("actor_id") or "")
+        key = b.actor_node.get(task.get("actor_id") or "")
         if key is None:
             continue
-        busy_with = ", ".join(t.get("name", "?") for t in running.get(key, [])) or "another call"
-        g.nodes[key].evidence.append(f"call {task.get('name')} queued (actor-call-queued) behind {busy_with}")
+        busy_with = ", ".join(t.get("name", "?") for t in b.running.get(key, [])) or "another call"
+        b.g.nodes[key].evidence.append(f"call {task.get('name')} queued (actor-call-queued) behind {busy_with}")
 
 
-def _edges_supervisors(g: WaitGraph, tasks: list[dict[str, Any]], actor_node: dict[str, str],
-                       running: dict[str, list[dict[str, Any]]]) -> None:
+def edges_supervisors(b: Builder) -> None:
     """A controller waits on the stuck actors it created.
 
     An actor that runs a long task and shows no wait of its own (an async loop between polls, as
@@ -836,6 +951,7 @@ def _edges_supervisors(g: WaitGraph, tasks: list[dict[str, Any]], actor_node: di
     stuck as they are: the chain goes on through it to them. Creation is read from the State API:
     an actor's creation task has the creating task as its parent.
     """
+    g, tasks, actor_node, running = b.g, b.tasks, b.actor_node, b.running
     created_by: dict[str, str] = {}  # child actor id -> id of the task that created it
     own_tasks: dict[str, set[str]] = {}  # actor id -> ids of its tasks (creation task included)
     for task in tasks:
@@ -864,14 +980,14 @@ def _edges_supervisors(g: WaitGraph, tasks: list[dict[str, Any]], actor_node: di
             sup.evidence.append(f"runs {doing} and waits on the actors it created (its own stack shows no wait)")
 
 
-def _edges_train_barrier(g: WaitGraph, tasks: list[dict[str, Any]], actors: dict[str, dict[str, Any]],
-                         actor_node: dict[str, str]) -> None:
+def edges_train_barrier(b: Builder) -> None:
     """Ray Train's barrier: its SynchronizationActor waits for the ranks that have not called it.
 
     Each rank that reaches ray.train.report (or another barrier) has one RUNNING
     `broadcast_from_rank_zero` call on the actor; the rank that made it is the actor of the call's
     parent task. Every RayTrainWorker of the job without such a call is missing.
     """
+    g, tasks, actors, actor_node = b.g, b.tasks, b.actors, b.actor_node
     by_id = {t.get("task_id"): t for t in tasks}
     calls = [t for t in tasks if t.get("name") == BARRIER_TASK and t.get("state") == "RUNNING" and t.get("actor_id")]
     workers = [aid for aid, a in actors.items() if a.get("class_name") == WORKER_CLASS and aid in actor_node]
@@ -894,3 +1010,24 @@ def _edges_train_barrier(g: WaitGraph, tasks: list[dict[str, Any]], actors: dict
         for aid in missing:
             g.add_edge(sync_key, actor_node[aid], "train-barrier",
                        f"{g.nodes[actor_node[aid]].label()} never reached the barrier (ray.train.report): no {BARRIER_TASK} call from it")
+
+
+# The build, in order. Later passes read what earlier ones found: lock and edge readings before
+# collectives (which pair ranks by pattern), edges before the detectors that ask "does anyone wait
+# on this node?" (event waits, supervisors, async awaits).
+PASSES: tuple[Pass, ...] = (
+    add_process_nodes,
+    add_actor_nodes,
+    index_running_tasks,
+    add_last_calls,
+    detect_lock_waits,
+    follow_edges,
+    edges_collectives,
+    edges_pending_actors,
+    edges_starved_resources,
+    edges_train_barrier,
+    detect_event_waits,
+    edges_supervisors,
+    detect_async_await,
+    note_queued_calls,
+)

@@ -8,9 +8,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from debug_hang.analyse.patterns import ProcessVerdict, catalog, load_catalog, match_process
 from debug_hang.errors import EXIT_CODES_HELP, EXIT_OK, BadInputError
 from debug_hang.model import STACKS_SCHEMA, Process, stacks_from_dict
-from debug_hang.patterns import ProcessVerdict, catalog, load_catalog, match_process
 
 MATCHES_SCHEMA = "debug-hang/matches/v1"
 
@@ -57,7 +57,7 @@ def load_processes(source: str) -> list[Process]:
                     return stacks_from_dict(doc)
                 except ValueError as exc:
                     raise BadInputError(f"{source}: {exc}") from None
-    from debug_hang.parsers import parse_path
+    from debug_hang.parse.parsers import parse_path
 
     return parse_path(source)
 

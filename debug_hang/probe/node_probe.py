@@ -1,7 +1,7 @@
 """What runs on a node: dump its target processes (and their children) and read local evidence.
 
 `probe_node` is called directly when the node is this machine and inside a pinned Ray helper task
-otherwise; it uses only the standard library and `debug_hang.pyspy`, and returns plain JSON-able
+otherwise; it uses only the standard library and `debug_hang.probe.pyspy`, and returns plain JSON-able
 data. All of a node's targets are dumped in parallel, `samples` times, `interval_s` apart, so that
 a stack that moves (a healthy job) can be told from one that is stuck. `run_command` is what
 `run_on_each_ray_node.py COMMAND` runs on each node: one argv, no shell, bounded in time and output.
@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 from debug_hang.model import Process, process_to_dict
-from debug_hang.pyspy import (
+from debug_hang.probe.pyspy import (
     NOT_PYTHON,
     PROCESS_EXITED,
     PYSPY_MISSING,

@@ -24,7 +24,7 @@ from debug_hang import paths
 from debug_hang.errors import EXIT_CODES_HELP, EXIT_OK, BadInputError, NotFoundError, UsageError, run_main
 
 PROG = "debug-hang install-skill"
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the debug_hang package
 DEFAULT_DEST = Path("~/.claude/skills")
 BUNDLE_DIRS = ("scripts", "references", "examples")
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", "_bundle", ".mypy_cache", ".pytest_cache")

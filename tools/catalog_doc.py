@@ -3,8 +3,8 @@
 The catalog is the single source of truth; the Markdown page is generated from it, never edited
 by hand:
 
-    python -m debug_hang.catalog_doc > references/patterns.md
-    python -m debug_hang.catalog_doc --check        # exit 1 when patterns.md is stale
+    tools/catalog_doc.py > references/patterns.md
+    tools/catalog_doc.py --check        # exit 1 when patterns.md is stale
 
 `render()` returns the page; tests/test_skill.py checks the shipped file equals it.
 """
@@ -20,13 +20,15 @@ from typing import Any
 
 import yaml
 
-from debug_hang.errors import EXIT_OK, run_main
-from debug_hang.patterns import CATALOG_PATH, KINDS, load_catalog
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-PROG = "python -m debug_hang.catalog_doc"
+from debug_hang.analyse.patterns import CATALOG_PATH, KINDS, load_catalog  # noqa: E402
+from debug_hang.errors import EXIT_OK, run_main  # noqa: E402
+
+PROG = "tools/catalog_doc.py"
 PAGE_PATH = CATALOG_PATH.parent / "patterns.md"
 CASES_DIR = CATALOG_PATH.parent / "cases"
-# A reference case names its root-cause pattern on a line of this shape (scripts/make_reference_cases.py).
+# A reference case names its root-cause pattern on a line of this shape (tools/make_reference_cases.py).
 _CASE_PATTERN = re.compile(r"^\*\*Root-cause pattern\*\*: `([a-z0-9-]+)`", re.MULTILINE)
 
 KIND_TEXT = {
@@ -41,14 +43,13 @@ DETECT_TEXT = {
 }
 EDGE_TEXT = {
     "submitted-tasks": "the unfinished tasks this process submitted (parent_task_id) and who runs them",
-    "actor-queue": "the method the actor is running now",
+    "own-calls": "its own unfinished calls, when its poll loop waits on them (else the chain ends here)",
     "collective-peers": "the other ranks of the process group",
     "placement-group": "the job's PENDING placement groups",
-    "queue-producers": "the producers of the queue",
+    "queue-producers": "the producers (or consumers) of the queue: other actors, or threads of the same process",
     "child-process": "the child processes (dumped too)",
-    "lock-holder": "the thread holding the lock",
     "train-barrier": "the Ray Train ranks that have not reached the barrier",
-    "none": "nowhere: the chain ends here",
+    "none": "nowhere: the chain ends here (lock and event holders are read from the same process's other threads)",
 }
 
 
@@ -125,7 +126,7 @@ def render(catalog_path: Path = CATALOG_PATH, cases_dir: Path = CASES_DIR) -> st
 def _lines(raws: list[dict[str, Any]], cases: dict[str, list[str]]) -> Iterator[str]:
     yield "# Hang patterns"
     yield ""
-    yield "<!-- Generated from references/patterns.yaml by `python -m debug_hang.catalog_doc`; do not edit. -->"
+    yield "<!-- Generated from references/patterns.yaml by `tools/catalog_doc.py`; do not edit. -->"
     yield ""
     yield ("Every thread the tool classifies, every root cause it reports, is one of these patterns. Open "
            "this page when `diagnosis.json` or `match_patterns.py` names a pattern you need to act on: each "
@@ -171,8 +172,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Render references/patterns.yaml as Markdown (references/patterns.md) on stdout.",
-        epilog="examples:\n  python -m debug_hang.catalog_doc > references/patterns.md\n"
-               "  python -m debug_hang.catalog_doc --check\n\n"
+        epilog="examples:\n  tools/catalog_doc.py > references/patterns.md\n"
+               "  tools/catalog_doc.py --check\n\n"
                "exit codes:\n  0  success (or --check: the page is current)\n"
                "  1  --check: the page differs from the catalog (regenerate it)\n"
                "  3  the catalog is invalid",

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from debug_hang.graph import GNode, WaitGraph
-from debug_hang.patterns import catalog
+from debug_hang.analyse.graph import GNode, WaitGraph
+from debug_hang.analyse.patterns import catalog, settings
 
 
 @dataclass
@@ -88,10 +88,21 @@ _END_PATTERN = {
 
 def root_causes(g: WaitGraph) -> list[RootCause]:
     """Cycles first (deadlocks), then chain ends that someone waits on, most victims first."""
+    causes = _cycle_causes(g)
+    in_cycle = {k for c in causes for k in c.cycle}
+    causes += [_end_cause(g, key, victims) for key, victims in _chain_ends(g, in_cycle).items()]
+    causes = _merge_peers(causes)
+    causes.sort(key=lambda c: (-(len(c.victims) + (5 if c.cycle else 0)) * c.confidence, c.summary))
+    if any(c.confidence >= settings().confident for c in causes):
+        # Waits that could not be followed are noise beside a confident finding.
+        causes = [c for c in causes if c.confidence >= settings().noise_below]
+    return causes
+
+
+def _cycle_causes(g: WaitGraph) -> list[RootCause]:
+    """One cause per wait-for cycle: a deadlock (actor calls, locks, resources, a barrier)."""
     causes: list[RootCause] = []
-    in_cycle: set[str] = set()
     for cycle in find_cycles(g):
-        in_cycle.update(cycle)
         members = [g.nodes[k] for k in cycle]
         has_resource = any(n.kind in ("resource", "placement_group") for n in members)
         pattern = "resource-starvation" if has_resource else "actor-call-cycle"
@@ -112,12 +123,18 @@ def root_causes(g: WaitGraph) -> list[RootCause]:
                     for e in g.edges if e.src in cycle and e.dst in cycle]
         evidence += [f"{n.label()}: {text}" for n in members for text in n.evidence if text.startswith("another thread waits for a lock")]
         names = " → ".join(g.nodes[k].label() for k in cycle) + f" → {g.nodes[cycle[0]].label()}"
+        all_blocked = all(n.state in ("blocked", "starved", "pending") for n in members)
         causes.append(RootCause(
             pattern=pattern, culprits=culprits, victims=_upstream(g, set(cycle)),
-            confidence=0.9 if all(n.state in ("blocked", "starved", "pending") for n in members) else 0.7,
+            confidence=settings().cycle_confidence if all_blocked else settings().partial_cycle_confidence,
             evidence=evidence, cycle=list(cycle),
             summary=f"deadlock cycle: {names}",
         ))
+    return causes
+
+
+def _chain_ends(g: WaitGraph, in_cycle: set[str]) -> dict[str, list[str]]:
+    """Nodes where a chain of waits ends, each with everything that waits on it."""
     ends: dict[str, list[str]] = {}
     for key in g.nodes:
         if key in in_cycle or not g.into(key):
@@ -135,35 +152,32 @@ def root_causes(g: WaitGraph) -> list[RootCause]:
         own = catalog().get(node.pattern or "")
         if own and own.kind == "root-cause" and node.kind != "resource":
             ends[key] = _upstream(g, {key})
-    for key, victims in ends.items():
-        node = g.nodes[key]
-        pattern_id = node.pattern if node.pattern and catalog().get(node.pattern) and \
-            catalog()[node.pattern].kind == "root-cause" else _END_PATTERN.get(node.state)
-        confidence = 0.85
-        if pattern_id is None:
-            pattern_id = node.pattern or "unknown"
-            confidence = 0.4  # the chain ends in a wait we could not follow
-        evidence = [f"{g.nodes[e.src].label()} → {node.label()}: {e.evidence}" for e in g.into(key)][:6]
-        evidence += node.evidence[:6]
-        culprits = [node]
-        if node.kind in ("resource", "placement_group"):
-            # The request is the cause; the actors that cannot start because of it are named with
-            # it (a rank that never started is what its peers wait for).
-            culprits += [g.nodes[e.src] for e in g.into(key) if g.nodes[e.src].state == "pending"
-                         and g.nodes[e.src].kind != "resource"]
-            for extra in culprits[1:3]:
-                evidence += [f"{g.nodes[e.src].label()} → {extra.label()}: {e.evidence}"
-                             for e in g.into(extra.key)][:4] + extra.evidence[:2]
-        causes.append(RootCause(
-            pattern=pattern_id, culprits=culprits, victims=victims, confidence=confidence,
-            evidence=evidence, summary=f"{node.label()}: {catalog()[pattern_id].title if pattern_id in catalog() else pattern_id}",
-        ))
-    causes = _merge_peers(causes)
-    causes.sort(key=lambda c: (-(len(c.victims) + (5 if c.cycle else 0)) * c.confidence, c.summary))
-    if any(c.confidence >= 0.8 for c in causes):
-        # Waits that could not be followed are noise beside a confident finding.
-        causes = [c for c in causes if c.confidence >= 0.5]
-    return causes
+    return ends
+
+
+def _end_cause(g: WaitGraph, key: str, victims: list[str]) -> RootCause:
+    """The cause a chain end stands for: its root-cause reading, or what its state says."""
+    node = g.nodes[key]
+    own = catalog().get(node.pattern or "")
+    pattern_id = node.pattern if own is not None and own.kind == "root-cause" else _END_PATTERN.get(node.state)
+    confidence = settings().chain_end_confidence
+    if pattern_id is None:
+        pattern_id = node.pattern or "unknown"
+        confidence = settings().unrecognised_end_confidence  # the chain ends in a wait we could not follow
+    evidence = [f"{g.nodes[e.src].label()} → {node.label()}: {e.evidence}" for e in g.into(key)][:6]
+    evidence += node.evidence[:6]
+    culprits = [node]
+    if node.kind in ("resource", "placement_group"):
+        # The request is the cause; the actors that cannot start because of it are named with
+        # it (a rank that never started is what its peers wait for).
+        culprits += [g.nodes[e.src] for e in g.into(key) if g.nodes[e.src].state == "pending"
+                     and g.nodes[e.src].kind != "resource"]
+        for extra in culprits[1:3]:
+            evidence += [f"{g.nodes[e.src].label()} → {extra.label()}: {e.evidence}"
+                         for e in g.into(extra.key)][:4] + extra.evidence[:2]
+    title = catalog()[pattern_id].title if pattern_id in catalog() else pattern_id
+    return RootCause(pattern=pattern_id, culprits=culprits, victims=victims, confidence=confidence,
+                     evidence=evidence, summary=f"{node.label()}: {title}")
 
 
 def _merge_peers(causes: list[RootCause]) -> list[RootCause]:
@@ -190,7 +204,11 @@ def _merge_peers(causes: list[RootCause]) -> list[RootCause]:
     return merged
 
 
-def chains(g: WaitGraph, causes: list[RootCause]) -> list[list[tuple[GNode, str | None]]]:
+# One chain: (graph node, why it waits on the next) from the visible victim to the culprit.
+Chain = list[tuple[GNode, str | None]]
+
+
+def chains(g: WaitGraph, causes: list[RootCause]) -> list[Chain]:
     """For each root cause, one path from its farthest victim down to the culprit."""
     out: list[list[tuple[GNode, str | None]]] = []
     for cause in causes:

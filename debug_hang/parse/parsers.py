@@ -33,7 +33,7 @@ from typing import Any
 
 from debug_hang.errors import BadInputError
 from debug_hang.model import STACKS_SCHEMA, Frame, Process, Thread, stacks_from_dict
-from debug_hang.pyspy import processes_from_pyspy_json
+from debug_hang.probe.pyspy import processes_from_pyspy_json
 
 FORMATS = ("py-spy-text", "py-spy-text-0.1", "py-spy-json", "ray-stack", "faulthandler",
            "stacks-v1")

@@ -9,8 +9,9 @@ import json
 import sys
 from pathlib import Path
 
-from debug_hang.diagnose import Options, reanalyse, run
 from debug_hang.errors import EXIT_CODES_HELP, EXIT_OK
+from debug_hang.pipeline import Options, reanalyse, run
+from debug_hang.report.json_out import to_json
 from debug_hang.timeouts import DEFAULT_DEADLINE_S
 
 DESCRIPTION = """Diagnose why a Ray job hangs: cluster state, blocked tasks and actors, Python stacks of every
@@ -46,6 +47,7 @@ def build_parser(prog: str = "debug-hang diagnose") -> argparse.ArgumentParser:
     p.add_argument("--locals", action="store_true",
                    help="include local variables of frames (may contain data: off by default)")
     p.add_argument("--json", action="store_true", help="print diagnosis.json to stdout instead of the summary")
+    p.add_argument("-v", "--verbose", action="store_true", help="also print the seconds each phase took")
     p.add_argument("--reanalyse", metavar="DIR", help="re-run the analysis on a recorded output folder (no cluster needed)")
     return p
 
@@ -59,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.reanalyse:
         diag = reanalyse(Path(args.reanalyse))
         if not args.json:
-            from debug_hang.report import render_markdown
+            from debug_hang.report.markdown import render_markdown
 
             print(render_markdown(diag))
             return EXIT_OK
@@ -74,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.redirect_stdout(sys.stderr):
             diag = run(opts)
     if args.json:
-        print(json.dumps(diag.to_json(), indent=2, default=str))
+        print(json.dumps(to_json(diag), indent=2, default=str))
         return EXIT_OK
     out = Path(diag_out(args))
     print(f"report: {out / 'report.md'}")
@@ -82,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     print(diag.summary)
     for cause in diag.causes[:3]:
         print(f"  - {cause.pattern}: {', '.join(c.label() for c in cause.culprits)} (confidence {cause.confidence:.2f})")
+    if args.verbose and diag.timings:
+        print("phases: " + ", ".join(f"{name} {secs:.2f}s" for name, secs in diag.timings.items()))
     errors = diag.collection.errors + diag.errors
     if errors:
         print(f"  ! {len(errors)} collection error(s): see the report", file=sys.stderr)

@@ -12,12 +12,12 @@ import sys
 from debug_hang.errors import EXIT_CODES_HELP, EXIT_OK, EXIT_USAGE, run_main
 
 SUBCOMMANDS = {
-    "diagnose": ("debug_hang.diagnose_cli", "diagnose a hung Ray job end to end (= diagnose_ray_hang.sh)"),
-    "demo": ("debug_hang.demo", "start a local cluster, run a real hanging example, diagnose it"),
-    "nodes": ("debug_hang.node_cli", "list nodes / run a command on each node (= run_on_each_ray_node.py)"),
-    "parse-stacks": ("debug_hang.parse_cli", "parse stack dumps in any format, group them (= parse_stacks.py)"),
-    "match": ("debug_hang.match_cli", "classify threads by hang pattern (= match_patterns.py)"),
-    "install-skill": ("debug_hang.install_skill", "install this bundle as an agent skill"),
+    "diagnose": ("debug_hang.commands.diagnose", "diagnose a hung Ray job end to end (= diagnose_ray_hang.sh)"),
+    "demo": ("debug_hang.commands.demo", "start a local cluster, run a real hanging example, diagnose it"),
+    "nodes": ("debug_hang.commands.nodes", "list nodes / run a command on each node (= run_on_each_ray_node.py)"),
+    "parse-stacks": ("debug_hang.commands.parse", "parse stack dumps in any format, group them (= parse_stacks.py)"),
+    "match": ("debug_hang.commands.match", "classify threads by hang pattern (= match_patterns.py)"),
+    "install-skill": ("debug_hang.commands.install_skill", "install this bundle as an agent skill"),
 }
 
 USAGE = "usage: debug-hang SUBCOMMAND [ARGS...]   (debug-hang SUBCOMMAND --help for details)\n\nsubcommands:\n" + "\n".join(

@@ -18,11 +18,8 @@ import time
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-from debug_hang.address import check_reachable, parse_address
-from debug_hang.errors import EXIT_OK, EXIT_PARTIAL, NotFoundError, UsageError
-from debug_hang.model import process_from_dict
-from debug_hang.node_probe import MAX_OUTPUT_BYTES, probe_node, run_command
-from debug_hang.nodes import (
+from debug_hang.collect.address import check_reachable, parse_address
+from debug_hang.collect.nodes import (
     NODE_TIMEOUT_S,
     NodeInfo,
     NodeRun,
@@ -31,7 +28,10 @@ from debug_hang.nodes import (
     run_on_nodes,
     select_nodes,
 )
-from debug_hang.pyspy import NONBLOCKING_TRADE_OFF, DumpOptions, validate_pid
+from debug_hang.errors import EXIT_OK, EXIT_PARTIAL, NotFoundError, UsageError
+from debug_hang.model import process_from_dict
+from debug_hang.probe.node_probe import MAX_OUTPUT_BYTES, probe_node, run_command
+from debug_hang.probe.pyspy import NONBLOCKING_TRADE_OFF, DumpOptions, validate_pid
 
 PROG = "run_on_each_ray_node.py"
 NODES_SCHEMA = "debug-hang/nodes/v1"

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from debug_hang.address import ClusterAddress
-from debug_hang.model import Process, process_from_dict
-from debug_hang.node_probe import local_raylets, probe_node
-from debug_hang.pyspy import DumpOptions
+from debug_hang.collect.address import ClusterAddress
+from debug_hang.model import Collection, CollectionError, Process, process_from_dict
+from debug_hang.probe.node_probe import local_raylets, probe_node
+from debug_hang.probe.pyspy import DumpOptions
+from debug_hang.snapshot import calls_into_other_jobs
 from debug_hang.timeouts import Deadline
 
 
@@ -33,56 +34,6 @@ class Target:
     actor_name: str | None = None
     task_id: str | None = None
     task_name: str | None = None
-
-
-@dataclass
-class Collection:
-    """Stacks of every sample, per-process evidence, and what went wrong."""
-
-    processes: list[Process] = field(default_factory=list)
-    # Per-process evidence read on its node (title, ppid, child_of, env, cpu_percent), keyed by
-    # (node_id, pid): PIDs repeat across machines and pods.
-    info: dict[tuple[str | None, int], dict[str, Any]] = field(default_factory=dict)
-    errors: list[dict[str, Any]] = field(default_factory=list)
-    nodes: int = 0
-    targets: int = 0
-    seconds: float = 0.0
-    paths: dict[str, str] = field(default_factory=dict)  # node_id -> "local" | "ray-task"
-
-    def info_of(self, proc: Process) -> dict[str, Any]:
-        """The node-side evidence of one process ({} when none was read)."""
-        return self.info.get((proc.node_id, proc.pid or -1), {})
-
-    def info_to_json(self) -> list[dict[str, Any]]:
-        return [{"pid": pid, **value} for (_, pid), value in self.info.items()]
-
-    @staticmethod
-    def info_from_json(raw: Any) -> dict[tuple[str | None, int], dict[str, Any]]:
-        """Read `info_to_json` output; also the older {pid: {...}} form of early recordings."""
-        rows = [{"pid": int(k), **v} for k, v in raw.items()] if isinstance(raw, dict) else list(raw or [])
-        return {(row.get("node_id"), int(row["pid"])): {k: v for k, v in row.items() if k != "pid"}
-                for row in rows}
-
-    def latest(self) -> list[Process]:
-        """The last sample of each process."""
-        last: dict[tuple[str | None, int | None], Process] = {}
-        for proc in self.processes:
-            key = (proc.node_id, proc.pid)
-            if key not in last or proc.sample >= last[key].sample:
-                last[key] = proc
-        return list(last.values())
-
-
-DRIVER_TASK_PREFIX = "f" * 40  # a driver's task id is 40 f's + its job id
-DONE_STATES = ("FINISHED", "FAILED")
-
-
-def calls_into_other_jobs(job_id: str | None, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Unfinished calls the job made into actors of other jobs (a detached service: a parameter
-    server, a replay buffer). Ray files such a call under the actor's job, with the caller as parent."""
-    own = {t.get("task_id") for t in tasks if t.get("job_id") == job_id} | {DRIVER_TASK_PREFIX + str(job_id)}
-    return [t for t in tasks if t.get("job_id") != job_id and t.get("parent_task_id") in own
-            and t.get("actor_id") and t.get("state") not in DONE_STATES]
 
 
 def select_targets(job: dict[str, Any], actors: list[dict[str, Any]],
@@ -149,8 +100,7 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
     coll = Collection(targets=len(targets))
     for target in targets:
         if target.node_id is None:
-            coll.errors.append({"node_id": None, "pid": target.pid,
-                                "error": "node unknown for this process; not dumped"})
+            coll.errors.append(CollectionError("node unknown for this process; not dumped", pid=target.pid))
             continue
         by_node.setdefault(target.node_id, []).append(target)
     coll.nodes = len(by_node)
@@ -174,12 +124,11 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
             try:
                 results[node_id] = future.result(timeout=deadline.remaining())
             except Exception as exc:  # noqa: BLE001 - one node's failure is data
-                coll.errors.append({"node_id": node_id, "pid": None, "error": f"local dump failed: {exc}",
-                                    "kind": "helper-failed"})
+                coll.errors.append(CollectionError(f"local dump failed: {exc}", node_id=node_id, kind="helper-failed"))
     targets_by_key = {(t.node_id, t.pid): t for t in targets}
     for node_id, value in results.items():
         for err in value.get("errors", []):
-            coll.errors.append({"node_id": node_id, **err})
+            coll.errors.append(CollectionError.from_dict(err, node_id))
         for pid_text, info in (value.get("info") or {}).items():
             coll.info[(node_id, int(pid_text))] = {"node_id": node_id, **info}
         for raw in value.get("processes", []):
@@ -193,19 +142,18 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
 def _run_remote(address: ClusterAddress, remote: dict[str, tuple[Any, ...]], deadline: Deadline,
                 coll: Collection, results: dict[str, dict[str, Any]]) -> None:
     """Probe remote nodes through pinned helper tasks; failures go to `coll.errors`."""
-    from debug_hang.nodes import connect, run_on_nodes
+    from debug_hang.collect.nodes import connect, run_on_nodes
 
     try:
         connect(address, timeout_s=deadline.remaining(cap=20.0))
         runs = run_on_nodes(probe_node, remote, timeout_s=deadline.remaining(cap=45.0))
     except Exception as exc:  # noqa: BLE001 - report and keep the local results
         for node_id in remote:
-            coll.errors.append({"node_id": node_id, "pid": None, "error": f"no helper task could run: {exc}",
-                                "kind": "helper-failed"})
+            coll.errors.append(CollectionError(f"no helper task could run: {exc}", node_id=node_id, kind="helper-failed"))
         return
     for node_id, run in runs.items():
         if run.error:
-            coll.errors.append({"node_id": node_id, "pid": None, "error": run.error, "kind": run.kind})
+            coll.errors.append(CollectionError(str(run.error), node_id=node_id, kind=run.kind))
         else:
             results[node_id] = run.value
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from debug_hang.errors import UnreachableError
+from debug_hang.snapshot import Snapshot
 
 # One State API request lists at most this many rows; Ray's server caps a response at
 # RAY_MAX_LIMIT_FROM_API_SERVER (10,000 by default), so asking for more is pointless.
@@ -37,45 +38,6 @@ class ListResult:
     @property
     def truncated(self) -> bool:
         return self.total is not None and self.total > len(self.rows)
-
-
-@dataclass
-class Snapshot:
-    """Everything read from the head, raw (as the API returns it) and timestamped."""
-
-    dashboard_url: str
-    taken_at: float
-    jobs: list[dict[str, Any]] = field(default_factory=list)
-    nodes: list[dict[str, Any]] = field(default_factory=list)
-    actors: list[dict[str, Any]] = field(default_factory=list)
-    tasks: list[dict[str, Any]] = field(default_factory=list)
-    placement_groups: list[dict[str, Any]] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    cluster_status: dict[str, Any] = field(default_factory=dict)
-    cluster_status_text: str | None = None
-    warnings: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "dashboard_url": self.dashboard_url,
-            "taken_at": self.taken_at,
-            "jobs": self.jobs,
-            "nodes": self.nodes,
-            "actors": self.actors,
-            "tasks": self.tasks,
-            "placement_groups": self.placement_groups,
-            "events": self.events,
-            "cluster_status": self.cluster_status,
-            "cluster_status_text": self.cluster_status_text,
-            "warnings": self.warnings,
-            "errors": self.errors,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Snapshot:
-        fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        return cls(**fields)
 
 
 class DashboardClient:
@@ -210,36 +172,3 @@ def _store(snap: Snapshot, name: str, value: Any) -> None:
         snap.cluster_status = (value or {}).get("data", {}).get("clusterStatus") or {}
     elif name == "cluster_status_text":
         snap.cluster_status_text = (value or {}).get("data", {}).get("clusterStatus")
-
-
-def running_jobs(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Jobs with status RUNNING, newest first."""
-    running = [j for j in jobs if j.get("status") == "RUNNING"]
-    return sorted(running, key=lambda j: j.get("start_time") or 0, reverse=True)
-
-
-def resource_usage(snap: Snapshot) -> dict[str, tuple[float, float]]:
-    """{resource: (used, total)} from the autoscaler's load report (`ray status`'s numbers)."""
-    usage = (snap.cluster_status.get("loadMetricsReport") or {}).get("usage") or {}
-    out: dict[str, tuple[float, float]] = {}
-    for key, pair in usage.items():
-        if isinstance(pair, list) and len(pair) == 2:
-            out[key] = (float(pair[0]), float(pair[1]))
-    return out
-
-
-def node_totals(snap: Snapshot) -> list[dict[str, float]]:
-    """resources_total of every alive node."""
-    return [dict(n.get("resources_total") or {}) for n in snap.nodes if n.get("state") == "ALIVE"]
-
-
-# The autoscaler report camel-cases resource names; map the usual ones back.
-_USAGE_NAMES = {"objectStoreMemory": "object_store_memory"}
-
-
-def available_resources(snap: Snapshot) -> dict[str, float] | None:
-    """Cluster-wide free resources {name: total - used}, or None when the report is missing."""
-    usage = resource_usage(snap)
-    if not usage:
-        return None
-    return {_USAGE_NAMES.get(k, k): total - used for k, (used, total) in usage.items()}

@@ -10,11 +10,11 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from debug_hang.analyse.patterns import catalog
 from debug_hang.model import Frame, Process
-from debug_hang.patterns import catalog
 
 if TYPE_CHECKING:
-    from debug_hang.diagnose import Diagnosis
+    from debug_hang.analyse.diagnosis import Diagnosis
 
 MAX_TABLE_ROWS = 40
 MAX_EVIDENCE = 8
@@ -76,8 +76,7 @@ def render_markdown(diag: Diagnosis) -> str:
 
 
 def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
-    from debug_hang.rootcause import chains
-    from debug_hang.state import resource_usage
+    from debug_hang.snapshot import resource_usage
 
     cat = catalog()
     snap = diag.snapshot
@@ -131,7 +130,7 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
                    f"{(node.node_id or '?')[:8]} | {node.state} | — | — | {node.pattern or '—'} |")
     yield ""
     yield "## Blocking chain"
-    all_chains = chains(diag.graph, diag.causes)
+    all_chains = diag.chains
     if not all_chains:
         yield "No wait-for chain was found."
     for i, chain in enumerate(all_chains[:5], 1):
@@ -213,7 +212,7 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
         yield ""
         yield "## What could not be collected"
         for err in errors[:15]:
-            yield f"- node {(err.get('node_id') or '?')[:12]} pid {err.get('pid') or '—'}: {_cell(err.get('error'))[:300]}"
+            yield f"- node {(err.node_id or '?')[:12]} pid {err.pid or '—'}: {_cell(err.error)[:300]}"
         if len(errors) > 15:
             yield f"- … {len(errors) - 15} more in diagnosis.json"
 

@@ -16,13 +16,13 @@ import re
 import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
-from debug_hang.graph import GNode, WaitGraph
-from debug_hang.patterns import catalog
-from debug_hang.raytrain import POLLING_TASKS
-from debug_hang.state import DashboardClient
+from debug_hang.analyse.graph import GNode, WaitGraph
+from debug_hang.analyse.patterns import catalog
+from debug_hang.collect.state import DashboardClient
+from debug_hang.model import Evidence, NodeEvidence
+from debug_hang.snapshot import POLLING_TASKS
 
 LOG_LINES = 200  # lines fetched per log file (kept whole in the output folder)
 EXCERPT_LINES = 4  # lines shown per log in the report
@@ -34,24 +34,6 @@ INTERESTING = re.compile(
 _RAY_PREFIX = re.compile(r"^:(job_id|actor_name|task_name):")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _SOURCE_PREFIX = re.compile(r"^\((?P<name>[^()]*?) pid=(?P<pid>\d+)(, ip=[^)]*)?\) ")
-
-
-@dataclass
-class NodeEvidence:
-    """What was found for one graph node."""
-
-    logs: dict[str, str] = field(default_factory=dict)  # "err"/"out" -> full fetched text
-    highlights: list[str] = field(default_factory=list)  # the lines worth showing
-    history: list[str] = field(default_factory=list)  # recent finished/failed tasks
-    errors: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Evidence:
-    per_node: dict[str, NodeEvidence] = field(default_factory=dict)
-    driver_log: str = ""
-    driver_highlights: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
 
 
 def _fetch_log(client: DashboardClient, params: list[tuple[str, str]]) -> str:

@@ -10,7 +10,9 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
 
-from debug_hang.aggregate import (
+from debug_hang.errors import EXIT_CODES_HELP, EXIT_OK, DebugHangError, UsageError
+from debug_hang.model import Frame, Process, stacks_to_dict
+from debug_hang.parse.aggregate import (
     IDLE_SIGNATURE,
     AggregateOptions,
     Aggregation,
@@ -19,9 +21,7 @@ from debug_hang.aggregate import (
     aggregate,
     short_file,
 )
-from debug_hang.errors import EXIT_CODES_HELP, EXIT_OK, DebugHangError, UsageError
-from debug_hang.model import Frame, Process, stacks_to_dict
-from debug_hang.parsers import FORMATS_HELP, parse_path
+from debug_hang.parse.parsers import FORMATS_HELP, parse_path
 
 PROG = "parse_stacks.py"
 # An agent's harness cuts tool output at 10-30K characters: stay under the lowest common cut.

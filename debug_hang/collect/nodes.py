@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from debug_hang.address import ClusterAddress
+from debug_hang.collect.address import ClusterAddress
 from debug_hang.errors import NotFoundError, UnreachableError, UsageError
 from debug_hang.timeouts import call_with_timeout
 

@@ -17,15 +17,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from debug_hang.collect.state import DashboardClient
 from debug_hang.errors import UnreachableError
-from debug_hang.state import DashboardClient
+from debug_hang.snapshot import CONTROLLER_CLASS, WORKER_CLASS
 
-CONTROLLER_CLASS = "TrainController"
-WORKER_CLASS = "RayTrainWorker"
-# One RUNNING call per rank that reached a barrier every rank must join (ray.train.report).
-BARRIER_TASK = "SynchronizationActor.broadcast_from_rank_zero"
-# Calls Ray's libraries make on a timer whether the job moves or not.
-POLLING_TASKS = frozenset({"RayTrainWorker.poll_status"})
 CONTROLLER_LOG_LINES = 2000  # the worker-group line comes early; the controller logs little after it
 _WORKER_LINE = re.compile(r"\(ip=(?P<ip>[^,\s)]+), pid=(?P<pid>\d+)\) world_rank=(?P<rank>\d+)")
 

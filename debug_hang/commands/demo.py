@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 from debug_hang import localcluster
-from debug_hang.diagnose import Options, run
 from debug_hang.errors import EXIT_CODES_HELP, EXIT_OK, UsageError
-from debug_hang.report import render_markdown
+from debug_hang.pipeline import Options, run
+from debug_hang.report.markdown import render_markdown
 
 DEFAULT_SCENARIO = "producer_never_produces"
 DEMO_PORT = 6420  # away from Ray's default 6379 and from the test suite's 6400

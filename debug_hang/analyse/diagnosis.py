@@ -1,0 +1,52 @@
+"""The result of one diagnosis: what was read, what was concluded, and why.
+
+Every renderer (report.md, diagnosis.json, the stdout summary) reads this one object.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from debug_hang.analyse.graph import WaitGraph
+from debug_hang.analyse.patterns import ProcessVerdict
+from debug_hang.analyse.rootcause import Chain, RootCause, chains
+from debug_hang.model import Collection, CollectionError, Evidence
+from debug_hang.snapshot import Snapshot
+
+
+@dataclass
+class Diagnosis:
+    """The one data model both report.md and diagnosis.json are rendered from.
+
+    `chains` (victim → culprit, one per root cause) is computed once, when the diagnosis is made.
+    """
+
+    address: str
+    job_id: str | None
+    job_choice: str
+    other_jobs: list[dict[str, Any]]
+    verdict: str
+    summary: str
+    snapshot: Snapshot | None
+    collection: Collection
+    verdicts: list[ProcessVerdict]
+    graph: WaitGraph
+    causes: list[RootCause]
+    progress: list[str] = field(default_factory=list)
+    errors: list[CollectionError] = field(default_factory=list)
+    seconds: float = 0.0
+    evidence: Evidence | None = None
+    chains: list[Chain] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per phase of the run, in order
+
+    def __post_init__(self) -> None:
+        if not self.chains:
+            self.chains = chains(self.graph, self.causes)
+
+    def chain_keys(self) -> list[str]:
+        """Graph keys of every node on a reported chain, culprits first."""
+        keys: list[str] = [c.key for cause in self.causes for c in cause.culprits]
+        for chain in self.chains:
+            keys += [node.key for node, _ in chain]
+        return list(dict.fromkeys(keys))

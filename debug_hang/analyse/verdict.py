@@ -1,0 +1,140 @@
+"""From stacks and state to a verdict: match each process, build the wait-for graph, find root
+causes, and decide hang / no-hang / inconclusive. Pure: it reruns on recorded captures."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+from debug_hang.analyse.diagnosis import Diagnosis
+from debug_hang.analyse.graph import GraphInputs, WaitGraph, build_graph
+from debug_hang.analyse.patterns import ProcessVerdict, catalog, match_process, settings
+from debug_hang.analyse.rootcause import RootCause, root_causes
+from debug_hang.model import Collection, CollectionError, Process
+from debug_hang.snapshot import POLLING_TASKS, Snapshot, available_resources, node_totals
+
+
+def detect_progress(before: list[dict[str, Any]], after: list[dict[str, Any]], since_ms: float) -> list[str]:
+    """Tasks that finished between two task listings: evidence the job moves.
+
+    Only completions count: at the onset of a hang, calls still start (and then block).
+    Actor creation is set-up, not progress; nor are the calls Ray's libraries make on a timer
+    (Ray Train's status polls).
+    """
+    was = {(t.get("task_id"), t.get("attempt_number")): t.get("state") for t in before}
+    moved: list[str] = []
+    for task in after:
+        if task.get("state") != "FINISHED" or task.get("type") == "ACTOR_CREATION_TASK" or task.get("name") in POLLING_TASKS:
+            continue
+        key = (task.get("task_id"), task.get("attempt_number"))
+        if (key in was and was[key] != "FINISHED") or (key not in was and (task.get("end_time_ms") or 0) >= since_ms):
+            moved.append(f"{task.get('name')} finished during the diagnosis")
+    return moved
+
+
+def stuck_processes(collection: Collection) -> dict[tuple[str | None, int | None], bool]:
+    """Per process: True when every sample shows the same non-housekeeping stacks."""
+    sigs: dict[tuple[str | None, int | None], set[tuple[Any, ...]]] = {}
+    for proc in collection.processes:
+        sig = tuple(sorted(
+            tuple((f.function, f.line) for f in t.frames if not f.native)
+            for t in proc.threads if t.name not in ("PythonGCThread", "ray_print_logs", "ray_listen_error_messages")
+        ))
+        sigs.setdefault((proc.node_id, proc.pid), set()).add(sig)
+    return {key: len(values) == 1 for key, values in sigs.items()}
+
+
+def graph_inputs(job: dict[str, Any], snap: Snapshot, collection: Collection) -> GraphInputs:
+    """What the wait-for graph is built from: the job's state and each process's latest stack, matched."""
+    verdicts = [_match_with_cpu(p, collection) for p in collection.latest()]
+    return GraphInputs(job=job, actors=snap.actors, tasks=snap.tasks, placement_groups=snap.placement_groups,
+                       node_totals=node_totals(snap), verdicts=verdicts, info=collection.info,
+                       available=available_resources(snap))
+
+
+def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_after: list[dict[str, Any]] | None,
+            address: str, job_choice: str, other_jobs: list[dict[str, Any]], errors: list[CollectionError],
+            started: float) -> Diagnosis:
+    """Everything after collection: match, graph, root causes, verdict. Pure: reruns on captures."""
+    latest = collection.latest()
+    inputs = graph_inputs(job, snap, collection)
+    verdicts = inputs.verdicts
+    graph = build_graph(inputs)
+    causes = root_causes(graph)
+    since_ms = snap.taken_at * 1000.0
+    progress = detect_progress(snap.tasks, tasks_after, since_ms) if tasks_after is not None else []
+    stuck = stuck_processes(collection)
+    moving = [p for p in latest if not stuck.get((p.node_id, p.pid), True)
+              and any(v.process is p and v.verdict in ("blocked", "busy") for v in verdicts)]
+    verdict, summary = _verdict(job, causes, progress, moving, graph, verdicts)
+    if verdict == "no-hang":
+        causes = []  # waits for work in flight are not root causes
+    return Diagnosis(address=address, job_id=job.get("job_id"), job_choice=job_choice, other_jobs=other_jobs,
+                     verdict=verdict, summary=summary, snapshot=snap, collection=collection,
+                     verdicts=verdicts, graph=graph, causes=causes, progress=progress, errors=errors,
+                     seconds=time.monotonic() - started)
+
+
+def _match_with_cpu(proc: Process, collection: Collection) -> ProcessVerdict:
+    """Match a process, then weigh its real CPU use as the catalog's `cpu` rules say: a reading
+    that needs CPU (a spin; py-spy's active flag flickers under load) is re-read as idle without
+    it, a reading that holds only when idle (DDP's wait inside backward) is re-read without that
+    pattern when the process computes."""
+    verdict = match_process(proc)
+    cpu = collection.info_of(proc).get("cpu_percent")
+    rule = catalog()[verdict.pattern].cpu if verdict.pattern in catalog() else None
+    if cpu is None or rule is None:
+        return verdict
+    threshold = settings().busy_cpu_percent
+    if rule == "idle" and cpu >= threshold:
+        verdict = match_process(proc, [p for p in catalog().values() if p.cpu != "idle"])
+    elif rule == "busy" and cpu < threshold:
+        # Re-read as idle, on a copy: the recorded stacks keep what py-spy said.
+        idle = dataclasses.replace(proc, threads=[dataclasses.replace(t, active=False) for t in proc.threads])
+        verdict = match_process(idle)
+        verdict.process = proc
+    return verdict
+
+
+def youngest_task_age_s(job: dict[str, Any], tasks: list[dict[str, Any]], now_s: float) -> float | None:
+    """Age of the most recently started RUNNING task of the job (None if none runs)."""
+    starts = [t.get("start_time_ms") or 0 for t in tasks if t.get("job_id") == job.get("job_id")
+              and t.get("state") == "RUNNING" and t.get("type") != "ACTOR_CREATION_TASK"
+              and t.get("name") not in POLLING_TASKS]
+    return (now_s * 1000.0 - max(starts)) / 1000.0 if starts else None
+
+
+def _verdict(job: dict[str, Any], causes: list[RootCause], progress: list[str], moving: list[Process],
+             graph: WaitGraph, verdicts: list[ProcessVerdict]) -> tuple[str, str]:
+    job_id = job.get("job_id")
+    status = job.get("status")
+    if status in ("SUCCEEDED", "FAILED", "STOPPED"):
+        return "no-hang", (f"Job {job_id} is not running: its status is {status}"
+                           + (f" ({str(job.get('message'))[:200]})" if job.get("message") else "") + ". Nothing of it can hang now.")
+    if progress and not any(c.cycle for c in causes):
+        return "no-hang", (f"Job {job_id} is making progress: {progress[0]}"
+                           f"{f' (and {len(progress) - 1} more)' if len(progress) > 1 else ''}. "
+                           "Its processes wait only for work in flight.")
+    if not causes:
+        blocked = [v for v in verdicts if v.verdict in ("blocked", "busy")]
+        if not blocked:
+            return "no-hang", (f"Job {job_id}: no process is blocked or busy in job code; "
+                               "nothing waits on anything (idle, or between steps).")
+        return "inconclusive", (f"Job {job_id}: {len(blocked)} process(es) wait, but the wait could not be "
+                                "followed to a cause; see the blocked-task table and collect with --samples 5.")
+    top = causes[0]
+    names = ", ".join(c.label() for c in top.culprits)
+    if all(c.culprits[0].kind == "resource" and c.culprits[0].state == "pending" for c in causes):
+        # Free capacity and nothing else in the way: the scheduler has not placed it *yet*.
+        waiting = ", ".join(c.label() for c in top.culprits[1:]) or "a task or actor"
+        return "inconclusive", (f"Job {job_id} is still starting: {waiting} is not created or scheduled yet, and "
+                                "the resources it needs are free, so nothing blocks it. Diagnose again in a few seconds.")
+    moving_note = (f" Note: {len(moving)} process(es) changed stack between samples." if moving else "")
+    title = (catalog()[top.pattern].title if top.pattern in catalog()
+             else "A chain of waits ending in a process whose own wait is not recognised (see its evidence)")
+    victims = len(top.victims)
+    busy_note = (" A long computation looks the same in two samples: if the same line still spins in a minute, "
+                 "it is a hang." if top.pattern == "busy-loop" else "")
+    return "hang", (f"Job {job_id} is hung: {title[:1].lower() + title[1:]} — culprit {names}; "
+                    f"{victims} process(es) wait on it.{moving_note}{busy_note}")

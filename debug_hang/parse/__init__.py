@@ -1,0 +1,1 @@
+"""Parsing what people paste or save: py-spy text/JSON, faulthandler, `ray stack`; grouping identical stacks."""

@@ -1,0 +1,253 @@
+"""The whole diagnosis: cluster → job → blocked processes → stacks → graph → root cause → report.
+
+Every phase is bounded by one deadline; a failed phase is recorded and the next one still runs
+on what there is. The output folder holds the phase outputs, `stacks.json`, `report.md` and
+`diagnosis.json` (schema `debug-hang/diagnosis/v1`), all rendered from one `Diagnosis`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from debug_hang.analyse.diagnosis import Diagnosis
+from debug_hang.analyse.verdict import analyse, youngest_task_age_s
+from debug_hang.collect.address import ClusterAddress, check_reachable, parse_address, resolve_dashboard
+from debug_hang.collect.evidence import gather
+from debug_hang.collect.raytrain import worker_ranks
+from debug_hang.collect.stacks import Target, collect_stacks, select_targets
+from debug_hang.collect.state import DashboardClient, take_snapshot
+from debug_hang.errors import DeadlineError, NotFoundError
+from debug_hang.model import Collection, CollectionError, Evidence, NodeEvidence, Process, process_from_dict, stacks_from_dict
+from debug_hang.probe.pyspy import DumpOptions
+from debug_hang.report.write import write_outputs
+from debug_hang.snapshot import Snapshot, running_jobs
+from debug_hang.timeouts import DEFAULT_DEADLINE_S, Deadline, PhaseTimer
+
+FRESH_TASK_S = 5.0  # a wait on a task younger than this is not yet evidence of a hang
+
+
+@dataclass
+class Options:
+    address: str | None = None
+    job_id: str | None = None
+    output_dir: Path | None = None
+    deadline_s: float = DEFAULT_DEADLINE_S
+    samples: int = 2
+    interval_s: float = 1.0
+    native: bool = False
+    nonblocking: bool = False
+    locals: bool = False
+
+
+def pick_job(jobs: list[dict[str, Any]], job_id: str | None, own_job: str | None = None) -> tuple[dict[str, Any], str, list[dict[str, Any]]]:
+    """Choose the job to diagnose and say why; raises NotFoundError listing what exists."""
+    if job_id:
+        for job in jobs:
+            if job_id in (job.get("job_id"), job.get("submission_id")):
+                return job, f"job {job_id} was given with --job-id", [j for j in jobs if j is not job]
+        known = ", ".join(f"{j.get('job_id')} ({j.get('status')})" for j in jobs) or "none"
+        raise NotFoundError(f"no job {job_id!r} in this cluster; jobs: {known}")
+    running = [j for j in running_jobs(jobs) if j.get("job_id") != own_job and j.get("job_id")]
+    if not running:
+        known = ", ".join(f"{j.get('job_id')} ({j.get('status')})" for j in jobs) or "none"
+        raise NotFoundError(f"no RUNNING job to diagnose; jobs: {known}. Pass --job-id to pick one")
+    choice = running[0]
+    why = ("the only RUNNING job" if len(running) == 1 else
+           f"the most recently started of {len(running)} RUNNING jobs (pass --job-id to choose another)")
+    return choice, why, [j for j in jobs if j is not choice]
+
+
+def run(opts: Options) -> Diagnosis:
+    """Diagnose one job end to end (see module docstring); raises only when nothing can be done."""
+    started = time.monotonic()
+    deadline = Deadline(opts.deadline_s)
+    timer = PhaseTimer()
+    addr: ClusterAddress = parse_address(opts.address)
+    check_reachable(addr)
+    addr = resolve_dashboard(addr, timeout_s=deadline.remaining(cap=5.0))
+    assert addr.dashboard_url
+    timer.mark("address")
+    snap = take_snapshot(addr.dashboard_url, None, timeout_s=deadline.remaining(cap=10.0))
+    timer.mark("state")
+    if not snap.jobs and snap.errors:
+        if deadline.expired:
+            raise DeadlineError(f"the {opts.deadline_s:.0f}s deadline passed before the State API answered "
+                                f"({snap.errors[0][:200]}); rerun with a larger --deadline")
+        # The State API is down (dashboard dead or overloaded): partial results beat none.
+        return _without_state_api(opts, addr, snap, deadline, started)
+    job, why, others = pick_job(snap.jobs, opts.job_id, own_job=_own_job_id())
+    targets = select_targets(job, snap.actors, snap.tasks, snap.nodes)
+    collection = collect_stacks(
+        addr, targets, DumpOptions(native=opts.native, nonblocking=opts.nonblocking, locals=opts.locals,
+                                   timeout_s=min(10.0, deadline.remaining())),
+        deadline, samples=opts.samples, interval_s=opts.interval_s,
+    )
+    timer.mark("stacks")
+    errors: list[CollectionError] = []
+    _add_train_ranks(addr.dashboard_url, job, snap, collection, deadline, errors)
+    timer.mark("ranks")
+    # Progress is judged on the task states between the first listing and a second one. When a
+    # task started moments ago, stretch that window to FRESH_TASK_S so that a healthy job's next
+    # step has time to show (a hung job costs at most those few seconds more).
+    age = youngest_task_age_s(job, snap.tasks, snap.taken_at)
+    if age is not None:
+        window = time.time() - snap.taken_at
+        wait = min(FRESH_TASK_S - max(age, window), deadline.remaining() - 5.0)
+        if wait > 0:
+            time.sleep(wait)
+    client = DashboardClient(addr.dashboard_url, timeout_s=deadline.remaining(cap=10.0))
+    after = client.list_state("tasks", [("job_id", "=", str(job.get("job_id")))])
+    if after.error:
+        errors.append(CollectionError(f"second task listing failed: {after.error}"))
+    timer.mark("progress_window")
+    diag = analyse(job, snap, collection, None if after.error else after.rows, addr.gcs, why, others,
+                   errors + [CollectionError(e) for e in snap.errors], started)
+    timer.mark("analysis")
+    missing = [e for e in snap.errors if "/api/v0/tasks" in e or "/api/v0/actors" in e]
+    if missing and diag.verdict == "no-hang":
+        diag.verdict = "inconclusive"
+        diag.summary = f"Task or actor state could not be read ({missing[0][:200]}); the stacks alone do not show a hang."
+    if diag.causes and not deadline.expired:
+        try:
+            diag.evidence = gather(DashboardClient(addr.dashboard_url, timeout_s=deadline.remaining(cap=8.0)),
+                                   diag.graph, diag.chain_keys(), after.rows or snap.tasks, job)
+        except Exception as exc:  # noqa: BLE001 - evidence is a bonus: report and go on
+            diag.errors.append(CollectionError(f"evidence gathering failed: {exc}"))
+    timer.mark("evidence")
+    diag.timings = timer.phases
+    diag.seconds = time.monotonic() - started
+    if opts.output_dir is not None:
+        write_outputs(diag, opts.output_dir, after.rows)
+        timer.mark("write")
+    return diag
+
+
+def _add_train_ranks(dashboard_url: str, job: dict[str, Any], snap: Snapshot, collection: Collection,
+                     deadline: Deadline, errors: list[CollectionError]) -> None:
+    """Ranks of Ray Train workers, which no process environment holds (see raytrain.py)."""
+    if deadline.remaining() < 1.0:
+        errors.append(CollectionError("no time left to read Ray Train ranks", kind="deadline"))
+        return
+    client = DashboardClient(dashboard_url, timeout_s=deadline.remaining(cap=5.0))
+    ranks, problems = worker_ranks(client, job.get("job_id"), snap.actors, snap.nodes)
+    errors += [CollectionError(p) for p in problems]
+    for proc in collection.processes:
+        rank = ranks.get((proc.node_id, proc.pid or -1))
+        if rank is not None and proc.rank is None:
+            proc.rank = rank
+            collection.info.setdefault((proc.node_id, proc.pid or -1), {})["rank_source"] = "Ray Train controller log"
+
+
+# Ray's own processes: never the job's code, not worth a dump when hunting blindly.
+_SYSTEM_TITLES = ("ray::IDLE", "ray::JobSupervisor", "ray::DashboardAgent", "ray::RuntimeEnvAgent",
+                  "ray::_QueueActor", "ray::debug-hang")
+
+
+def local_ray_workers() -> list[int]:
+    """PIDs of this machine's Ray worker processes running job code (`ray::<Class>.<method>`)."""
+    from debug_hang.probe.pyspy import read_title
+
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            title = read_title(int(entry)) or ""
+            if title.startswith("ray::") and not title.startswith(_SYSTEM_TITLES):
+                pids.append(int(entry))
+    return sorted(pids)
+
+
+def _without_state_api(opts: Options, addr: ClusterAddress, snap: Snapshot, deadline: Deadline,
+                       started: float) -> Diagnosis:
+    """Fallback when the State API does not answer: dump the Ray workers of this machine and
+    classify them. No job, no graph edges from task state: the report says what is missing."""
+    targets = [Target(pid=pid, node_id="local", role="worker") for pid in local_ray_workers()]
+    note = ("the State API did not answer (" + "; ".join(snap.errors)[:300] + "): only the Ray worker "
+            f"processes of this machine ({len(targets)}) were dumped, without task state or other nodes")
+    collection = Collection(targets=len(targets))
+    if targets:
+        from debug_hang.probe.node_probe import probe_node
+
+        value = probe_node("local", [t.pid for t in targets],
+                           DumpOptions(native=opts.native, nonblocking=opts.nonblocking, locals=opts.locals).to_dict(),
+                           opts.samples, opts.interval_s, True, deadline.remaining(cap=30.0))
+        for raw in value.get("processes", []):
+            proc = process_from_dict(raw)
+            proc.role = "worker"
+            cls, _ = proc.title_parts
+            proc.actor_class = cls
+            collection.processes.append(proc)
+        collection.errors += [CollectionError.from_dict(e, "local") for e in value.get("errors", [])]
+        collection.info = {("local", int(k)): {"node_id": "local", **v} for k, v in (value.get("info") or {}).items()}
+        collection.nodes = 1
+    errors = [CollectionError(note, kind="state-api-down")]
+    diag = analyse({"job_id": None}, snap, collection, None, addr.gcs, "unknown: the State API is down", [],
+                   errors, started)
+    # Without task state no wait can be followed: stacks alone are candidates, not a verdict.
+    diag.verdict = "inconclusive"
+    candidates = ", ".join(f"{c.pattern} in {c.culprits[0].label()}" for c in diag.causes[:3]) or "none"
+    diag.summary = (f"Partial diagnosis: {note}. Candidates from the stacks alone: {candidates}. Next: get the "
+                    "dashboard answering again, or dump every node with scripts/run_on_each_ray_node.py --dump PIDS.")
+    if opts.output_dir is not None:
+        write_outputs(diag, opts.output_dir)
+    return diag
+
+
+def _own_job_id() -> str | None:
+    """The job id of this process when it is itself a Ray driver (so it never diagnoses itself)."""
+    try:
+        import ray
+
+        if ray.is_initialized():
+            return str(ray.get_runtime_context().get_job_id())
+    except Exception:  # noqa: BLE001 - best effort
+        return None
+    return None
+
+
+@dataclass
+class Capture:
+    """A saved output folder, read back: what the analysis needs to run again."""
+
+    job: dict[str, Any]
+    snapshot: Snapshot
+    collection: Collection
+    tasks_after: list[dict[str, Any]] | None
+    meta: dict[str, Any]
+
+
+def load_capture(folder: Path) -> Capture:
+    """Read snapshot.json, stacks.json and tasks_after.json of a recorded output folder."""
+    snap = Snapshot.from_dict(json.loads((folder / "snapshot.json").read_text()))
+    doc = json.loads((folder / "stacks.json").read_text())
+    processes: list[Process] = stacks_from_dict(doc)
+    meta = doc.get("meta") or {}
+    coll = Collection(processes=processes, info=Collection.info_from_json(meta.get("info")),
+                      errors=[CollectionError.from_dict(e) for e in meta.get("errors") or []], nodes=int(meta.get("nodes") or 0),
+                      targets=int(meta.get("targets") or 0), seconds=float(meta.get("seconds") or 0.0),
+                      paths=dict(meta.get("paths") or {}))
+    job = next((j for j in snap.jobs if j.get("job_id") == meta.get("job_id")), {"job_id": meta.get("job_id")})
+    after_path = folder / "tasks_after.json"
+    after = json.loads(after_path.read_text()) if after_path.exists() else None
+    return Capture(job=job, snapshot=snap, collection=coll, tasks_after=after, meta=meta)
+
+
+def reanalyse(folder: Path) -> Diagnosis:
+    """Re-run the analysis on a recorded output folder (snapshot.json + stacks.json)."""
+    cap = load_capture(folder)
+    meta, snap, job = cap.meta, cap.snapshot, cap.job
+    diag = analyse(job, snap, cap.collection, cap.tasks_after, str(meta.get("address") or ""),
+                   str(meta.get("job_choice") or ""), [j for j in snap.jobs if j is not job], [], time.monotonic())
+    diag.seconds = float(meta.get("diagnosis_seconds") or diag.seconds)
+    ev_path = folder / "evidence.json"
+    if ev_path.exists():
+        raw = json.loads(ev_path.read_text())
+        diag.evidence = Evidence(
+            per_node={k: NodeEvidence(highlights=v.get("highlights", []), history=v.get("history", []),
+                                      errors=v.get("errors", [])) for k, v in (raw.get("per_node") or {}).items()},
+            driver_highlights=list(raw.get("driver_highlights") or []), errors=list(raw.get("errors") or []))
+    return diag

@@ -1,0 +1,58 @@
+"""diagnosis.json: the machine-readable diagnosis (contract in references/diagnosis.schema.json)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from debug_hang.analyse.diagnosis import Diagnosis
+from debug_hang.analyse.patterns import catalog
+
+DIAGNOSIS_SCHEMA = "debug-hang/diagnosis/v1"
+
+
+def to_json(diag: Diagnosis) -> dict[str, Any]:
+    """diagnosis.json, contract v1 (references/diagnosis.schema.json)."""
+    cat = catalog()
+    root = []
+    for cause in diag.causes:
+        first = cause.culprits[0]
+        fix = cat[cause.pattern].fix if cause.pattern in cat else ""
+        root.append({
+            "pattern": cause.pattern,
+            "summary": cause.summary,
+            "culprit": {
+                "kind": first.kind,
+                "class_name": first.class_name, "task_name": first.task_name,
+                "actor_id": first.actor_id, "task_id": first.task_id, "pid": first.pid,
+                "node_id": first.node_id, "rank": first.rank,
+            },
+            "culprits": [{"kind": c.kind, "class_name": c.class_name, "pid": c.pid,
+                          "actor_id": c.actor_id, "node_id": c.node_id, "rank": c.rank,
+                          "name": c.name} for c in cause.culprits],
+            "confidence": round(cause.confidence, 2),
+            "evidence": cause.evidence,
+            "fix": fix,
+        })
+    chain_json = [
+        [{"kind": n.kind, "name": n.name, "pid": n.pid, "node_id": n.node_id,
+          "pattern": n.pattern, "state": n.state, "waits_on": why} for n, why in chain]
+        for chain in diag.chains
+    ]
+    errors = [e.to_dict() for e in diag.collection.errors + diag.errors]
+    return {
+        "schema": DIAGNOSIS_SCHEMA,
+        "address": diag.address,
+        "job_id": diag.job_id,
+        "verdict": diag.verdict,
+        "summary": diag.summary,
+        "root_causes": root,
+        "chains": chain_json,
+        "collection": {
+            "nodes": diag.collection.nodes,
+            "processes": len({(p.node_id, p.pid) for p in diag.collection.processes}),
+            "stacks": len(diag.collection.processes),
+            "seconds": round(diag.seconds, 2),
+            "timings": diag.timings,
+            "errors": errors,
+        },
+    }

@@ -1,0 +1,116 @@
+"""What the State API said, and pure facts read from its rows (no I/O).
+
+`Snapshot` holds the raw rows of one reading of the head (jobs, nodes, actors, tasks, placement
+groups, events, cluster status); the helpers here answer questions about them that both the
+collection and the analysis ask. Ray's state names are typed here once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+# Ray 2.x task states (common.proto TaskStatus), actor states (ActorTableData.ActorState) and
+# placement group states (PlacementGroupTableData.PlacementGroupState), as the State API spells them.
+TaskState = Literal[
+    "NIL", "PENDING_ARGS_AVAIL", "PENDING_NODE_ASSIGNMENT", "PENDING_OBJ_STORE_MEM_AVAIL",
+    "PENDING_ARGS_FETCH", "SUBMITTED_TO_WORKER", "PENDING_ACTOR_TASK_ARGS_FETCH",
+    "PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY", "RUNNING", "RUNNING_IN_RAY_GET",
+    "RUNNING_IN_RAY_WAIT", "FINISHED", "FAILED", "GETTING_AND_PINNING_ARGS",
+]
+ActorState = Literal["DEPENDENCIES_UNREADY", "PENDING_CREATION", "ALIVE", "RESTARTING", "DEAD"]
+PlacementGroupState = Literal["PENDING", "PREPARED", "CREATED", "REMOVED", "RESCHEDULING"]
+
+DONE_STATES: tuple[TaskState, ...] = ("FINISHED", "FAILED")
+DRIVER_TASK_PREFIX = "f" * 40  # a driver's task id is 40 f's + its job id
+
+# Ray Train (V2) names: the controller, the workers, the ray.train.report barrier and the calls
+# its controller makes on a timer whether the job moves or not (not progress).
+CONTROLLER_CLASS = "TrainController"
+WORKER_CLASS = "RayTrainWorker"
+# One RUNNING call per rank that reached a barrier every rank must join (ray.train.report).
+BARRIER_TASK = "SynchronizationActor.broadcast_from_rank_zero"
+# Calls Ray's libraries make on a timer whether the job moves or not.
+POLLING_TASKS = frozenset({"RayTrainWorker.poll_status"})
+# The actor behind ray.util.queue.Queue: its waits are followed to the queue's producers/consumers.
+QUEUE_ACTOR_CLASS = "_QueueActor"
+
+
+@dataclass
+class Snapshot:
+    """Everything read from the head, raw (as the API returns it) and timestamped."""
+
+    dashboard_url: str
+    taken_at: float
+    jobs: list[dict[str, Any]] = field(default_factory=list)
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    actors: list[dict[str, Any]] = field(default_factory=list)
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+    placement_groups: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    cluster_status: dict[str, Any] = field(default_factory=dict)
+    cluster_status_text: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dashboard_url": self.dashboard_url,
+            "taken_at": self.taken_at,
+            "jobs": self.jobs,
+            "nodes": self.nodes,
+            "actors": self.actors,
+            "tasks": self.tasks,
+            "placement_groups": self.placement_groups,
+            "events": self.events,
+            "cluster_status": self.cluster_status,
+            "cluster_status_text": self.cluster_status_text,
+            "warnings": self.warnings,
+            "errors": self.errors,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Snapshot:
+        fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**fields)
+
+
+def calls_into_other_jobs(job_id: str | None, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Unfinished calls the job made into actors of other jobs (a detached service: a parameter
+    server, a replay buffer). Ray files such a call under the actor's job, with the caller as parent."""
+    own = {t.get("task_id") for t in tasks if t.get("job_id") == job_id} | {DRIVER_TASK_PREFIX + str(job_id)}
+    return [t for t in tasks if t.get("job_id") != job_id and t.get("parent_task_id") in own
+            and t.get("actor_id") and t.get("state") not in DONE_STATES]
+
+
+def running_jobs(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Jobs with status RUNNING, newest first."""
+    running = [j for j in jobs if j.get("status") == "RUNNING"]
+    return sorted(running, key=lambda j: j.get("start_time") or 0, reverse=True)
+
+
+def resource_usage(snap: Snapshot) -> dict[str, tuple[float, float]]:
+    """{resource: (used, total)} from the autoscaler's load report (`ray status`'s numbers)."""
+    usage = (snap.cluster_status.get("loadMetricsReport") or {}).get("usage") or {}
+    out: dict[str, tuple[float, float]] = {}
+    for key, pair in usage.items():
+        if isinstance(pair, list) and len(pair) == 2:
+            out[key] = (float(pair[0]), float(pair[1]))
+    return out
+
+
+def node_totals(snap: Snapshot) -> list[dict[str, float]]:
+    """resources_total of every alive node."""
+    return [dict(n.get("resources_total") or {}) for n in snap.nodes if n.get("state") == "ALIVE"]
+
+
+# The autoscaler report camel-cases resource names; map the usual ones back.
+_USAGE_NAMES = {"objectStoreMemory": "object_store_memory"}
+
+
+def available_resources(snap: Snapshot) -> dict[str, float] | None:
+    """Cluster-wide free resources {name: total - used}, or None when the report is missing."""
+    usage = resource_usage(snap)
+    if not usage:
+        return None
+    return {_USAGE_NAMES.get(k, k): total - used for k, (used, total) in usage.items()}
