@@ -3,10 +3,11 @@
 `python ray_train_worker_killed.py record [--v1]` starts a loopback cluster on
 $DEBUG_HANG_TEST_PORT (default 6411), runs this file as a driver (`driver` mode): a TorchTrainer
 with 2 gloo workers that all_reduce every step; once both ranks train, rank 1's worker process is
-SIGKILLed (the OOM killer's way) and every other actor and the driver are dumped by debug-hang's node probe just before and
-just after the kill (Ray Train notices the death within a second and fails the run: the dump
-shows the controller side waiting on the dead worker before it does) into ../ray_train_worker_killed[_v1]/{before,after}_kill.json. With --v1 the legacy
-Ray Train (RAY_TRAIN_V2_ENABLED=0: BackendExecutor inside a Tune trial, the form of
+SIGKILLed (the OOM killer's way), and every other actor and the driver are dumped by debug-hang's
+node probe just before and just after the kill into ../ray_train_worker_killed[_v1]/
+{before,after}_kill.json (Ray Train notices the death within a second and fails the run: the
+dumps show the controller side waiting on the workers before it does). With --v1 the legacy Ray
+Train (RAY_TRAIN_V2_ENABLED=0: BackendExecutor inside a Tune trial, the form of
 ray-project/ray#22349) runs instead of the v2 TrainController. The cluster is stopped at the end.
 """
 
@@ -25,10 +26,9 @@ HERE = Path(__file__).resolve().parent
 
 
 def train_func(config: dict[str, str]) -> None:
+    import ray.train
     import torch
     import torch.distributed as dist
-
-    import ray.train
 
     rank = ray.train.get_context().get_world_rank()
     Path(config["piddir"], f"rank{rank}.pid").write_text(str(os.getpid()))
