@@ -113,6 +113,10 @@ def test_ray_train_v1_backend_executor_in_ray_wait_is_not_library_polling() -> N
         assert match.frame is not None and match.frame.function == "wait"
         assert match.frame.file.endswith("ray/_private/worker.py")
         assert any(f.function == "check_for_failure" for f in thread(procs, "Thread-1 (<lambda>)").frames)
+        # AND the trial actor's main thread, waiting on the session queue that this live thread
+        # feeds, is not taken for a consumer whose producer is gone
+        trial = next(p for p in procs if (p.title or "").startswith("ray::_Inner"))
+        assert graph_pattern([trial])[trial.pid] == "queue-get-wait"
 
 
 def test_ray_train_v2_worker_killed_keeps_ray_housekeeping_benign() -> None:

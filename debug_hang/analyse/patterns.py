@@ -39,6 +39,7 @@ class FrameRule:
     file: re.Pattern[str] | None
     code: re.Pattern[str] | None
     name: str | None = None  # a housekeeping loop's name (ray-housekeeping's entries)
+    innermost: bool = False  # this entry must be the thread's innermost Python frame
 
     def matches(self, frame: Frame) -> bool:
         if self.function and not self.function.search(frame.function):
@@ -133,6 +134,7 @@ def _rule(raw: dict[str, Any], where: str) -> FrameRule:
             file=re.compile(raw["file"]) if raw.get("file") else None,
             code=re.compile(raw["code"]) if raw.get("code") else None,
             name=str(raw["name"]) if raw.get("name") else None,
+            innermost=bool(raw.get("innermost", False)),
         )
     except re.error as exc:
         raise BadInputError(f"{where}: invalid regular expression: {exc}") from None
@@ -325,7 +327,9 @@ def _match_thread(thread: Thread, patterns: list[Pattern]) -> ThreadMatch:
         if pattern.excludes and any(r.matches(f) for r in pattern.excludes for _, f in frames):
             continue
         candidates = frames[:1] if pattern.innermost else frames
-        found = next(((i, f) for i, f in candidates if any(r.matches(f) for r in pattern.frames)), None)
+        inner = frames[0][0]
+        found = next(((i, f) for i, f in candidates
+                      if any(r.matches(f) and (i == inner or not r.innermost) for r in pattern.frames)), None)
         if found is None:
             continue
         index, frame = found
