@@ -128,6 +128,21 @@ def test_ray_train_v2_worker_killed_keeps_ray_housekeeping_benign() -> None:
     assert readings["TrainingThread(train_fn_with_final_checkpoint_flush)"] == "collective-wait"
 
 
+def test_idle_workers_fetching_a_function_definition_are_not_idle() -> None:
+    # GIVEN pooled ray::IDLE workers given a task while the GCS is paused
+    procs = load("function_fetch_gcs_paused/processes.json")
+    readings = {p.pid: match_process(p) for p in procs if (p.title or "").startswith("ray::IDLE")}
+    fetching = {pid: v for pid, v in readings.items() if v.pattern == "function-definition-wait"}
+    # THEN the ones in fetch_registered_method are read as that wait, decided at that frame ...
+    assert len(fetching) == 2
+    for verdict in fetching.values():
+        assert verdict.verdict == "blocked"
+        assert verdict.main is not None and verdict.main.frame is not None
+        assert verdict.main.frame.function == "FunctionActorManager.fetch_registered_method"
+    # ... and the truly idle ones (in Worker.main_loop) stay idle
+    assert {v.verdict for pid, v in readings.items() if pid not in fetching} == {"idle"}
+
+
 def test_no_catalog_pattern_is_benign_for_any_ray_library_thread() -> None:
     # the rule that took every thread of Ray's library code for polling is gone
     assert "ray-library-thread" not in catalog()
