@@ -521,19 +521,9 @@ def _detect_known_holder(node: GNode, verdict: ProcessVerdict) -> bool:
     return False
 
 
-def _is_lock_take(frame: Frame) -> bool:
-    """The frame takes a lock: a `with ...:` / `.acquire(` line, or a lock-taking function by name
-    (a dump without source lines)."""
-    return bool(_LOCK_ACQUIRE.search((frame.code or "").strip())) or bool(_LOCK_FUNCTION.search(frame.function))
-
-
-_LOCK_FUNCTION = re.compile(r"(^|\.)(acquire|_acquireLock)$")
-
-
 def _detect_lock_order(node: GNode, verdict: ProcessVerdict) -> None:
     """Two or more threads of one process idle at different lock lines: a lock-order deadlock."""
-    waits = [(t, m) for t, m in verdict.threads if m.pattern == "lock-wait" and m.frame is not None
-             and _is_lock_take(m.frame) and not t.active]
+    waits = [(t, m) for t, m in verdict.threads if m.pattern == "lock-wait" and m.frame is not None and not t.active]
     lines = {(m.frame.file, m.frame.line) for _, m in waits if m.frame is not None}
     if len(waits) < 2 or len(lines) < 2:
         return
@@ -546,8 +536,6 @@ def _detect_lock_order(node: GNode, verdict: ProcessVerdict) -> None:
 
 # Functions run as finalisers: by the garbage collector or when a last reference is dropped.
 _FINALISER = re.compile(r"(__del__|finaliz|_callback|callback)$|weakref")
-# A lock acquisition (not a wait for a condition or event someone must signal).
-_LOCK_ACQUIRE = re.compile(r"^with\s|\.acquire\(")
 
 
 def _detect_lock_self(node: GNode, verdict: ProcessVerdict) -> None:
@@ -557,8 +545,8 @@ def _detect_lock_self(node: GNode, verdict: ProcessVerdict) -> None:
     the lock was copied locked by fork)."""
     if node.pattern != "lock-wait" or verdict.main is None or verdict.process.role == "child":
         return
-    frame = verdict.main.frame
-    if frame is None or not _is_lock_take(frame):
+    frame = verdict.main.frame  # a lock-wait reading: a lock take (its `with`/acquire line, or a library's lock by name)
+    if frame is None:
         return
     waiter = _deciding_thread(verdict)
     if waiter is None:
