@@ -205,6 +205,9 @@ class Collection:
     targets: int = 0
     seconds: float = 0.0
     paths: dict[str, str] = field(default_factory=dict)  # node_id -> "local" | "ray-task"
+    # PyTorch Flight Recorder dump files read on each node: [{"node_id", "dumps": [{"path", "rank",
+    # "format", "size", "mtime", "data_b64"}], "skipped", "pipes", "prefixes"}] (probe/flight_recorder.py).
+    flight_recorder: list[dict[str, Any]] = field(default_factory=list)
 
     def info_of(self, proc: Process) -> dict[str, Any]:
         """The node-side evidence of one process ({} when none was read)."""

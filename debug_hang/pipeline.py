@@ -15,6 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from debug_hang.analyse.diagnosis import Diagnosis
+from debug_hang.analyse.flight_recorder import analyse as analyse_fr
+from debug_hang.analyse.fr_join import attach
+from debug_hang.analyse.rootcause import chains
 from debug_hang.analyse.verdict import analyse, youngest_task_age_s
 from debug_hang.collect.address import ClusterAddress, check_reachable, parse_address, resolve_dashboard
 from debug_hang.collect.evidence import gather
@@ -23,6 +26,7 @@ from debug_hang.collect.stacks import Target, collect_stacks, select_targets
 from debug_hang.collect.state import DashboardClient, take_snapshot
 from debug_hang.errors import DeadlineError, NotFoundError
 from debug_hang.model import Collection, CollectionError, Evidence, NodeEvidence, Process, process_from_dict, stacks_from_dict
+from debug_hang.parse.flight_recorder import from_probe, read_saved
 from debug_hang.probe.pyspy import DumpOptions
 from debug_hang.report.write import write_outputs
 from debug_hang.snapshot import Snapshot, running_jobs
@@ -107,6 +111,7 @@ def run(opts: Options) -> Diagnosis:
     timer.mark("progress_window")
     diag = analyse(job, snap, collection, None if after.error else after.rows, addr.gcs, why, others,
                    errors + [CollectionError(e) for e in snap.errors], started)
+    add_flight_recorder(diag)
     timer.mark("analysis")
     missing = [e for e in snap.errors if "/api/v0/tasks" in e or "/api/v0/actors" in e]
     if missing and diag.verdict == "no-hang":
@@ -125,6 +130,34 @@ def run(opts: Options) -> Diagnosis:
         write_outputs(diag, opts.output_dir, after.rows)
         timer.mark("write")
     return diag
+
+
+def add_flight_recorder(diag: Diagnosis) -> None:
+    """Read the Flight Recorder dumps the probes brought back, analyse them, join them with the graph."""
+    nodes = diag.collection.flight_recorder
+    if not nodes:
+        return
+    dumps, problems = [], []
+    for node in nodes:
+        read = from_probe(list(node.get("dumps") or []), node.get("node_id"))
+        dumps += read.dumps
+        problems += read.errors
+        problems += [f"{s.get('path')}: {s.get('reason')}" for s in node.get("skipped") or []]
+    sizes = [int(v) for info in diag.collection.info.values() for k, v in (info.get("env") or {}).items()
+             if k == "WORLD_SIZE" and str(v).isdigit()]
+    fr = analyse_fr(dumps, max(sizes) if sizes else None, problems)
+    diag.flight_recorder = fr
+    if dumps:
+        diag.fr_notes = attach(diag.graph, diag.causes, fr)
+        diag.chains = chains(diag.graph, diag.causes)  # the collective edges now carry the recorder's facts
+    else:
+        prefixes = sorted({p for node in nodes for p in node.get("prefixes") or []})
+        diag.fr_notes = [f"Flight Recorder: enabled, but no dump file of this job under {', '.join(prefixes)} "
+                         "(gloo never dumps by itself; NCCL dumps on a watchdog timeout with TORCH_NCCL_DUMP_ON_TIMEOUT=1)"]
+    pipes = sorted({p for node in nodes for p in node.get("pipes") or []})
+    if pipes:
+        diag.fr_notes.append(f"Flight Recorder: a fresh dump can be asked for on the rank's node with `echo 1 > {pipes[0]}` "
+                             f"({len(pipes)} pipe(s); debug-hang never writes to them)")
 
 
 def _add_train_ranks(dashboard_url: str, job: dict[str, Any], snap: Snapshot, collection: Collection,
@@ -183,10 +216,13 @@ def _without_state_api(opts: Options, addr: ClusterAddress, snap: Snapshot, dead
             collection.processes.append(proc)
         collection.errors += [CollectionError.from_dict(e, "local") for e in value.get("errors", [])]
         collection.info = {("local", int(k)): {"node_id": "local", **v} for k, v in (value.get("info") or {}).items()}
+        if isinstance(value.get("flight_recorder"), dict):
+            collection.flight_recorder.append({**value["flight_recorder"], "node_id": "local"})
         collection.nodes = 1
     errors = [CollectionError(note, kind="state-api-down")]
     diag = analyse({"job_id": None}, snap, collection, None, addr.gcs, "unknown: the State API is down", [],
                    errors, started)
+    add_flight_recorder(diag)
     # Without task state no wait can be followed: stacks alone are candidates, not a verdict.
     diag.verdict = "inconclusive"
     candidates = ", ".join(f"{c.pattern} in {c.culprits[0].label()}" for c in diag.causes[:3]) or "none"
@@ -229,7 +265,7 @@ def load_capture(folder: Path) -> Capture:
     coll = Collection(processes=processes, info=Collection.info_from_json(meta.get("info")),
                       errors=[CollectionError.from_dict(e) for e in meta.get("errors") or []], nodes=int(meta.get("nodes") or 0),
                       targets=int(meta.get("targets") or 0), seconds=float(meta.get("seconds") or 0.0),
-                      paths=dict(meta.get("paths") or {}))
+                      paths=dict(meta.get("paths") or {}), flight_recorder=read_saved(folder / "flight_recorder"))
     job = next((j for j in snap.jobs if j.get("job_id") == meta.get("job_id")), {"job_id": meta.get("job_id")})
     after_path = folder / "tasks_after.json"
     after = json.loads(after_path.read_text()) if after_path.exists() else None
@@ -243,6 +279,7 @@ def reanalyse(folder: Path) -> Diagnosis:
     diag = analyse(job, snap, cap.collection, cap.tasks_after, str(meta.get("address") or ""),
                    str(meta.get("job_choice") or ""), [j for j in snap.jobs if j is not job], [], time.monotonic())
     diag.seconds = float(meta.get("diagnosis_seconds") or diag.seconds)
+    add_flight_recorder(diag)
     ev_path = folder / "evidence.json"
     if ev_path.exists():
         raw = json.loads(ev_path.read_text())

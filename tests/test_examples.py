@@ -90,6 +90,8 @@ def record(example: str, out: Path) -> None:
     trim_capture(dest)
     if (out / "logs").is_dir():
         shutil.copytree(out / "logs", dest / "logs")
+    if (out / "flight_recorder").is_dir():  # PyTorch Flight Recorder dumps the probe read
+        shutil.copytree(out / "flight_recorder", dest / "flight_recorder")
 
 
 @pytest.mark.parametrize("example", localcluster.examples())
@@ -127,3 +129,16 @@ def test_example_is_diagnosed(ray_cluster: LocalCluster, example: str, tmp_path:
     assert diag["collection"]["seconds"] < 30, diag["collection"]
     for text in EXPLAINS.get(example, []):
         assert text in report, f"{text!r} missing from the report of {example}\n{report}"
+    if "flight_recorder" in expected:
+        # AND the Flight Recorder dumps, read on the ranks' node, name the same rank, group and collective
+        assert_flight_recorder(expected["flight_recorder"], diag, report)
+
+
+def assert_flight_recorder(expected: dict, diag: dict, report: str) -> None:
+    fr = diag.get("flight_recorder")
+    assert fr is not None, f"no flight_recorder section\n{report}"
+    assert fr["culprit_ranks"] == expected["culprit_ranks"], fr
+    first = fr["groups"][0]
+    assert (first["desc"], first["pending_seq"], first["kind"]) == (
+        expected["group_desc"], expected["pending_seq"], expected["kind"]), first
+    assert "Flight Recorder: agrees with the stacks" in report, report

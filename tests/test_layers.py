@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "debug_hang"
-SHARED = {"model", "errors", "timeouts", "paths", "snapshot", "redact"}
+SHARED = {"model", "errors", "timeouts", "paths", "snapshot", "redact", "flightrec"}
 
 # layer -> the layers it may import (besides itself and the shared modules)
 ALLOWED: dict[str, set[str]] = {
@@ -25,7 +25,8 @@ ALLOWED: dict[str, set[str]] = {
     "collect": {"probe", "analyse", "parse"},
     "pipeline": {"collect", "probe", "analyse", "report", "parse"},
     "localcluster": {"collect"},
-    "commands": {"collect", "probe", "analyse", "report", "parse", "pipeline", "localcluster"},
+    "watch": {"collect", "pipeline"},
+    "commands": {"collect", "probe", "analyse", "report", "parse", "pipeline", "localcluster", "watch"},
 }
 
 

@@ -45,6 +45,13 @@ LESSONS: dict[str, list[str]] = {
         "itself waiting: follow `parent_task_id` both ways and the cycle closes.",
         "Dumping the Learner to look for `get_stats` finds nothing: that call never started.",
     ],
+    "hangs_after_warmup": [
+        "Twenty healthy steps came first: `Trainer.train_step FINISHED x20` is history, not progress. "
+        "What marks the hang is that the task summary and the log stopped moving at step 20, the "
+        "first evaluation - what `debug-hang watch` notices and captures at that moment.",
+        "The cycle needs the rare path (evaluation) to close: a short test run that never reaches "
+        "step 20 never shows it.",
+    ],
     "chain_three_actors": [
         "Four processes wait in `ray.get`; only the last link is not in `ray.get`. Walk the chain to "
         "the end before reading any code: the trainer, the buffer and the rollout worker are victims.",

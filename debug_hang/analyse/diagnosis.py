@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from debug_hang.analyse.flight_recorder import FRAnalysis
 from debug_hang.analyse.graph import WaitGraph
 from debug_hang.analyse.patterns import ProcessVerdict
 from debug_hang.analyse.rootcause import Chain, RootCause, chains
@@ -38,6 +39,10 @@ class Diagnosis:
     seconds: float = 0.0
     evidence: Evidence | None = None
     chains: list[Chain] = field(default_factory=list)
+    # PyTorch Flight Recorder dumps of the job's ranks, when any were found (analyse/flight_recorder.py),
+    # and what they add: agreement with the stacks, files refused, pipes that can trigger a dump.
+    flight_recorder: FRAnalysis | None = None
+    fr_notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase of the run, in order
 
     def __post_init__(self) -> None:

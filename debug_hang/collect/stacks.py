@@ -131,6 +131,8 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
             coll.errors.append(CollectionError.from_dict(err, node_id))
         for pid_text, info in (value.get("info") or {}).items():
             coll.info[(node_id, int(pid_text))] = {"node_id": node_id, **info}
+        if isinstance(value.get("flight_recorder"), dict):
+            coll.flight_recorder.append({**value["flight_recorder"], "node_id": node_id})
         for raw in value.get("processes", []):
             proc = process_from_dict(raw)
             _tag(proc, targets_by_key, coll.info)

@@ -13,10 +13,12 @@ from debug_hang.errors import EXIT_CODES_HELP, EXIT_OK, EXIT_USAGE, run_main
 
 SUBCOMMANDS = {
     "diagnose": ("debug_hang.commands.diagnose", "diagnose a hung Ray job end to end (= diagnose_ray_hang.sh)"),
+    "watch": ("debug_hang.commands.watch", "follow a running job; diagnose it once when it stops making progress"),
     "demo": ("debug_hang.commands.demo", "start a local cluster, run a real hanging example, diagnose it"),
     "nodes": ("debug_hang.commands.nodes", "list nodes / run a command on each node (= run_on_each_ray_node.py)"),
     "parse-stacks": ("debug_hang.commands.parse", "parse stack dumps in any format, group them (= parse_stacks.py)"),
     "match": ("debug_hang.commands.match", "classify threads by hang pattern (= match_patterns.py)"),
+    "fr": ("debug_hang.commands.fr", "analyse PyTorch Flight Recorder dumps: which rank never entered which collective"),
     "install-skill": ("debug_hang.commands.install_skill", "install this bundle as an agent skill"),
 }
 

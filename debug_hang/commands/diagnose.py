@@ -84,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     print(diag.summary)
     for cause in diag.causes[:3]:
         print(f"  - {cause.pattern}: {', '.join(c.label() for c in cause.culprits)} (confidence {cause.confidence:.2f})")
+    if diag.fr_notes:
+        print(f"  {diag.fr_notes[0]}")
     if args.verbose and diag.timings:
         print("phases: " + ", ".join(f"{name} {secs:.2f}s" for name, secs in diag.timings.items()))
     errors = diag.collection.errors + diag.errors

@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 from debug_hang.model import Process, process_to_dict
+from debug_hang.probe.flight_recorder import collect_dumps, dump_prefixes, read_fr_env
 from debug_hang.probe.pyspy import (
     NOT_PYTHON,
     PROCESS_EXITED,
@@ -179,7 +180,9 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
 
     Result: {"node_id", "hostname", "pid_namespace", "pyspy", "processes": [stacks/v1 process
     dicts, one per pid and sample], "info": {pid: {title, ppid, env, cpu_percent, child_of}},
-    "errors": [{"pid", "error", "kind", "sample"}], "samples_taken", "seconds"}.
+    "errors": [{"pid", "error", "kind", "sample"}], "samples_taken", "seconds"}, plus
+    "flight_recorder" (probe.flight_recorder.collect_dumps) when a target sets a Flight Recorder
+    dump path or enables the recorder.
     Never raises for a process-level problem: a missing py-spy, a pid that is gone or a
     permission error lands in "errors" with a `kind` from pyspy.DUMP_ERROR_KINDS. With
     `budget_s`, later samples are skipped and dumps cut short so that the probe returns in time.
@@ -210,8 +213,14 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
                 if child not in info and child not in own:
                     all_pids.append(child)
                     info[child] = {"title": read_title(child), "ppid": parent_pid(child), "child_of": pid}
+    fr_envs: dict[int, dict[str, str]] = {}
     for pid in all_pids:
         info[pid]["env"] = read_rank_env(pid)
+        fr_env = read_fr_env(pid)
+        if fr_env:
+            info[pid]["fr_env"] = fr_env
+            if dump_prefixes(fr_env):
+                fr_envs[pid] = fr_env
     pyspy = find_pyspy()
     if pyspy is None and all_pids:
         # One clear node-level error instead of the same message once per process.
@@ -255,7 +264,7 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
         if before is not None and after is not None:
             info[pid]["cpu_percent"] = round(100.0 * (after - before) / CLOCK_TICKS / window, 1)
 
-    return {
+    out: dict[str, Any] = {
         "node_id": node_id,
         "hostname": socket.gethostname(),
         "pid_namespace": pid_namespace(),
@@ -264,8 +273,12 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
         "info": {str(pid): value for pid, value in info.items()},
         "errors": errors,
         "samples_taken": taken,
-        "seconds": round(time.monotonic() - start, 3),
     }
+    if fr_envs:
+        # PyTorch Flight Recorder dumps of the job's ranks on this node (bounded, read-only).
+        out["flight_recorder"] = collect_dumps(fr_envs)
+    out["seconds"] = round(time.monotonic() - start, 3)
+    return out
 
 
 def _left(start: float, budget_s: float) -> float:

@@ -39,7 +39,7 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
         for chain in diag.chains
     ]
     errors = [e.to_dict() for e in diag.collection.errors + diag.errors]
-    return {
+    doc: dict[str, Any] = {
         "schema": DIAGNOSIS_SCHEMA,
         "address": diag.address,
         "job_id": diag.job_id,
@@ -56,3 +56,8 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
             "errors": errors,
         },
     }
+    if diag.flight_recorder is not None or diag.fr_notes:
+        fr = diag.flight_recorder.to_json() if diag.flight_recorder is not None else {
+            "ranks_dumped": [], "culprit_ranks": [], "groups": [], "errors": [], "torch_check": None}
+        doc["flight_recorder"] = {**fr, "notes": list(diag.fr_notes)}
+    return doc

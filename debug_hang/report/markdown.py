@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from debug_hang.analyse.flight_recorder import describe
 from debug_hang.analyse.patterns import catalog
 from debug_hang.model import Frame, Process
 
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 
 MAX_TABLE_ROWS = 40
 MAX_EVIDENCE = 8
+MAX_FR_GROUPS = 8  # process groups shown in the Flight Recorder table (all are in diagnosis.json)
 
 
 def render_stacks_text(processes: list[Process]) -> str:
@@ -181,6 +183,7 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
                 for line in node_ev.highlights:
                     yield f"- own log ({c.name} pid {c.pid}): `{_cell(line)[:240]}`"
         yield ""
+    yield from _flight_recorder_lines(diag)
     diffs = locals_differences(diag)
     if diffs:
         yield "## Locals that differ between peers (--locals)"
@@ -243,3 +246,33 @@ def locals_differences(diag: Diagnosis) -> list[str]:
                 parts = sorted(by_value.items(), key=lambda kv: len(kv[1]))
                 out.append(f"{cls}.{name}: " + "; ".join(f"{', '.join(w)}: {val}" for val, w in parts))
     return out
+
+
+def _flight_recorder_lines(diag: Diagnosis) -> Iterator[str]:
+    """A short per-group table of the PyTorch Flight Recorder dumps, and what they add to the stacks."""
+    fr = diag.flight_recorder
+    if fr is None and not diag.fr_notes:
+        return
+    yield "## Flight Recorder (PyTorch collectives)"
+    for note in diag.fr_notes:
+        yield f"- {_cell(note)[:400]}"
+    if fr is not None and fr.ranks_dumped:
+        yield f"- dumps read: rank(s) {', '.join(str(r) for r in fr.ranks_dumped)}"
+        yield ""
+        yield "| Process group | Members | Pending collective | Entered | Never entered (its last collective) | No dump | Desync |"
+        yield "|---|---|---|---|---|---|---|"
+        for g in fr.groups[:MAX_FR_GROUPS]:
+            if g.kind == "idle":
+                yield f"| {_cell(g.label)} | {len(g.members)} | none (all completed) | | | | |"
+                continue
+            never = "; ".join(f"{r} ({describe(g.ranks[r].last, g.ranks[r].last_enqueued)})" for r in g.not_entered)
+            desync = "; ".join(f"{r}: {op}" for r, op in sorted(g.desync_ops.items())) if g.desync_seq is not None else ""
+            yield (f"| {_cell(g.label)} | {len(g.members)} | #{g.pending_seq} {_cell(g.pending_op())} | "
+                   f"{', '.join(map(str, g.entered))} | {_cell(never)[:300]} | {', '.join(map(str, g.missing))} | "
+                   f"{_cell(desync)[:200]} |")
+        if len(fr.groups) > MAX_FR_GROUPS:
+            yield f"| … {len(fr.groups) - MAX_FR_GROUPS} more groups in diagnosis.json | | | | | | |"
+    if fr is not None:
+        for err in fr.errors[:5]:
+            yield f"- not read: {_cell(err)[:300]}"
+    yield ""

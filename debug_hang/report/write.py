@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from pathlib import Path
 from typing import Any
@@ -46,5 +48,32 @@ def write_outputs(diag: Diagnosis, out: Path, tasks_after: list[dict[str, Any]] 
             "per_node": {k: {"highlights": v.highlights, "history": v.history, "errors": v.errors}
                          for k, v in diag.evidence.per_node.items()},
             "driver_highlights": diag.evidence.driver_highlights, "errors": diag.evidence.errors}, indent=1))
+    if diag.collection.flight_recorder:
+        write_flight_recorder(diag.collection.flight_recorder, out / "flight_recorder")
     (out / "report.md").write_text(render_markdown(diag))
     (out / "diagnosis.json").write_text(json.dumps(to_json(diag), indent=2, default=str))
+
+
+def write_flight_recorder(nodes: list[dict[str, Any]], folder: Path) -> None:
+    """The Flight Recorder dumps as files (`rank_<N>`, `rank_<N>.json`: `debug-hang fr` reads the
+    folder) plus `index.json` (where each came from, what was skipped). Bytes are written as read."""
+    folder.mkdir(parents=True, exist_ok=True)
+    index: list[dict[str, Any]] = []
+    for node in nodes:
+        kept: list[dict[str, Any]] = []
+        skipped = list(node.get("skipped") or [])
+        for item in node.get("dumps") or []:
+            rank = item.get("rank")
+            name = f"rank_{rank}" + (".json" if item.get("format") == "json" else "")
+            if not isinstance(rank, int) or (folder / name).exists():
+                skipped.append({"path": item.get("path"), "reason": "a dump of the same rank was already kept"})
+                continue
+            try:
+                (folder / name).write_bytes(base64.b64decode(str(item.get("data_b64", "")), validate=True))
+            except (binascii.Error, ValueError):
+                skipped.append({"path": item.get("path"), "reason": "damaged in transfer"})
+                continue
+            kept.append({k: v for k, v in item.items() if k != "data_b64"} | {"file": name})
+        index.append({"node_id": node.get("node_id"), "prefixes": node.get("prefixes") or [],
+                      "pipes": node.get("pipes") or [], "skipped": skipped, "dumps": kept})
+    (folder / "index.json").write_text(json.dumps(index, indent=1))
