@@ -187,3 +187,15 @@ def test_overridden_by_must_name_catalog_patterns(tmp_path: Path) -> None:
     bad.write_text(text.replace("overridden_by: [lock-wait,", "overridden_by: [no-such-wait,"))
     with pytest.raises(BadInputError, match="no-such-wait"):
         load_catalog(bad)
+
+
+@pytest.mark.parametrize("dump", ["pyspy/threads.txt", "pyspy-old/py-spy-0.1.11.txt", "pyspy-old/py-spy-0.2.2.txt",
+                                  "pyspy-old/py-spy-0.3.14.txt"])
+def test_waits_are_read_the_same_with_bare_function_names(dump: str) -> None:
+    # GIVEN one target dumped by py-spy 0.4 (Event.wait, class-qualified) and by older py-spy (bare `wait`)
+    procs = parse_path(ROOT / "tests" / "data" / "formats" / dump)
+    waiter = next(t for p in procs for t in p.threads if any(f.function.endswith("count_then_wait") for f in t.frames))
+    # THEN the Event.wait is an event-wait either way, decided in threading.py
+    match = match_thread(waiter)
+    assert match.pattern == "event-wait"
+    assert match.frame is not None and match.frame.file.endswith("threading.py")
