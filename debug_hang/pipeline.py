@@ -18,7 +18,7 @@ from debug_hang.analyse.diagnosis import Diagnosis
 from debug_hang.analyse.flight_recorder import analyse as analyse_fr
 from debug_hang.analyse.fr_join import attach
 from debug_hang.analyse.rootcause import chains
-from debug_hang.analyse.verdict import analyse, youngest_task_age_s
+from debug_hang.analyse.verdict import analyse, quote_deaths, youngest_task_age_s
 from debug_hang.collect.address import ClusterAddress, check_reachable, parse_address, resolve_dashboard
 from debug_hang.collect.evidence import gather
 from debug_hang.collect.raytrain import worker_ranks
@@ -123,6 +123,7 @@ def run(opts: Options) -> Diagnosis:
                                    diag.graph, diag.chain_keys(), after.rows or snap.tasks, job)
         except Exception as exc:  # noqa: BLE001 - evidence is a bonus: report and go on
             diag.errors.append(CollectionError(f"evidence gathering failed: {exc}"))
+        quote_deaths(diag)
     timer.mark("evidence")
     diag.timings = timer.phases
     diag.seconds = time.monotonic() - started
@@ -287,4 +288,5 @@ def reanalyse(folder: Path) -> Diagnosis:
             per_node={k: NodeEvidence(highlights=v.get("highlights", []), history=v.get("history", []),
                                       errors=v.get("errors", [])) for k, v in (raw.get("per_node") or {}).items()},
             driver_highlights=list(raw.get("driver_highlights") or []), errors=list(raw.get("errors") or []))
+        quote_deaths(diag)
     return diag

@@ -13,6 +13,12 @@ Mechanism
     itself waiting for ``apply_gradients``: a two-actor wait-for cycle. Updates 0-2 succeed
     (no stats call), so the job looks healthy at first.
 
+What misleads
+    Both actors sit idle in ``ray.get``, so each looks like a victim of the other and no stack
+    looks guilty; dumping the Learner to find ``get_stats`` finds nothing. The evidence is
+    state, not a stack: the call each waits for is ``SUBMITTED_TO_WORKER`` with no
+    ``worker_pid``, queued on the actor that is itself waiting - a cycle.
+
 Expected diagnosis
     ``actor-call-cycle``: Learner.train_step (RUNNING, in ray.get) waits on
     ParameterServer.apply_gradients (RUNNING, in ray.get) which waits on Learner.get_stats

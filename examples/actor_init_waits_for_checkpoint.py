@@ -13,6 +13,12 @@ Mechanism
     driver's ``generate`` call waits for an actor that is never created. Nothing is short of
     resources.
 
+What misleads
+    The actor is ``PENDING_CREATION`` and its ``generate`` call ``PENDING_NODE_ASSIGNMENT``,
+    which reads as "waiting for resources": add nodes, wait for the autoscaler. Wrong: the actor
+    has a live pid and its ``__init__`` task is RUNNING - the constructor itself polls for
+    ``ckpt_<round>.pt`` while the trainer writes ``checkpoint_<round>.pt``.
+
 Expected diagnosis
     ``poll-never-satisfied`` in ``PolicyServer.__init__`` at the ``time.sleep`` of the wait
     loop; chain driver → PolicyServer (the constructor's process, not a pending resource).

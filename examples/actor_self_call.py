@@ -11,6 +11,11 @@ Mechanism
     ``train`` call on the same actor, and ``train`` waits for ``report``: a one-actor wait-for
     cycle. Steps 0-3 run; the report at step 4 never returns.
 
+What misleads
+    The handle it calls looks like another actor's, so the wait reads as "the other actor is
+    slow". Wrong: the queued call (``SUBMITTED_TO_WORKER``, no ``worker_pid``) has the same
+    ``actor_id`` as the waiting task - a cycle of one that no other process can break.
+
 Expected diagnosis
     ``actor-call-cycle`` (self-call): Learner.train is RUNNING and blocked in ``ray.get``;
     the awaited ``Learner.report`` is queued on the same actor (SUBMITTED_TO_WORKER, no worker

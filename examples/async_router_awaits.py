@@ -17,6 +17,12 @@ Mechanism
     engine 1 awaits forever; the async actor's stack shows nothing but an idle event loop; the
     driver waits in ``ray.get`` on the router.
 
+What misleads
+    The router's stack shows only an idle event loop (``select``), so it looks idle - the end of
+    the chain, or nothing to do with the hang. Wrong: its ``generate_batch`` is RUNNING and
+    awaits the engine calls it submitted; following its child tasks leads to engine 1 polling
+    for weights that were never loaded.
+
 Expected diagnosis
     ``poll-never-satisfied`` in GenerationEngine (engine 1) at the ``time.sleep`` line of the
     "not ready" guard. Chain: driver → InferenceRouter.generate_batch (an async actor awaiting

@@ -14,6 +14,12 @@ Mechanism
     in ``await`` has no stack) and the method RUNNING. The rollout waits in ``ray.get``, the
     driver on the rollout.
 
+What misleads
+    The WeightStore's loop is idle and the Learner did call ``set_weights``, so the store looks
+    healthy and the rollout looks slow. Wrong: there are two WeightStore actors; the rollout's
+    instance never got weights and its ``get_weights`` awaits an ``asyncio.Event`` nothing sets
+    - a coroutine in ``await`` has no stack, only the RUNNING task shows it.
+
 Expected diagnosis
     ``async-await-stuck``: WeightStore (the rollout's instance) runs ``get_weights``, its loop
     idle, no Ray call of its own unfinished: it awaits an asyncio object nothing resolves.

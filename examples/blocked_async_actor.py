@@ -18,6 +18,12 @@ Mechanism
     the driver waits in ``ray.get`` on ``update_weights``; both PolicyServer tasks are RUNNING in the State API (for async actors
     RUNNING only means "handed to the event loop").
 
+What misleads
+    Two methods of the async actor are RUNNING, so both seem to execute (or py-spy looks broken,
+    since only one is on a stack). Wrong: for an async actor RUNNING means "handed to the event
+    loop"; a synchronous ``time.sleep``/``ray.get`` inside one coroutine blocks the loop and
+    every other call.
+
 Expected diagnosis
     ``async-loop-blocked``: the PolicyServer's event-loop thread shows ``PolicyServer.generate``
     (a coroutine) in ``time.sleep`` (thread idle), i.e. a synchronous blocking call inside the

@@ -16,6 +16,12 @@ Mechanism
     calls complete). Nothing errors. Epochs are only checkpointed every ``ckpt_every`` epochs, so
     the first epochs succeed.
 
+What misleads
+    A busy process looks like one that is working: "it computes, wait longer". Wrong when
+    ``(active+gil)`` sits at the same job line in every sample with ~100% CPU: the loop's exit
+    condition can never become true. The reverse trap: a poll caught between sleeps also looks
+    busy - the CPU column decides.
+
 Expected diagnosis
     ``busy-loop``: the CheckpointCoordinator thread running ``wait_all`` is ``(active+gil)`` in
     py-spy at the ``while`` line in every sample (the process uses ~100% of a core); Trainer waits

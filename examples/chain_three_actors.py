@@ -15,6 +15,12 @@ Mechanism
     RolloutWorker.generate -> RewardModel.score (polling). Every actor has the default
     ``max_concurrency=1``; nothing errors, no resource demand is pending.
 
+What misleads
+    Four processes wait in ``ray.get``; the first one read (the trainer, then the buffer) looks
+    like the problem. Wrong: each is a victim of the next; only the last link is not in
+    ``ray.get``, and it looks healthy (idle, no error, no pending resource) because its poll
+    condition is the bug.
+
 Expected diagnosis
     ``poll-never-satisfied`` at the end of a 4-actor wait chain. RewardModel is the culprit (its
     thread is idle in ``time.sleep`` inside ``RewardModel.score``, not in ``ray.get``); Trainer,

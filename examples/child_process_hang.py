@@ -13,6 +13,11 @@ Mechanism
     ``Popen.wait``. (Its stdout is a pipe that nobody reads until the child exits either.)
     Shards 0-1 are small and succeed; shard 2 is large and hangs.
 
+What misleads
+    The actor waits in ``Popen.wait``, which reads as "the subprocess is slow", and ``py-spy
+    dump --subprocesses`` may fail on a non-Python child. Wrong: the reason is in the child's
+    own stack (idle reading stdin, which the parent never closes); dump the children by pid.
+
 Expected diagnosis
     ``child-process-hang``: the Preprocessor's main thread is idle in ``Popen.wait``
     (subprocess.py) inside ``Preprocessor._normalize_streaming``; its child (a Python process,

@@ -17,6 +17,12 @@ Mechanism
     stable for minutes). ``collective_timeout_hours`` is high, as people set it for slow
     checkpoints, so it never times out in practice.
 
+What misleads
+    Ranks 1 and 2 are in ``all_reduce`` and rank 0 in a collective too, so every rank looks "in
+    the collective" and the network or gloo gets the blame. Wrong: rank 0 is in ``barrier``, the
+    others in ``all_reduce`` - different operations that gloo pairs by call order; the barrier
+    indented into ``if rank == 0:`` is the bug.
+
 Expected diagnosis
     ``collective-mismatch``: every rank is inside a torch.distributed collective, but not the
     same one: ranks 1 and 2 in ``all_reduce`` (``_allreduce_gradients``), rank 0 in ``barrier``

@@ -14,6 +14,12 @@ Mechanism
     behind it, so the event is never set. The workers wait in ``ray.get`` on ``register``; the
     driver waits on ``wait_for_workers``. No lock, no Ray-level cycle, no error.
 
+What misleads
+    The workers' ``register`` calls look like they are in flight, and ``Event.wait`` suggests
+    the event is set elsewhere. Wrong: a sync actor runs one method at a time; ``register`` is
+    ``SUBMITTED_TO_WORKER`` behind ``wait_for_workers``, so the only code that could set the
+    event can never start.
+
 Expected diagnosis
     ``event-setter-queued``: Coordinator waits in ``Event.wait`` inside ``wait_for_workers``
     while 2 ``Coordinator.register`` calls are queued behind it. Fix: ``max_concurrency > 1``

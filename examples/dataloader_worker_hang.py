@@ -18,6 +18,12 @@ Mechanism
     for a batch that never arrives (``timeout=0``: no DataLoader timeout). The workers are alive,
     so the DataLoader's own liveness check never fires.
 
+What misleads
+    The Trainer waits in the DataLoader, which reads as slow I/O or a too-small ``num_workers``,
+    and the children show the same title as the actor. Wrong: each forked worker is idle at
+    ``with self._index_lock:`` with no other thread in it - fork copied a lock held by a thread
+    that does not exist in the child.
+
 Expected diagnosis
     ``child-process-hang``: Trainer.fit waits in the DataLoader (``_next_data`` /
     ``_try_get_data``, torch/utils/data/dataloader.py) for its worker children; each child (a

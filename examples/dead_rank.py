@@ -18,6 +18,12 @@ Mechanism
     driver waits for every rank with ``ray.wait(..., num_returns=len(refs))`` so that it can
     report all rank failures together, and therefore never returns.
 
+What misleads
+    Ranks whose tasks FAILED with gloo "Connection reset by peer" look like the cause, and
+    ``death_cause`` ("worker unexpectedly exits") reads as OOM or a segfault. Wrong: they are
+    the dead rank's ring neighbours; the DEAD actor is the culprit and its own ``.err`` log says
+    why (NaN in loss, then exit).
+
 Expected diagnosis
     ``peer-rank-dead``: at least one TrainWorker rank is stuck in ``all_reduce``
     (torch/distributed/distributed_c10d.py) of step 4; the TrainWorker actor of rank 3 is DEAD

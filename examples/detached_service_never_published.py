@@ -13,6 +13,12 @@ Mechanism
     evaluation driver as its parent, so a view of the evaluation job's own tasks and actors
     shows nothing running at all.
 
+What misleads
+    The job's own tasks and actors show nothing RUNNING, so the job looks idle or finished.
+    Wrong: its call went to a detached actor of another job; Ray files that task under the
+    server's job with this driver as ``parent_task_id``, and the server waits for a ``publish``
+    nobody makes.
+
 Expected diagnosis
     ``event-never-set``: WeightServer (owned by the service job) waits in ``Event.wait`` inside
     ``pull``; the chain goes from this job's driver into the other job's actor.

@@ -21,6 +21,13 @@ Mechanism
     timeout is 24 h). The Flight Recorder dumps show it directly: collective #4 of the default
     group is ``gloo:broadcast [[1]]`` on rank 0 and ``gloo:all_reduce [[9]]`` on ranks 1 and 2.
 
+What misleads
+    All three ranks sit in a collective and the stacks differ only by call site, so picking the
+    odd stack or blaming gloo is tempting - and rank 0 in ``broadcast`` looks like it is
+    correctly waiting for the others to join. Wrong: the two sides count evaluation steps
+    differently; the Flight Recorder shows collective #4 of the default group is a broadcast on
+    rank 0 and an all_reduce on ranks 1-2.
+
 Expected diagnosis
     ``collective-mismatch``: every rank inside a torch.distributed collective, not the same one:
     rank 0 in ``broadcast`` (``TrainWorker._validate_and_broadcast``), ranks 1 and 2 in

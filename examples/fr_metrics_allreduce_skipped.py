@@ -26,6 +26,12 @@ Mechanism
     collectives in call order across groups: ranks 0 and 2 agree, rank 1 departs from them at
     ``metrics`` #4, so rank 1 started the deadlock.
 
+What misleads
+    Every rank is in ``dist.all_reduce``, so the stacks look alike and the hang looks like a
+    slow or broken network. Wrong: ranks 0 and 2 wait in the ``metrics`` group's collective #4,
+    which rank 1 never entered (it skipped a NaN loss) and instead waits in the default group's
+    #5 - two groups, one deadlock; the Flight Recorder names the group and sequence number.
+
 Expected diagnosis
     ``collective-mismatch``: ranks 0 and 2 in ``all_reduce`` (torch/distributed/distributed_c10d.py)
     from ``TrainWorker._log_metrics``, rank 1 in ``all_reduce`` from

@@ -19,6 +19,12 @@ Mechanism
     (``collective_timeout_hours`` is 24). A dead rank writes no dump: the Flight Recorder shows
     ranks 0-2 in collective #4 and no dump from rank 3; Ray's state says why.
 
+What misleads
+    Ranks 0-2 are in collective #4 and the Flight Recorder has no dump from rank 3, which reads
+    as "rank 3's dump was lost" or a gloo problem. Wrong: a dead rank writes no dump; Ray shows
+    its actor DEAD (WORKER_DIED, a generic message), and its own log says it exited on a memory
+    check before the step-3 all_reduce.
+
 Expected diagnosis
     ``peer-rank-dead``: at least one rank stuck in ``all_reduce`` (torch/distributed/distributed_c10d.py);
     the TrainWorker of rank 3 is DEAD (WORKER_DIED) and its ``train`` task FAILED. Culprit: the

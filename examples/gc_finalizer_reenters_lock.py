@@ -22,6 +22,13 @@ Mechanism
     ``FeatureServer.batch`` never returns; ``Trainer.fit`` waits in ``ray.get`` on it, the driver
     on ``Trainer.fit``.
 
+What misleads
+    Every frame around the wait is the standard library or Ray (``ThreadPoolExecutor.submit``,
+    ``concurrent/futures/thread.py``), so it looks like Ray's or Python's own idle machinery, or a
+    pool that is merely busy. It is neither: the thread waits for a lock that it holds itself, two
+    frames further down, and the ``BufferHandle.__del__`` between them was started by the garbage
+    collector, not called by any line of the job.
+
 Expected diagnosis
     ``lock-self-deadlock``: the FeatureServer's only job thread waits in
     ``ThreadPoolExecutor.submit`` (``concurrent/futures/thread.py``) at ``with self._shutdown_lock,

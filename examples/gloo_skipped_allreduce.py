@@ -18,6 +18,12 @@ Mechanism
     ``collective_timeout_hours`` is set high (as people do for slow checkpoints), so it never
     times out in practice.
 
+What misleads
+    Three ranks sit in the same ``all_reduce``; restarting, blaming the network or NCCL/gloo
+    settings is tempting. Wrong: the culprit is the rank that is *not* there - its task FINISHED
+    without an error, one collective early, because gloo pairs collectives by call order; its
+    branch that skips a step is the bug.
+
 Expected diagnosis
     ``collective-skipped``: ranks 0, 1, 3 in ``all_reduce`` (torch/distributed/distributed_c10d.py)
     at the same source line of ``TrainWorker.train``; rank 2 is not in any collective: its

@@ -15,6 +15,12 @@ Mechanism
     ``train_step`` that waits for it: a two-actor wait-for cycle. From then on no task finishes
     and the log is silent — what ``debug-hang watch`` notices.
 
+What misleads
+    Twenty healthy steps came first, so ``Trainer.train_step FINISHED x20`` reads as a job that
+    runs, and a short test run never reaches the hang. Wrong: finished steps are history, not
+    progress; at step 20 the first evaluation closes a cycle - the Evaluator's ``get_weights``
+    call is queued behind the ``train_step`` that waits for it.
+
 Expected diagnosis
     ``actor-call-cycle``: Trainer.train_step (RUNNING, in ray.get) waits on Evaluator.evaluate
     (RUNNING, in ray.get), which waits on Trainer.get_weights (queued, never started). Both

@@ -13,6 +13,11 @@ Mechanism
     and actor tasks keep reaching FINISHED in the State API, task ids advance, and the
     ``iteration N`` log line keeps counting.
 
+What misleads
+    Every single dump shows processes idle in ``ray.get`` or ``time.sleep``, and one even
+    matches a poll pattern: it looks hung. Wrong: tasks keep reaching FINISHED between two
+    listings - it is slow, not stuck; check progress before calling a hang.
+
 Expected diagnosis
     ``no-hang``: stacks move between samples taken over a few seconds (different methods /
     iterations), the count of FINISHED tasks grows, no task is stuck RUNNING for long. A tool

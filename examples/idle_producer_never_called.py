@@ -15,6 +15,11 @@ Mechanism
     the queue actor's ``get`` is RUNNING (awaiting), the driver waits in ``ray.get`` on
     ``Learner.fit``. Nothing fails, nothing is pending.
 
+What misleads
+    The Learner waits in ``Queue.get``, so the producers look slow, or dead - yet both are ALIVE
+    with no error. Wrong: they are idle and have never run a method (only their creation task):
+    the ``run()`` call was written inside a warm-up branch that resumed runs skip.
+
 Expected diagnosis
     ``idle-no-work``: the Learner waits in ``Queue.get`` (ray/util/queue.py); no producer of the
     job is dead or failed, and the SampleProducer actors are idle and have never run a method

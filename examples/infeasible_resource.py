@@ -15,6 +15,12 @@ Mechanism
     ``(autoscaler +Ns) Error: ...``), but no exception reaches the driver, which sits in
     ``ray.get``.
 
+What misleads
+    ``ray status`` lists the request as an ordinary pending demand and the actor as
+    ``PENDING_CREATION``: "the cluster is busy, wait for the autoscaler". Wrong: no node is that
+    large, so it can never be placed; compare the request with the largest node and look for the
+    autoscaler's "No available node types" event.
+
 Expected diagnosis
     ``infeasible-resource``: the RewardModel actor requests ``GPU: 1`` and no node has a GPU.
     No process is at fault in its stack (the driver is in ray.get); the culprit is the

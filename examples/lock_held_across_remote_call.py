@@ -13,6 +13,12 @@ Mechanism
     ``with self.lock:`` for the lock its own actor's ``rebalance`` holds. A cycle of two actors,
     each with one thread in ``ray.get`` and one at a lock line; no error.
 
+What misleads
+    Both Shards are in ``ray.get`` on each other's ``accept``, which looks like a slow peer or
+    an actor call cycle. Wrong: each ``accept`` RUNS in a second thread and waits at ``with
+    self.lock:`` for the lock its own actor's ``rebalance`` holds across the remote call - a
+    lock-order deadlock spanning two processes.
+
 Expected diagnosis
     ``lock-order-deadlock``: the cycle Shard → Shard through ``accept``, with each shard's
     ``accept`` thread waiting at ``with self.lock:`` (a lock held across a remote call). Fix:

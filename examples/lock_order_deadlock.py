@@ -15,6 +15,12 @@ Mechanism
     other: a classic lock-order deadlock inside one process. The actor's tasks stay RUNNING; the
     driver waits on ``save`` and the Evaluator waits on ``promote_best``.
 
+What misleads
+    The threads stop at plain ``with lock:`` lines with no ``acquire`` frame, so the lines look
+    merely slow, and the threads are unnamed (``Dummy-N``). Wrong: two threads of one actor idle
+    at ``with`` lines of two different locks, each holding the other's, is the whole evidence of
+    a lock-order deadlock.
+
 Expected diagnosis
     ``lock-order-deadlock``: in the CheckpointStore process two threads (unnamed / ``Dummy-N``
     in py-spy) are idle on the ``with self._index_lock:`` line of ``save`` and the

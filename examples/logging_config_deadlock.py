@@ -20,6 +20,12 @@ Mechanism
     in ``_acquireLock`` (the same two stacks as ray-project/ray#58377). ``Evaluator.evaluate``
     never returns; ``Trainer.fit`` waits in ``ray.get`` on it, the driver on ``Trainer.fit``.
 
+What misleads
+    No job frame is on top of either stuck stack: one thread is in ``Handler.acquire``, the other in
+    ``_acquireLock``, both in ``logging``, which looks like Ray's or Python's own machinery idling
+    (a rule that took library-only threads for polling hid exactly this, ray-project/ray#58377).
+    It is a lock-order deadlock between the module lock and one handler's lock.
+
 Expected diagnosis
     ``logging-lock-deadlock``: the Evaluator's reporter thread waits for the logging module lock in
     ``_acquireLock`` while its main thread holds it inside ``DictConfigurator.configure``

@@ -18,6 +18,12 @@ Mechanism
     ``Trainer.fit`` waits in ``ray.get`` on it, the driver on ``Trainer.fit``. Nothing is logged
     about it: logging is what is stuck.
 
+What misleads
+    Both stuck threads are inside the standard library (``logging/config.py``, ``queue.py``,
+    ``logging/__init__.py``) and the actor logs nothing, so it reads as an idle actor, or a slow
+    log service to wait out. Neither: the main thread holds the logging module lock across the
+    flush, and the uploader that the flush waits for needs that lock to log one debug line.
+
 Expected diagnosis
     ``logging-lock-deadlock``: the Scorer's ``log-uploader`` thread waits for the logging module lock
     in ``_acquireLock``; its main thread holds it inside ``DictConfigurator.configure``

@@ -13,6 +13,12 @@ Mechanism
     resolves. Ray raises nothing; the controller sits in ``ray.get`` and the driver waits on the
     controller. ``ray status -v`` lists the bundles as a pending placement-group demand.
 
+What misleads
+    The controller waits in ``ray.get(pg.ready())`` and no task is pending anywhere, so the task
+    list shows nothing to chase. Wrong: ``pg.ready()`` is not a task; ``ray list
+    placement-groups --detail`` shows the group ``PENDING`` with ``scheduling_state:
+    INFEASIBLE`` - its bundles fit no node.
+
 Expected diagnosis
     ``placement-group-infeasible``: ``TrainController.run`` is blocked in ``ray.get`` on
     ``pg.ready()`` and the placement group ``train_workers`` is PENDING / INFEASIBLE. Culprit:

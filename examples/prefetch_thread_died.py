@@ -13,6 +13,12 @@ Mechanism
     Trainer. py-spy shows one thread in ``Event.wait`` and no other thread of the actor in job
     code.
 
+What misleads
+    The ShardPrefetcher is ALIVE, no task FAILED, and ``Event.wait`` suggests the download is
+    just slow. Wrong: no other thread of the actor runs job code - the prefetch thread died on
+    ``KeyError: 'num_rows'`` before ``set()``, and its traceback is only in the worker's
+    ``.err`` log.
+
 Expected diagnosis
     ``event-never-set``: ShardPrefetcher waits in ``Event.wait`` inside ``next_shard``, no other
     thread runs job code and no call to it is queued; the dead thread's ``KeyError: 'num_rows'``

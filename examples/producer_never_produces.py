@@ -15,6 +15,12 @@ Mechanism
     busy in that poll; the Trainer is blocked in ``ray.get`` on it, and the driver is blocked in
     ``ray.get`` on the Trainer. Nothing errors, no resources are pending.
 
+What misleads
+    ``ray status`` shows idle CPUs and no demands, and the culprit can be sampled between sleeps
+    and look busy: "the cluster is fine, it computes". Wrong: it is an actor-only hang that only
+    stacks show; a ``time.sleep(`` line in every sample is a poll whose condition (a threshold
+    above what is produced) never becomes true.
+
 Expected diagnosis
     Root cause: ``ReplayBuffer.sample`` polling (``time.sleep`` in a loop, thread idle) for a
     condition that is never satisfied. ``Trainer.train`` waits in ``ray.get`` on it and the

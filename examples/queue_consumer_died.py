@@ -15,6 +15,12 @@ Mechanism
     ``_QueueActor``'s ``put`` stays RUNNING, the worker waits in ``ray.get`` on it, the driver on
     the worker.
 
+What misleads
+    The RolloutWorker waits on ``queue.put``, which looks like back-pressure from a slow
+    learner. Wrong: the queue is full because its consumer's ``run`` task FAILED with
+    ``TypeError``; nobody held the ref, so the error is only an "Unhandled error" line in the
+    driver log while the actor stays ALIVE.
+
 Expected diagnosis
     ``consumer-gone``: the chain driver → RolloutWorker → _QueueActor (a put on a full queue) →
     TrajectoryConsumer, whose ``run`` task FAILED with ``TypeError``.

@@ -15,6 +15,11 @@ Mechanism
     ``Unhandled error (suppress with 'RAY_IGNORE_UNHANDLED_ERRORS=1')`` line in the job log
     (printed because the ObjectRef was dropped) and in the State API as a FAILED task.
 
+What misleads
+    The producer's actor is ALIVE and idle, so it looks healthy and the consumer's code gets
+    read first. Wrong: its ``produce`` task is FAILED and the error sits in an ObjectRef nobody
+    fetched; check the job's FAILED tasks.
+
 Expected diagnosis
     ``producer-gone``: Trainer.fit is blocked in ``Queue.get``; the queue's only producer,
     ``DataLoaderWorker.produce``, is FAILED (TASK_EXECUTION_EXCEPTION) while the actor is ALIVE

@@ -15,6 +15,12 @@ Mechanism
     every second (rank 1 "finished", rank 0 "running") and waits for the group to end; the
     driver waits in ``trainer.fit()``. No error for 30 minutes (TorchConfig's timeout_s).
 
+What misleads
+    Rank 0 is in ``loss.backward()`` with no ``all_reduce`` on its stack, which reads as slow
+    compute; ``poll_status`` calls FINISH every second, which reads as progress. Wrong: DDP's
+    backward ends in the gradient all-reduce (at 0% CPU it is a collective wait), the polls are
+    Ray Train's own, and rank 1's train function returned early on its own validation loss.
+
 Expected diagnosis
     ``collective-skipped``: RayTrainWorker rank 0 in ``ddp-wait`` (``loss.backward()``
     line of ``train_func``); RayTrainWorker rank 1 is in no collective, its training thread gone.

@@ -12,6 +12,11 @@ Mechanism
     1's all-reduce never match, and both wait (Ray Train's default timeout is 30 minutes). No
     rank finished, no error.
 
+What misleads
+    With two ranks there is no majority, and rank 1 in ``loss.backward()`` looks like the slow
+    one. Wrong: DDP's collectives run on every rank every step, so the rank in an explicit
+    ``dist.barrier()`` - indented into rank 0's evaluation block - is the odd one.
+
 Expected diagnosis
     ``collective-mismatch``: rank 0 in ``barrier`` (called from ``train_func``), rank 1 in
     ``ddp-wait`` (``loss.backward()``). With two ranks there is no majority; DDP's collectives

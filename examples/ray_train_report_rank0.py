@@ -16,6 +16,12 @@ Mechanism
     through a different mechanism; nothing errors. Ray Train prints the missing ranks only after
     60 s (RAY_TRAIN_COLLECTIVE_WARN_INTERVAL_S).
 
+What misleads
+    Rank 1 waits in DDP and rank 0 in ``ray.train.report``, which looks like a DDP or network
+    problem, and Ray Train prints nothing for 60 s. Wrong: ``ray.train.report`` is a barrier
+    across all workers; under ``if rank == 0:`` rank 1 never joins it, and each rank waits for
+    the other through a different mechanism.
+
 Expected diagnosis
     ``train-barrier-skipped``: a cycle rank 0 (``ray-get-wait`` in ``ray.train.report``) →
     SynchronizationActor (``train-barrier-wait``: a call from rank 0, none from rank 1) → rank 1

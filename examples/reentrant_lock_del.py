@@ -17,6 +17,12 @@ Mechanism
     the first eviction (shard ``capacity``, i.e. step 4). The cache's method never returns, the
     trainer waits in ``ray.get`` on it, the driver on the trainer. No error, nothing pending.
 
+What misleads
+    The ShardCache's only job thread waits at a ``with ...lock:`` line, which suggests another
+    thread holds the lock (a metrics thread, a second caller). Wrong: no other thread runs job
+    code; the same thread took the lock in ``put`` and re-enters it from
+    ``CachedShard.__del__``, run by the eviction - ``threading.Lock`` is not reentrant.
+
 Expected diagnosis
     ``lock-self-deadlock``: the ShardCache's only job thread is idle in ``CachedShard.__del__`` at
     ``with self._cache._lock:``, called from ``ShardCache.put`` (inside its ``with self._lock:``

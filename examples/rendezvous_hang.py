@@ -19,6 +19,12 @@ Mechanism
     ``PENDING_NODE_ASSIGNMENT`` behind its actor. No error, no timeout
     (``rendezvous_timeout_hours`` is large).
 
+What misleads
+    Ranks 0-2 wait in ``init_process_group``, which looks like a network, firewall or
+    MASTER_ADDR problem. Wrong: rank 3 never started - its actor is ``PENDING_CREATION`` (pid 0)
+    because it is pinned to ``node:10.42.0.17``, a node that no longer exists; the fix is the
+    host list, not the rendezvous.
+
 Expected diagnosis
     ``infeasible-resource``: ranks 0, 1, 2 wait in ``init_process_group``
     (torch/distributed/distributed_c10d.py) for the missing peer; the TrainWorker with rank 3 is

@@ -16,6 +16,12 @@ Mechanism
     the trainer waits in ``ray.get`` on it and the driver waits on the trainer. Ray sees an ALIVE
     actor with a RUNNING task, no error, no pending resources.
 
+What misleads
+    The RewardScorer's actor is ALIVE with a RUNNING task and an idle main thread, so it looks
+    like it waits on Ray or just works slowly. Wrong: its innermost job line is ``sock.recv`` on
+    a socket with no timeout; the service at the other end accepted the connection and never
+    answers.
+
 Expected diagnosis
     ``io-wait``: RewardScorer's main thread is idle in ``RewardScorer._request`` at
     ``sock.recv`` (a socket read with no timeout; the socket method is C code, so py-spy shows the

@@ -13,6 +13,12 @@ Mechanism
     freed: the tasks stay ``PENDING_NODE_ASSIGNMENT`` forever. No error, no warning, no
     autoscaler event: the demand is feasible, just never satisfied.
 
+What misleads
+    Every CPU is reserved and tasks stay ``PENDING_NODE_ASSIGNMENT``: "add nodes". Wrong: the
+    holders are actors blocked in ``ray.get`` (actors keep their CPUs while blocked, normal
+    tasks release theirs) waiting on those very tasks; more nodes only move the ceiling - give
+    the waiting actors ``num_cpus=0``.
+
 Expected diagnosis
     ``resource-starvation``: all ShardLoader actors are blocked in ``ray.get`` in
     ``ShardLoader.load``, ``ray status`` shows 4.0/4.0 CPU used with ``{'CPU': 1.0}`` pending

@@ -16,6 +16,12 @@ Mechanism
     ``queue.Queue.get()`` (no timeout, no sentinel) forever; the trainer waits in ``ray.get`` on
     it and the driver waits on the trainer.
 
+What misleads
+    The actor is ALIVE, no task FAILED, ``next_batch`` is still callable: a slow decoder. Wrong:
+    ``Queue.get()`` waits on a ``queue.Queue`` only threads of this process fill, and no other
+    thread runs job code - the producer thread died on ``KeyError: 'label'`` (in the worker's
+    ``.err`` log).
+
 Expected diagnosis
     ``producer-gone``: the BatchPrefetcher's ``next_batch`` is idle in ``Queue.get``
     (``queue.py``) and no other thread of that process runs job code — the thread that should put

@@ -15,6 +15,12 @@ Mechanism
     The trial's own thread waits in ``ray.get``; Tune's main thread in the trial actor waits on
     its results queue; the driver waits in ``tuner.fit()``.
 
+What misleads
+    The trial's main thread waits on Tune's results queue, which points at Tune; the Simulator
+    is busy in ``run()``, which looks like work. Wrong: the main thread is the library waiting
+    on the training thread, which is in ``ray.get`` on ``Simulator.step``, queued behind a
+    ``run()`` loop another trial started and never stopped.
+
 Expected diagnosis
     ``poll-never-satisfied``: Simulator in ``run()`` at its ``time.sleep`` (a loop whose exit
     never comes). Chain: driver → the trial (its training thread in ``ray.get``, not Tune's

@@ -50,6 +50,17 @@ EXPLAINS = {
     "queue_consumer_died": ["TypeError"],  # the consumer's failed task
     "lock_held_across_remote_call": ["a lock held across a remote call"],
     "detached_service_never_published": ["WeightServer.pull"],  # the call into the other job's actor
+    "sweep_leaked_placement_group": ["reserved in placement groups", "remove_placement_group", "DEAD (RAY_KILL)"],
+    "idle_evaluators_hold_cpus": ["no task running or queued on it", "ray.kill"],
+    "run_dir_file_lock": ["/proc/locks", "/.lock", "fcntl.flock(fh, fcntl.LOCK_EX)"],  # the file and the line
+    "crash_loop_actor": ["Bus error", "restarted"],  # the death reason from a dead worker's log
+    "crash_loop_task": ["Segmentation fault", "attempt(s) FAILED"],
+}
+# Healthy jobs kept out of `hang` by what their processes did in the window (issue 20): text
+# the summary must contain.
+PROGRESS_SEEN = {
+    "throttled_checkpoint_upload": ["progressing", "to disk", "saved chunk"],  # bytes + advancing counter
+    "quiet_shard_export": ["progressing", "to disk"],  # the disk alone: no log, no finished task
 }
 
 
@@ -104,6 +115,9 @@ def test_example_is_diagnosed(ray_cluster: LocalCluster, example: str, tmp_path:
         out = tmp_path / "diag"
         proc = run_script(["scripts/diagnose_ray_hang.sh", ray_cluster.gcs, str(out), "--job-id", str(job.job_id)],
                           timeout_s=120, env=ray_cluster.env())
+        # the job's code is where the diagnosis says, while the job still runs
+        code = json.loads((out / "diagnosis.json").read_text()).get("job_code") or {}
+        code_there = bool(code.get("working_dir")) and Path(code["working_dir"], f"{example}.py").is_file()
     finally:
         stop_job(ray_cluster, job)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -119,6 +133,8 @@ def test_example_is_diagnosed(ray_cluster: LocalCluster, example: str, tmp_path:
     # THEN the verdict, the root-cause pattern and the culprits are the expected ones
     report = (out / "report.md").read_text()
     assert diag["verdict"] == expected["verdict"], f"{diag['summary']}\n{report}"
+    for text in PROGRESS_SEEN.get(example, []):
+        assert text in diag["summary"], f"{text!r} missing from the summary of {example}\n{report}"
     if expected["verdict"] != "hang":
         return
     top = diag["root_causes"][0]
@@ -126,6 +142,11 @@ def test_example_is_diagnosed(ray_cluster: LocalCluster, example: str, tmp_path:
     for culprit in expected["culprits"]:
         assert culprit_matches(culprit, top["culprits"]), f"{culprit} not in {top['culprits']}\n{report}"
     assert diag["chains"], report
+    # and it says what to read next, and where the job's code is
+    assert top["next"]["pattern_doc"] == f"references/patterns.md#{expected['pattern']}"
+    assert f"read: {top['next']['pattern_doc']}" in proc.stdout and "## Read next" in report
+    assert top["next"]["case"] and (ROOT / top["next"]["case"]).is_file()
+    assert code.get("entrypoint") == f"python {example}.py" and code_there, code
     assert diag["collection"]["seconds"] < 30, diag["collection"]
     for text in EXPLAINS.get(example, []):
         assert text in report, f"{text!r} missing from the report of {example}\n{report}"

@@ -98,6 +98,9 @@ def test_dashboard_down_still_gives_a_partial_diagnosis(tmp_path: Path) -> None:
         assert "State API did not answer" in diag["summary"]
         assert any(e.get("kind") == "state-api-down" for e in diag["collection"]["errors"])
         assert "ReplayBuffer" in (tmp_path / "d" / "report.md").read_text()
+        # and it says what to run next: the per-node dump, which needs no dashboard
+        assert diag["next_step"]["command"].startswith(f"python3 scripts/run_on_each_ray_node.py --address {cluster.gcs} ")
+        assert f"next: {diag['next_step']['command']}" in proc.stdout
     finally:
         localcluster.stop(cluster)
 

@@ -197,3 +197,33 @@ def test_note_queued_calls_on_the_busy_actor() -> None:
     b = run_before(builder("actor_call_cycle"), G.note_queued_calls)
     G.note_queued_calls(b)
     assert any("actor-call-queued" in e for n in b.g.nodes.values() for e in n.evidence)
+
+
+def test_edges_resource_holders_leads_the_pending_group_to_the_leaked_one() -> None:
+    b = run_before(builder("sweep_leaked_placement_group"), G.edges_resource_holders)
+    pending = node_named(b, "placement group trial-1")
+    assert not b.g.out(pending.key)  # before the pass, the waiting group is the end of the chain
+    G.edges_resource_holders(b)
+    (edge,) = b.g.out(pending.key)
+    holder = b.g.nodes[edge.dst]
+    assert (edge.why, holder.name, holder.pattern) == ("held-by", "placement group trial-0", "placement-group-leaked")
+
+
+def test_edges_resource_holders_leads_the_starved_request_to_the_idle_actors() -> None:
+    b = run_before(builder("idle_evaluators_hold_cpus"), G.edges_resource_holders)
+    request = next(n for n in b.g.nodes.values() if n.kind == "resource")
+    assert request.state == "starved" and not b.g.out(request.key)
+    G.edges_resource_holders(b)
+    holders = [b.g.nodes[e.dst] for e in b.g.out(request.key)]
+    assert sorted(h.class_name or "" for h in holders) == ["Evaluator"] * 3
+    assert all(h.pattern == "idle-actor-holds-resources" for h in holders)
+
+
+def test_detect_file_lock_waits_reads_the_kernel_not_the_stack() -> None:
+    b = run_before(builder("run_dir_file_lock"), G.detect_file_lock_waits)
+    writer = node_named(b, "MetricsWriter")
+    assert writer.pattern is None  # the stack alone: idle at a line, no recognised wait
+    G.detect_file_lock_waits(b)
+    assert writer.pattern == "file-lock-wait" and G.edge_of(b, writer.key) == "lock-holder"
+    G.follow_edges(b)
+    assert ("MetricsWriter", "CheckpointManager") in edges(b)

@@ -295,10 +295,14 @@ def test_pod_node_in_own_pid_namespace_is_dumped_by_a_helper_on_that_node(
     assert procs, coll.errors
     assert ("Culprit.block_forever", _block_line()) in _frames(procs[0])
     # AND the helper really ran in the pod's namespace, not ours
-    runs = run_on_nodes(probe_node, {multinode.pod: (multinode.pod, [pid], {}, 1, 0.0, False)}, 60)
+    runs = run_on_nodes(probe_node, {multinode.pod: (multinode.pod, [pid], {}, 2, 0.2, False)}, 60)
     value = runs[multinode.pod].value
     assert value["pid_namespace"] != pid_namespace()
     assert value["info"][str(pid)]["title"].startswith("ray::Culprit")
+    # AND its progress readings (/proc io, its log files) were taken there, between the samples
+    window = value["info"][str(pid)]["progress"]
+    assert "io" in window and window["io"]["write_bytes"] == 0, window
+    assert any(entry["name"].endswith(".out") for entry in window["logs"]), window
 
 
 # --- (b) every CPU held by blocked actors: the CPU-free helper still runs everywhere -----------

@@ -324,3 +324,49 @@ def test_missing_command_is_reported_not_raised() -> None:
     result = run_command(["no-such-program-xyz"], timeout_s=5)
     assert result["kind"] == COMMAND_NOT_FOUND and result["returncode"] is None
     assert "'no-such-program-xyz'" in result["error"] and "PATH=" in result["error"]
+
+
+# --- progress readings between the samples (issue 20) -------------------------------------------
+WRITER = textwrap.dedent("""\
+    import os, sys, time
+    out = open(sys.argv[1], "wb")
+    print("READY", flush=True)
+    for step in range(10_000):
+        out.write(b"x" * 65536)
+        out.flush()
+        print(f"step {step}/10000", flush=True)
+        time.sleep(0.1)
+    """)
+
+
+@needs_pyspy
+def test_probe_reads_what_a_process_wrote_and_logged_between_samples(tmp_path: Path) -> None:
+    # GIVEN a process that writes 64 KiB and logs a progress line every 0.1 s, stdout in a file
+    script, log = tmp_path / "writer.py", tmp_path / "writer.out"
+    script.write_text(WRITER)
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "data.bin")], stdout=fh)
+    try:
+        deadline = time.monotonic() + 20
+        while b"READY" not in log.read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        # WHEN the node probe samples it twice
+        value = probe_node("local", [proc.pid], DumpOptions().to_dict(), samples=2, interval_s=0.5, children=False)
+    finally:
+        proc.kill()
+        proc.wait()
+    # THEN the window holds its write bytes and the new log lines, with the ones before them
+    window = value["info"][str(proc.pid)]["progress"]
+    assert window["window_s"] >= 0.5
+    assert window["io"]["wchar"] >= 65536
+    (out,) = [entry for entry in window["logs"] if entry["fd"] == 1]
+    assert out["name"] == "writer.out" and out["lines"] >= 2 and out["bytes"] > 0
+    assert out["new"][-1].startswith("step ") and out["tail"][-1].startswith("step ")
+
+
+@needs_pyspy
+def test_a_parked_process_shows_a_silent_window(target: subprocess.Popen[str]) -> None:
+    value = probe_node("local", [target.pid], DumpOptions().to_dict(), samples=2, interval_s=0.3, children=False)
+    window = value["info"][str(target.pid)]["progress"]
+    assert window["io"]["wchar"] == 0 and window["io"]["write_bytes"] == 0
+    assert all(entry["bytes"] == 0 for entry in window["logs"])

@@ -481,3 +481,34 @@ def test_any_prefix_of_a_real_dump_parses_or_fails_cleanly(data: bytes, draw: st
 @given(st.binary(max_size=2000))
 def test_random_bytes_never_crash(data: bytes) -> None:
     parse_or_bad_input(data)
+
+
+def test_run_on_each_ray_node_dump_text_reads_like_its_json() -> None:
+    # GIVEN the text and the --json output of `run_on_each_ray_node.py --dump PIDS --samples 2` on a
+    # hung gloo job's node (a node is dumped once; the same file is then classified)
+    text_warnings: list[str] = []
+    from_text = parse_path(str(DATA / "node-dump" / "dump.txt"), text_warnings)
+    from_json = parse_path(str(DATA / "node-dump" / "dump.json"), [])
+    # THEN nothing is skipped, every process carries its node, and both give the same stacks
+    assert text_warnings == []
+    nodes = {p.node_id for p in from_text}
+    assert len(nodes) == 1 and next(iter(nodes)).startswith("b41d591f78ad")
+    assert nodes == {p.node_id for p in from_json}
+
+    def stacks(procs: list[Process]) -> list[tuple[object, ...]]:
+        return sorted((p.pid, p.sample, tuple((t.name, tuple((f.function, f.line) for f in t.frames))
+                                              for t in p.threads)) for p in procs)
+
+    assert stacks(from_text) == stacks(from_json)
+    assert sorted({p.sample for p in from_text}) == [0, 1]
+
+
+def test_run_on_each_ray_node_dump_error_line_becomes_a_process_error() -> None:
+    warnings: list[str] = []
+    procs = parse_path(str(DATA / "node-dump" / "dump-with-error.txt"), warnings)
+    assert warnings == []
+    dumped, failed = sorted(procs, key=lambda p: p.error is not None)
+    assert dumped.threads and dumped.threads[0].frames[0].function == "<module>"
+    assert failed.pid == dumped.pid + 1 and not failed.threads
+    assert failed.error and failed.error.startswith("[process-exited] process not found on this node")
+    assert dumped.node_id == failed.node_id and dumped.node_id and dumped.node_id.startswith("b05a8354")

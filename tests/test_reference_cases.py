@@ -62,7 +62,7 @@ def test_reanalysis_still_finds_the_root_cause_the_case_shows(case: str) -> None
     # THEN it reaches the same verdict, pattern and culprits, which are the planted ones the page shows
     assert now["verdict"] == then_doc["verdict"] == expected["verdict"], now["summary"]
     if expected["verdict"] != "hang":
-        assert f"the verdict is `{expected['verdict']}`" in page
+        assert f"**Verdict**: `{expected['verdict']}`" in page
         return
     then = then_doc["root_causes"][0]
     top = now["root_causes"][0]
@@ -70,7 +70,7 @@ def test_reanalysis_still_finds_the_root_cause_the_case_shows(case: str) -> None
     for culprit in expected["culprits"]:
         assert culprit_matches(culprit, top["culprits"]), f"{culprit} not in {top['culprits']}"
         assert culprit_matches(culprit, then["culprits"]), f"{culprit} not in the recorded {then['culprits']}"
-    assert f"**Root-cause pattern**: `{expected['pattern']}`" in page
+    assert f"**Pattern**: [`{expected['pattern']}`](../patterns.md#{expected['pattern']})" in page
     culprit_line = re.search(r"^\*\*Culprit\*\*: (.*)$", page, re.MULTILINE)
     assert culprit_line and all(c["class_name"] in culprit_line.group(1) for c in expected["culprits"])
 
@@ -88,3 +88,34 @@ def test_index_lists_every_case() -> None:
     assert index == gen.render_index(CASES)
     for case in CASES:
         assert f"]({case}.md)" in index
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_case_page_is_short_and_says_what_misleads(case: str) -> None:
+    # GIVEN the generated page WHEN an agent loads it as few-shot evidence THEN it fits ~3 KB and
+    # its "What misleads" section is filled from the example's docstring (never a placeholder)
+    page = (PAGES / f"{case}.md").read_text()
+    assert len(page.encode()) <= generator().MAX_PAGE_BYTES, f"{case}.md is {len(page.encode())} bytes"
+    lesson = page.split("## What misleads", 1)[1].strip()
+    assert len(lesson) >= 80 and "missing:" not in lesson, f"{case}: fill the example's 'What misleads' section"
+    assert lesson == generator().misleads(case)
+    assert "tests/data" not in page, "capture pointers belong to the tests, not the shipped page"
+
+
+def test_every_example_docstring_says_what_misleads() -> None:
+    gen = generator()
+    missing = [p.stem for p in sorted((ROOT / "examples").glob("*.py")) if len(gen.misleads(p.stem)) < 80]
+    assert not missing, f"add a 'What misleads' section (the tempting wrong answer and why) to: {missing}"
+
+
+def test_each_page_carries_its_mechanism_for_the_case_chooser() -> None:
+    from debug_hang.analyse.next_steps import case_index
+
+    index = dict(case_index(ROOT))
+    assert sorted(index) == CASES
+    for case in CASES:
+        then = recorded(case)
+        assert index[case]["verdict"] == then["verdict"]
+        if then["verdict"] == "hang":
+            assert index[case]["pattern"] == then["root_causes"][0]["pattern"]
+            assert index[case]["chain"] == [n.get("pattern") or n.get("state") for n in then["chains"][0]]

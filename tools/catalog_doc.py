@@ -29,7 +29,7 @@ PROG = "tools/catalog_doc.py"
 PAGE_PATH = CATALOG_PATH.parent / "patterns.md"
 CASES_DIR = CATALOG_PATH.parent / "cases"
 # A reference case names its root-cause pattern on a line of this shape (tools/make_reference_cases.py).
-_CASE_PATTERN = re.compile(r"^\*\*Root-cause pattern\*\*: `([a-z0-9-]+)`", re.MULTILINE)
+_CASE_PATTERN = re.compile(r"^\*\*Pattern\*\*: \[`([a-z0-9-]+)`\]", re.MULTILINE)
 
 KIND_TEXT = {
     "symptom": "symptom — a process waits on something else: follow the edge to find why",
@@ -49,6 +49,7 @@ EDGE_TEXT = {
     "queue-producers": "the producers (or consumers) of the queue: other actors, or threads of the same process",
     "child-process": "the child processes (dumped too)",
     "train-barrier": "the Ray Train ranks that have not reached the barrier",
+    "lock-holder": "the process holding the OS file lock (by PID in /proc/locks, read on the node)",
     "none": "nowhere: the chain ends here (lock and event holders are read from the same process's other threads)",
 }
 

@@ -11,6 +11,7 @@ from typing import Any
 from debug_hang.analyse.flight_recorder import FRAnalysis
 from debug_hang.analyse.graph import WaitGraph
 from debug_hang.analyse.patterns import ProcessVerdict
+from debug_hang.analyse.progress import ProcessProgress
 from debug_hang.analyse.rootcause import Chain, RootCause, chains
 from debug_hang.model import Collection, CollectionError, Evidence
 from debug_hang.snapshot import Snapshot
@@ -39,6 +40,7 @@ class Diagnosis:
     seconds: float = 0.0
     evidence: Evidence | None = None
     chains: list[Chain] = field(default_factory=list)
+    signals: list[ProcessProgress] = field(default_factory=list)  # what each process did in the window
     # PyTorch Flight Recorder dumps of the job's ranks, when any were found (analyse/flight_recorder.py),
     # and what they add: agreement with the stacks, files refused, pipes that can trigger a dump.
     flight_recorder: FRAnalysis | None = None

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from debug_hang.analyse.crashloop import CrashLoop, find_crash_loops
+from debug_hang.analyse.holders import Holder, bundle_total, idle_actors, leaked_placement_groups, status_reserved_line
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, is_library, settings
 from debug_hang.model import Frame, Process, Thread
 from debug_hang.snapshot import (
@@ -33,7 +35,7 @@ from debug_hang.snapshot import (
 PENDING_SCHED: frozenset[TaskState] = frozenset({"PENDING_NODE_ASSIGNMENT", "PENDING_ARGS_AVAIL"})
 QUEUED_STATES: frozenset[TaskState] = frozenset({"SUBMITTED_TO_WORKER", "PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY"})
 NodeKind = Literal["actor", "task", "driver", "process", "rank", "placement_group", "resource"]
-NodeState = Literal["blocked", "busy", "idle", "dead", "pending", "infeasible", "starved", "unknown"]
+NodeState = Literal["blocked", "busy", "idle", "dead", "pending", "restarting", "infeasible", "starved", "unknown"]
 _PROCESS_STATE: dict[str, NodeState] = {"blocked": "blocked", "busy": "busy", "idle": "idle"}
 _ROLE_KIND: dict[str, NodeKind] = {"driver": "driver", "actor": "actor", "task": "task"}
 _RANK_IN_NAME = re.compile(r"rank[-_ ]?(\d+)", re.IGNORECASE)
@@ -59,6 +61,7 @@ class GNode:
     evidence: list[str] = field(default_factory=list)
     user_frame: Frame | None = None  # the innermost frame of the job's own code on that stack
     lock_wait: Frame | None = None  # another thread of the process waiting at a lock line
+    demand: dict[str, float] = field(default_factory=dict)  # what a pending request asks for
 
     def label(self) -> str:
         where = f"pid {self.pid}" if self.pid else self.state
@@ -80,6 +83,7 @@ class WaitGraph:
 
     nodes: dict[str, GNode] = field(default_factory=dict)
     edges: list[Edge] = field(default_factory=list)
+    crash_loops: dict[str, CrashLoop] = field(default_factory=dict)  # by actor_id / task_id
     _out: dict[str, list[Edge]] = field(default_factory=dict, repr=False)
     _in: dict[str, list[Edge]] = field(default_factory=dict, repr=False)
 
@@ -147,6 +151,10 @@ class GraphInputs:
     verdicts: list[ProcessVerdict]
     available: dict[str, float] | None = None  # cluster-wide free resources, when known
     info: dict[tuple[str | None, int], dict[str, Any]] = field(default_factory=dict)  # (node_id, pid) -> evidence
+    jobs: list[dict[str, Any]] = field(default_factory=list)  # every job (creators of resource holders)
+    now_s: float = 0.0  # when the state was read (epoch seconds): ages of holders
+    usage: dict[str, tuple[float, float]] = field(default_factory=dict)  # {resource: (used, total)}, ray status's
+    status_text: str | None = None  # `ray status` as text
 
 
 def _deciding_thread(verdict: ProcessVerdict) -> Thread | None:
@@ -316,6 +324,21 @@ def add_actor_nodes(b: Builder) -> None:
         b.actor_node[actor_id] = node.key
 
 
+def mark_crash_loops(b: Builder) -> None:
+    """Actors restarted (tasks retried) after each death: not "starting", a crash loop (crashloop.py).
+    A task's loop gets its node when a waiter follows it (_node_for_task)."""
+    b.g.crash_loops = find_crash_loops(list(b.actors.values()), b.tasks)
+    for loop in b.g.crash_loops.values():
+        if loop.kind == "actor" and loop.id in b.actor_node:
+            _mark_crash_loop(b.g.nodes[b.actor_node[loop.id]], loop)
+
+
+def _mark_crash_loop(node: GNode, loop: CrashLoop) -> None:
+    """It ran and died, and is restarted (retried): a crash loop once the rules' count is reached."""
+    node.pattern, node.state = ("crash-loop" if loop.confirmed else None), "restarting"
+    node.evidence.append(loop.text())
+
+
 def index_running_tasks(b: Builder) -> None:
     """The RUNNING calls of each dumped process; a call that no thread shows is not idleness."""
     for task in b.tasks:
@@ -459,6 +482,12 @@ def follow_nothing(b: Builder, key: str) -> None:
     """The pattern waits on nothing another process holds (a root cause, or benign)."""
 
 
+def follow_lock_holder(b: Builder, key: str) -> None:
+    """A wait for an OS file lock: to the process /proc/locks names as its holder (same node)."""
+    _edges_file_locks_of(b, key)
+
+
+
 # edge (catalog) -> how one node's wait is followed. Edges between groups of nodes are their own
 # passes (GROUP_EDGES). A test checks both cover the catalog's edges exactly.
 EDGE_HANDLERS: dict[str, Callable[[Builder, str], None]] = {
@@ -469,6 +498,7 @@ EDGE_HANDLERS: dict[str, Callable[[Builder, str], None]] = {
     "queue-producers": follow_queue,
     "collective-peers": follow_nothing,  # followed between ranks by edges_collectives
     "train-barrier": follow_nothing,  # followed by edges_train_barrier
+    "lock-holder": follow_lock_holder,
     "none": follow_nothing,
 }
 
@@ -642,6 +672,18 @@ def _node_for_task(b: Builder, task: dict[str, Any]) -> str | None:
     if task.get("actor_id"):
         # A call to an actor, or its creation: the actor (its process, or the pending actor).
         return b.actor_node.get(task["actor_id"])
+    loop = g.crash_loops.get(str(task.get("task_id")))
+    if loop is not None:
+        # A task retried after each death: the loop is what the caller waits on, wherever the
+        # current attempt is (pending, or running on a fresh worker).
+        key = f"task:{loop.id}"
+        if key not in g.nodes:
+            g.nodes[key] = GNode(key=key, kind="task", name=loop.name, state="restarting", task_id=loop.id,
+                                 task_name=loop.name, class_name=str(task.get("func_or_class_name") or loop.name),
+                                 node_id=task.get("node_id"),
+                                 pid=int(task["worker_pid"]) if task.get("worker_pid") else None)
+            _mark_crash_loop(g.nodes[key], loop)
+        return key
     if task.get("state") == "RUNNING" and task.get("worker_pid"):
         return b.by_pid.get((task.get("node_id"), int(task["worker_pid"])))
     if task.get("state") in PENDING_SCHED:
@@ -677,7 +719,7 @@ def _resource_node(g: WaitGraph, demand: dict[str, float], node_totals: list[dic
     exhausted = available is None or any(available.get(k, 0.0) < v for k, v in demand.items())
     state: NodeState = "infeasible" if not feasible else ("starved" if exhausted else "pending")
     if key not in g.nodes:
-        g.nodes[key] = GNode(key=key, kind="resource", name=f"{{{text}}}", state=state,
+        g.nodes[key] = GNode(key=key, kind="resource", name=f"{{{text}}}", state=state, demand=demand,
                              pattern={"infeasible": "infeasible-resource", "starved": "resource-starvation"}.get(state))
         largest = max(node_totals, key=lambda t: t.get("CPU", 0.0), default={})
         shown = {k: v for k, v in largest.items() if k in ("CPU", "GPU") or k in demand}
@@ -717,7 +759,7 @@ def _pg_node(g: WaitGraph, pg: dict[str, Any], node_totals: list[dict[str, float
         g.nodes[pg_key] = GNode(
             key=pg_key, kind="placement_group", name=f"placement group {pg.get('name') or pg.get('placement_group_id', '')[:12]}",
             state="infeasible" if infeasible else "pending",
-            pattern="placement-group-infeasible" if infeasible else "resource-starvation",
+            pattern="placement-group-infeasible" if infeasible else "resource-starvation", demand=bundle_total(pg),
             evidence=[f"PENDING, scheduling_state {stats.get('scheduling_state')}"
                       + (f", strategy {pg['strategy']}" if pg.get("strategy") else "") + f", bundles {bundles}"],
         )
@@ -948,6 +990,8 @@ def edges_pending_actors(b: Builder) -> None:
         creation = next((t for t in b.index.of_actor(actor_id) if t.get("type") == "ACTOR_CREATION_TASK"), None)
         if creation and creation.get("required_resources"):
             demand = dict(creation["required_resources"])
+        if _edge_to_pending_group(b, key, actor, creation):
+            continue
         res = _resource_node(g, demand, b.inp.node_totals, f"actor {actor.get('class_name')}", b.inp.available,
                              requester=actor.get("class_name"))
         g.add_edge(key, res, "infeasible-resource", "waits to be scheduled")
@@ -1054,19 +1098,221 @@ def edges_train_barrier(b: Builder) -> None:
                        f"{g.nodes[actor_node[aid]].label()} never reached the barrier (ray.train.report): no {BARRIER_TASK} call from it")
 
 
+def _edge_to_pending_group(b: Builder, key: str, actor: dict[str, Any], creation: dict[str, Any] | None) -> bool:
+    """A pending actor to be placed in a PENDING placement group waits for the group (its
+    resources are the group's CPU_group_<i>_<id> names, which no node has until it is placed)."""
+    pgs = b.inp.placement_groups
+    pg = _pending_pg_of(actor, pgs) or (_pending_pg_of(creation, pgs) if creation else None)
+    if pg is None:
+        return False
+    pg_key = _pg_node(b.g, pg, b.inp.node_totals)
+    note = f"actor {actor.get('class_name')} is to be placed in it"
+    if note not in b.g.nodes[pg_key].evidence:
+        b.g.nodes[pg_key].evidence.append(note)
+    if b.g.nodes[pg_key].class_name is None:
+        b.g.nodes[pg_key].class_name = actor.get("class_name")
+    b.g.add_edge(key, pg_key, "pg-ready-wait", "waits to be placed in its placement group, which is PENDING")
+    return True
+
+
+# ---------------------------------------------------------------- who holds what a demand needs
+
+
+def edges_resource_holders(b: Builder) -> None:
+    """A feasible request unmet for lack of resources (a starved task or actor, a PENDING group)
+    waits for whoever holds what it needs and uses none of it: placement groups with no live user
+    and idle actors, of this job or any other (blocked holders are edges_starved_resources')."""
+    inp, g = b.inp, b.g
+    demands = [k for k in g.nodes if _unmet_for_lack_of_resources(b, k)]
+    if not demands:
+        return
+    jobs = {str(j.get("job_id")): j for j in inp.jobs}
+    holders = [h for h in leaked_placement_groups(inp.placement_groups, inp.actors, inp.tasks, jobs, inp.now_s, inp.usage)
+               if h.used or h.age_s is None or h.age_s >= _threshold("placement-group-leaked", "min_age_never_used_s")]
+    holders += [h for h in idle_actors(inp.actors, inp.tasks, jobs, inp.now_s)
+                if h.age_s is None or h.age_s >= _threshold("idle-actor-holds-resources", "min_idle_s")]
+    reserved = status_reserved_line(inp.status_text)
+    for key in demands:
+        need = g.nodes[key].demand
+        wanted = {r for r in need if r not in ("memory", "object_store_memory")}
+        for holder in holders:
+            if not holder.holds_any(wanted) or key == f"pg:{holder.id}":
+                continue
+            holder_key = _holder_node(b, holder, reserved)
+            if holder_key is not None:
+                g.add_edge(key, holder_key, "held-by",
+                           f"needs {{{', '.join(f'{r}: {need[r]:g}' for r in sorted(wanted))}}}; {holder.name} holds "
+                           f"{holder.held_text(wanted)} and nothing uses it")
+
+
+def _unmet_for_lack_of_resources(b: Builder, key: str) -> bool:
+    """A feasible request that waits because what it needs is taken: a starved task or actor
+    request, or a PENDING group whose scheduler said NO_RESOURCES (or whose bundles exceed what is
+    free). A request with free capacity is merely not placed yet: nobody holds it up."""
+    node = b.g.nodes[key]
+    if not node.demand or node.kind not in ("resource", "placement_group"):
+        return False
+    if node.kind == "resource":
+        return node.state == "starved"
+    pg = next((p for p in b.inp.placement_groups if f"pg:{p.get('placement_group_id')}" == key), {})
+    if node.state != "pending" or pg.get("state") != "PENDING":
+        return False
+    if (pg.get("stats") or {}).get("scheduling_state") == "NO_RESOURCES":
+        return True
+    free = b.inp.available
+    return free is not None and any(free.get(r, 0.0) < v for r, v in node.demand.items())
+
+
+def _threshold(pattern: str, name: str) -> float:
+    """A number the catalog gives a pattern's rule (references/patterns.yaml `thresholds`), 0 if none."""
+    found = catalog().get(pattern)
+    return float(found.thresholds.get(name, 0.0)) if found is not None else 0.0
+
+
+def _holder_node(b: Builder, holder: Holder, reserved: str | None) -> str | None:
+    """The graph node of a resource holder, made when it is not in the graph yet; None for an
+    actor of this job whose own stack shows it doing something (the stack outranks the listing)."""
+    g = b.g
+    key = b.actor_node.get(holder.id) if holder.kind == "actor" else None
+    if key is not None and g.nodes[key].state != "idle":
+        return None
+    if key is None:
+        key = f"pg:{holder.id}" if holder.kind == "placement_group" else f"actor:{holder.id}"
+        if key not in g.nodes:
+            g.nodes[key] = GNode(key=key, kind="placement_group" if holder.kind == "placement_group" else "actor",
+                                 name=holder.name, state="idle", pid=holder.pid, node_id=holder.node_id,
+                                 actor_id=holder.id if holder.kind == "actor" else None, class_name=holder.class_name)
+    node = g.nodes[key]
+    node.pattern = holder.pattern
+    notes = [*holder.evidence, _release_advice(holder)]
+    if holder.kind == "placement_group" and reserved:
+        notes.append(f"`ray status` shows `{reserved}`: the reservation reads as unused resources (0.0 used) and the "
+                     "waiting group as a pending demand; the group holding them is not named — the usual disguise "
+                     "of a leaked group")
+    node.evidence += [text for text in notes if text not in node.evidence]
+    return key
+
+
+def _release_advice(holder: Holder) -> str:
+    """How to release a holder (advice only: the diagnosis never changes the cluster)."""
+    if holder.kind == "placement_group":
+        named = holder.class_name and not holder.name.endswith(holder.id[:12])
+        how = (f"ray.util.remove_placement_group(ray.util.get_placement_group({holder.class_name!r})) from its namespace"
+               if named else f"ray.util.remove_placement_group on group {holder.id} (`ray list placement-groups`)")
+    else:
+        how = "ray.kill(<its handle>) (a named actor: ray.get_actor(name, namespace=...))"
+    return f"to release it: {how} — advice only, this tool changes nothing"
+
+
+# ---------------------------------------------------------------- OS file locks (/proc/locks)
+
+
+def detect_file_lock_waits(b: Builder) -> None:
+    """Processes that /proc/locks lists as waiting (`->`) for a file lock: the kernel says what
+    they wait for, whatever their stack shows (py-spy has no frame for the C call). A process whose
+    stack leads nowhere else reads as file-lock-wait (followed by its catalog edge, lock-holder);
+    one with another wait it is followed by (ray.get in another thread) gets the lock edge too."""
+    for key, verdict in b.verdicts.items():
+        waits = [lock for lock in _info(b, key).get("file_locks") or [] if lock.get("waiting")]
+        if not waits:
+            continue
+        node = b.g.nodes[key]
+        tid, frame = _file_lock_thread(verdict, _info(b, key))
+        if _leads_nowhere(node) or (verdict.main is not None and frame in (verdict.main.user_frame, verdict.main.frame)):
+            node.pattern, node.state = "file-lock-wait", "blocked"
+            node.frame = node.user_frame = frame
+        else:
+            _edges_file_locks_of(b, key, frame)
+        for lock in waits:
+            holders = ", ".join(f"pid {h.get('pid')}" for h in lock.get("holders") or []) or (
+                "no holder on this node (a lock on a network filesystem held from another machine, or an OFD lock)")
+            node.evidence.append(
+                f"thread {tid or '?'} waits for the {lock.get('type')} {lock.get('access')} lock on {_lock_path(lock)} "
+                f"(inode {lock.get('dev')}:{lock.get('inode')}) at {_frame_text(frame)}; held by {holders} (/proc/locks)")
+
+
+def _info(b: Builder, key: str) -> dict[str, Any]:
+    proc = b.verdicts[key].process
+    return b.inp.info.get((proc.node_id, proc.pid or -1)) or {}
+
+
+def _leads_nowhere(node: GNode) -> bool:
+    """True when a process's own reading is followed nowhere (no pattern, or one with edge none)."""
+    pattern = catalog().get(node.pattern or "")
+    return pattern is None or pattern.edge == "none"
+
+
+def _lock_path(lock: dict[str, Any]) -> str:
+    return str(lock.get("path") or f"inode {lock.get('dev')}:{lock.get('inode')}")
+
+
+def _file_lock_thread(verdict: ProcessVerdict, info: dict[str, Any]) -> tuple[str | None, Frame | None]:
+    """(tid, frame) of the thread asleep in a kernel file-lock wait (its wchan, matched against the
+    catalog's kernel_waits); failing that (wchan hidden), the process's deciding thread."""
+    pattern = catalog().get("file-lock-wait")
+    waits = pattern.kernel_waits if pattern is not None else ()
+    tids = {str(tid): str(name) for tid, name in (info.get("wchan") or {}).items()
+            if any(r.search(str(name)) for r in waits)}
+    for thread, match in verdict.threads:
+        if str(thread.os_thread_id) in tids:
+            return f"{thread.os_thread_id} (kernel wait {tids[str(thread.os_thread_id)]})", match.user_frame or match.frame
+    main = verdict.main
+    return None, (main.user_frame or main.frame) if main is not None else None
+
+
+def _edges_file_locks_of(b: Builder, key: str, frame: Frame | None = None) -> None:
+    """Edges from a process waiting for file locks to the processes holding them (by PID in
+    /proc/locks, on the same node): one of the job's, or one made here from its title."""
+    node = b.g.nodes[key]
+    frame = frame or node.user_frame or node.frame
+    for lock in _info(b, key).get("file_locks") or []:
+        if not lock.get("waiting"):
+            continue
+        for holder in lock.get("holders") or []:
+            dst = b.by_pid.get((node.node_id, holder.get("pid"))) or _lock_holder_node(b.g, node.node_id, holder)
+            b.g.add_edge(key, dst, "file-lock-wait",
+                         f"waits at {_frame_text(frame)} for the {lock.get('type')} "
+                         f"{lock.get('access')} lock on {_lock_path(lock)}, held by pid {holder.get('pid')} (/proc/locks)")
+            _mark_file_lock_holder(b.g.nodes[dst], _lock_path(lock))
+
+
+def _lock_holder_node(g: WaitGraph, node_id: str | None, holder: dict[str, Any]) -> str:
+    """A node for a lock holder that is not one of the job's dumped processes."""
+    key = f"proc:{node_id}:{holder.get('pid')}"
+    if key not in g.nodes:
+        g.nodes[key] = GNode(key=key, kind="process", name=str(holder.get("title") or f"pid {holder.get('pid')}")[:80],
+                             state="unknown", pid=holder.get("pid"), node_id=node_id,
+                             evidence=["holds a file lock; not a process of this job that was dumped"])
+    return key
+
+
+def _mark_file_lock_holder(node: GNode, path: str) -> None:
+    """The holder of a file lock others wait for: when its own reading says nothing, holding the
+    lock is what it is found for (a chain end: file-lock-held)."""
+    note = f"holds the lock on {path} (/proc/locks)"
+    if note not in node.evidence:
+        node.evidence.append(note)
+    if node.pattern in (None, "idle-worker"):
+        node.pattern = "file-lock-held"
+
+
+
 # The build, in order. Later passes read what earlier ones found: lock and edge readings before
 # collectives (which pair ranks by pattern), edges before the detectors that ask "does anyone wait
 # on this node?" (event waits, supervisors, async awaits).
 PASSES: tuple[Pass, ...] = (
     add_process_nodes,
     add_actor_nodes,
+    mark_crash_loops,
     index_running_tasks,
     add_last_calls,
     detect_lock_waits,
+    detect_file_lock_waits,
     follow_edges,
     edges_collectives,
     edges_pending_actors,
     edges_starved_resources,
+    edges_resource_holders,
     edges_train_barrier,
     detect_event_waits,
     edges_supervisors,

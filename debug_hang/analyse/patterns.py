@@ -26,7 +26,7 @@ CATALOG_SCHEMA = "debug-hang/patterns/v1"
 KINDS = ("symptom", "root-cause", "benign")
 DETECTS = ("stack", "state", "graph")
 EDGES = ("submitted-tasks", "own-calls", "collective-peers", "placement-group",
-         "queue-producers", "child-process", "train-barrier", "none")
+         "queue-producers", "child-process", "train-barrier", "lock-holder", "none")
 # cpu: how real CPU use (read on the node over the sampling window) bears on a stack reading.
 CPU_RULES = ("busy", "idle")
 # Files of the Python runtime and installed packages: never the job's own code.
@@ -40,6 +40,7 @@ class FrameRule:
     code: re.Pattern[str] | None
     name: str | None = None  # a housekeeping loop's name (ray-housekeeping's entries)
     innermost: bool = False  # this entry must be the thread's innermost Python frame
+    context: re.Pattern[str] | None = None  # searched in the numbered source lines around the frame
 
     def matches(self, frame: Frame) -> bool:
         if self.function and not self.function.search(frame.function):
@@ -47,6 +48,8 @@ class FrameRule:
         if self.file and not self.file.search(frame.file):
             return False
         if self.code and not (frame.code and self.code.search(frame.code)):
+            return False
+        if self.context and not (frame.context and self.context.search("\n".join(frame.context))):
             return False
         return True
 
@@ -80,6 +83,10 @@ class Pattern:
     # A benign reading is dropped when one of these patterns decides the thread at a frame further
     # in: what the thread waits on wins over where it runs.
     overridden_by: tuple[str, ...] = ()
+    # Kernel functions a thread sleeps in (its /proc wchan) that mean this wait (file-lock-wait).
+    kernel_waits: tuple[re.Pattern[str], ...] = ()
+    # Numbers this pattern's rule decides with (ages, in seconds), as data: {name: value}.
+    thresholds: dict[str, float] = field(default_factory=dict)
 
     @property
     def fix(self) -> str:
@@ -135,6 +142,7 @@ def _rule(raw: dict[str, Any], where: str) -> FrameRule:
             code=re.compile(raw["code"]) if raw.get("code") else None,
             name=str(raw["name"]) if raw.get("name") else None,
             innermost=bool(raw.get("innermost", False)),
+            context=re.compile(raw["context"]) if raw.get("context") else None,
         )
     except re.error as exc:
         raise BadInputError(f"{where}: invalid regular expression: {exc}") from None
@@ -205,12 +213,29 @@ def load_catalog(path: Path | str = CATALOG_PATH) -> list[Pattern]:
             library_penalty=float(raw.get("library_penalty", 0.0)),
             holds=tuple(_rule(r, where) for r in stack.get("holds") or ()),
             overridden_by=tuple(str(x) for x in stack.get("overridden_by") or ()),
+            kernel_waits=tuple(_regex(r, where) for r in raw.get("kernel_waits") or ()),
+            thresholds=_thresholds(raw.get("thresholds"), where),
         ))
     for pattern in patterns:
         unknown = sorted(set(pattern.overridden_by) - seen)
         if unknown:
             raise BadInputError(f"{path} ({pattern.id}): overridden_by names unknown patterns {unknown}")
     return patterns
+
+
+def _regex(text: Any, where: str) -> re.Pattern[str]:
+    try:
+        return re.compile(str(text))
+    except re.error as exc:
+        raise BadInputError(f"{where}: invalid regular expression {text!r}: {exc}") from None
+
+
+def _thresholds(raw: Any, where: str) -> dict[str, float]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not all(isinstance(v, (int, float)) for v in raw.values()):
+        raise BadInputError(f"{where}: thresholds must map names to numbers")
+    return {str(k): float(v) for k, v in raw.items()}
 
 
 def _cpu_rule(value: Any, where: str) -> str | None:

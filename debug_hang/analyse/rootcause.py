@@ -105,12 +105,7 @@ def _cycle_causes(g: WaitGraph) -> list[RootCause]:
     for cycle in find_cycles(g):
         members = [g.nodes[k] for k in cycle]
         has_resource = any(n.kind in ("resource", "placement_group") for n in members)
-        pattern = "resource-starvation" if has_resource else "actor-call-cycle"
-        if not has_resource and (any(n.pattern == "lock-order-deadlock" for n in members)
-                                 or all(n.lock_wait is not None for n in members if n.kind != "driver")):
-            # Every actor of the cycle has one thread in ray.get and another at a lock line: each
-            # holds its lock across the call into the other.
-            pattern = "lock-order-deadlock"
+        pattern = _cycle_pattern(g, cycle, has_resource)
         culprits = [n for n in members if n.kind != "resource"] if has_resource else members
         outside = [g.nodes[e.dst] for e in g.edges if e.why == "train-barrier" and e.src in cycle and e.dst in cycle]
         if outside:
@@ -131,6 +126,21 @@ def _cycle_causes(g: WaitGraph) -> list[RootCause]:
             summary=f"deadlock cycle: {names}",
         ))
     return causes
+
+
+def _cycle_pattern(g: WaitGraph, cycle: list[str], has_resource: bool) -> str:
+    """What kind of deadlock a cycle is, from its members and the edges that close it."""
+    if has_resource:
+        return "resource-starvation"
+    if any(e.why == "file-lock-wait" for e in g.edges if e.src in cycle and e.dst in cycle):
+        return "file-lock-deadlock"  # a member holds an OS file lock (/proc/locks) another waits for
+    members = [g.nodes[k] for k in cycle]
+    if any(n.pattern == "lock-order-deadlock" for n in members) or all(
+            n.lock_wait is not None for n in members if n.kind != "driver"):
+        # Every actor of the cycle has one thread in ray.get and another at a lock line: each
+        # holds its lock across the call into the other.
+        return "lock-order-deadlock"
+    return "actor-call-cycle"
 
 
 def _chain_ends(g: WaitGraph, in_cycle: set[str]) -> dict[str, list[str]]:
@@ -171,7 +181,7 @@ def _end_cause(g: WaitGraph, key: str, victims: list[str]) -> RootCause:
         # The request is the cause; the actors that cannot start because of it are named with
         # it (a rank that never started is what its peers wait for).
         culprits += [g.nodes[e.src] for e in g.into(key) if g.nodes[e.src].state == "pending"
-                     and g.nodes[e.src].kind != "resource"]
+                     and g.nodes[e.src].kind not in ("resource", "placement_group")]
         for extra in culprits[1:3]:
             evidence += [f"{g.nodes[e.src].label()} → {extra.label()}: {e.evidence}"
                          for e in g.into(extra.key)][:4] + extra.evidence[:2]

@@ -7,12 +7,14 @@ import dataclasses
 import time
 from typing import Any
 
+from debug_hang.analyse.crashloop import DEATH_PREFIX, DEATH_SOURCE, death_reason
 from debug_hang.analyse.diagnosis import Diagnosis
 from debug_hang.analyse.graph import GraphInputs, WaitGraph, build_graph
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, match_process, settings
-from debug_hang.analyse.rootcause import RootCause, root_causes
+from debug_hang.analyse.progress import ProcessProgress, assess, loop_moved, progress_confidence, rules, summary_text
+from debug_hang.analyse.rootcause import RootCause, chains, root_causes
 from debug_hang.model import Collection, CollectionError, Process
-from debug_hang.snapshot import POLLING_TASKS, Snapshot, available_resources, node_totals
+from debug_hang.snapshot import POLLING_TASKS, Snapshot, available_resources, node_totals, resource_usage
 
 
 def detect_progress(before: list[dict[str, Any]], after: list[dict[str, Any]], since_ms: float) -> list[str]:
@@ -50,7 +52,8 @@ def graph_inputs(job: dict[str, Any], snap: Snapshot, collection: Collection) ->
     verdicts = [_match_with_cpu(p, collection) for p in collection.latest()]
     return GraphInputs(job=job, actors=snap.actors, tasks=snap.tasks, placement_groups=snap.placement_groups,
                        node_totals=node_totals(snap), verdicts=verdicts, info=collection.info,
-                       available=available_resources(snap))
+                       available=available_resources(snap), jobs=snap.jobs, now_s=snap.taken_at,
+                       usage=resource_usage(snap), status_text=snap.cluster_status_text)
 
 
 def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_after: list[dict[str, Any]] | None,
@@ -67,13 +70,79 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
     stuck = stuck_processes(collection)
     moving = [p for p in latest if not stuck.get((p.node_id, p.pid), True)
               and any(v.process is p and v.verdict in ("blocked", "busy") for v in verdicts)]
-    verdict, summary = _verdict(job, causes, progress, moving, graph, verdicts)
+    signals = progress_signals(graph, causes, verdicts, collection)
+    verdict, summary = _verdict(job, causes, progress, moving, graph, verdicts, signals)
     if verdict == "no-hang":
         causes = []  # waits for work in flight are not root causes
+        progress = progress + [f"{s.name} {summary_text(s.deciding('progress'))}" for s in signals
+                               if s.strongest() == "progress"]
+    elif verdict == "hang":
+        _weigh_confidence(causes, signals, tasks_after is not None)
     return Diagnosis(address=address, job_id=job.get("job_id"), job_choice=job_choice, other_jobs=other_jobs,
                      verdict=verdict, summary=summary, snapshot=snap, collection=collection,
                      verdicts=verdicts, graph=graph, causes=causes, progress=progress, errors=errors,
-                     seconds=time.monotonic() - started)
+                     seconds=time.monotonic() - started, signals=signals)
+
+
+def progress_signals(graph: WaitGraph, causes: list[RootCause], verdicts: list[ProcessVerdict],
+                     collection: Collection) -> list[ProcessProgress]:
+    """What each process that matters did in the sampling window: every process on a reported
+    chain (victims and culprits), or, with no chain, every blocked or busy one. Empty when the
+    capture holds no progress readings (an older capture, pasted dumps)."""
+    if not any("progress" in v for v in collection.info.values()):
+        return []
+    wanted: list[tuple[str | None, int, str, str | None]] = []
+    if causes:
+        for chain in chains(graph, causes):
+            wanted += [(n.node_id, n.pid, n.label(), n.pattern) for n, _ in chain if n.pid]
+        wanted += [(c.node_id, c.pid, c.label(), c.pattern) for cause in causes for c in cause.culprits if c.pid]
+    else:
+        wanted = [(v.process.node_id, v.process.pid, v.process.label, v.pattern)
+                  for v in verdicts if v.verdict in ("blocked", "busy") and v.process.pid]
+    samples: dict[tuple[str | None, int | None], list[Process]] = {}
+    for proc in collection.processes:
+        samples.setdefault((proc.node_id, proc.pid), []).append(proc)
+    out: list[ProcessProgress] = []
+    seen: set[tuple[str | None, int]] = set()
+    for node_id, pid, name, pattern in wanted:
+        if (node_id, pid) in seen or (node_id, pid) not in collection.info:
+            continue
+        seen.add((node_id, pid))
+        info = collection.info[(node_id, pid)]
+        out.append(assess(node_id, pid, name, info.get("progress"), info.get("cpu_percent"), pattern,
+                          loop_moved(sorted(samples.get((node_id, pid), []), key=lambda p: p.sample))))
+    return out
+
+
+def _weigh_confidence(causes: list[RootCause], signals: list[ProcessProgress], tasks_read: bool) -> None:
+    """A hang's confidence moves with the independent readings of its culprits: each family read
+    and silent (io, log, stack, cpu, and the task table) adds; a culprit that could not be read loses."""
+    if not signals:
+        return
+    conf = rules().confidence
+    by_pid = {(s.node_id, s.pid): s for s in signals}
+    for cause in causes:
+        # Live culprits only: a dead or restarting process has no window to be silent in.
+        read = [by_pid[(c.node_id, c.pid)] for c in cause.culprits
+                if (c.node_id, c.pid) in by_pid and c.state in ("blocked", "busy", "idle", "unknown")]
+        if not read:
+            continue
+        if not all(s.read for s in read):
+            cause.confidence -= conf.get("unread_penalty", 0.1)
+            cause.evidence.append("progress readings missing for a culprit: silence not confirmed")
+            continue
+        silent = set.intersection(*(set(s.silent) for s in read)) | ({"tasks"} if tasks_read else set())
+        cause.confidence = min(conf.get("hang_max", 0.97), cause.confidence + conf.get("silent_bonus", 0.02) * len(silent))
+        window = max((s.window_s or 0.0) for s in read)
+        cause.evidence.append(f"silent for {window:.1f}s on {len(silent)} independent signal(s): "
+                              f"{', '.join(sorted(silent))} (no bytes written, no new log line, no task finished)")
+
+
+def _signal_text(found: list[ProcessProgress], level: str) -> str:
+    parts = [f"{s.name} {summary_text(s.deciding(level))}" for s in found[:2]]
+    window = max((s.window_s or 0.0) for s in found)
+    more = f" (and {len(found) - 2} more)" if len(found) > 2 else ""
+    return "; ".join(parts) + more + f" in the {window:.1f}s window"
 
 
 def _match_with_cpu(proc: Process, collection: Collection) -> ProcessVerdict:
@@ -106,7 +175,8 @@ def youngest_task_age_s(job: dict[str, Any], tasks: list[dict[str, Any]], now_s:
 
 
 def _verdict(job: dict[str, Any], causes: list[RootCause], progress: list[str], moving: list[Process],
-             graph: WaitGraph, verdicts: list[ProcessVerdict]) -> tuple[str, str]:
+             graph: WaitGraph, verdicts: list[ProcessVerdict],
+             signals: list[ProcessProgress] | None = None) -> tuple[str, str]:
     job_id = job.get("job_id")
     status = job.get("status")
     if status in ("SUCCEEDED", "FAILED", "STOPPED"):
@@ -116,6 +186,15 @@ def _verdict(job: dict[str, Any], causes: list[RootCause], progress: list[str], 
         return "no-hang", (f"Job {job_id} is making progress: {progress[0]}"
                            f"{f' (and {len(progress) - 1} more)' if len(progress) > 1 else ''}. "
                            "Its processes wait only for work in flight.")
+    signals = signals or []
+    cycle = any(c.cycle for c in causes)
+    working = [s for s in signals if s.strongest() == "progress"]
+    if working and not cycle:
+        looked = (f" The stacks alone read as {causes[0].pattern} in {causes[0].culprits[0].label()}: it is working "
+                  "between those waits." if causes else "")
+        families = sorted({f.family for w in working for f in w.deciding("progress")})
+        return "no-hang", (f"Job {job_id} is progressing: {_signal_text(working, 'progress')}.{looked} "
+                           f"(confidence {progress_confidence(working)}: {' and '.join(families)} agree)")
     if not causes:
         blocked = [v for v in verdicts if v.verdict in ("blocked", "busy")]
         if not blocked:
@@ -125,6 +204,13 @@ def _verdict(job: dict[str, Any], causes: list[RootCause], progress: list[str], 
                                 "followed to a cause; see the blocked-task table and collect with --samples 5.")
     top = causes[0]
     names = ", ".join(c.label() for c in top.culprits)
+    if all(c.culprits[0].state == "restarting" and c.pattern != "crash-loop" for c in causes):
+        # It ran and died, and is being restarted or retried: not "starting", not yet a loop.
+        first = top.culprits[0]
+        loop = graph.crash_loops.get(first.actor_id or first.task_id or "")
+        return "inconclusive", (f"Job {job_id}: {names} died and is being restarted or retried"
+                                f"{f' ({loop.text()})' if loop else ''}. Diagnose again in a few seconds: "
+                                "another death makes it a crash loop.")
     if all(c.culprits[0].kind == "resource" and c.culprits[0].state == "pending" for c in causes):
         # Free capacity and nothing else in the way: the scheduler has not placed it *yet*.
         waiting = ", ".join(c.label() for c in top.culprits[1:]) or "a task or actor"
@@ -133,8 +219,45 @@ def _verdict(job: dict[str, Any], causes: list[RootCause], progress: list[str], 
     moving_note = (f" Note: {len(moving)} process(es) changed stack between samples." if moving else "")
     title = (catalog()[top.pattern].title if top.pattern in catalog()
              else "A chain of waits ending in a process whose own wait is not recognised (see its evidence)")
+    # Activity that need not be work counts on the culprits only: a victim's own threads (a
+    # driver forwarding logs) do not say that the culprit will release it.
+    culprit_pids = {(c.node_id, c.pid) for cause in causes for c in cause.culprits}
+    active = [s for s in signals if s.strongest() == "activity" and (s.node_id, s.pid) in culprit_pids]
+    if active and not cycle:
+        return "inconclusive", (f"Job {job_id} may be hung ({title[:1].lower() + title[1:]} — culprit {names}), but "
+                                f"{_signal_text(active, 'activity')}: it may still be working. A hang needs it "
+                                "silent: diagnose again in a minute.")
+    silent_reason = rules().inconclusive_when_silent.get(top.pattern)
+    if silent_reason and not cycle:
+        return "inconclusive", (f"Job {job_id}: {names} {silent_reason}. Not called a hang on its stack alone: "
+                                "diagnose again with --samples 5 --interval 3, or watch its log and disk for a minute.")
     victims = len(top.victims)
     busy_note = (" A long computation looks the same in two samples: if the same line still spins in a minute, "
                  "it is a hang." if top.pattern == "busy-loop" else "")
+    loop = graph.crash_loops.get(top.culprits[0].actor_id or top.culprits[0].task_id or "")
+    if top.pattern == "crash-loop" and loop is not None:
+        busy_note = f" {loop.text()}."
     return "hang", (f"Job {job_id} is hung: {title[:1].lower() + title[1:]} — culprit {names}; "
                     f"{victims} process(es) wait on it.{moving_note}{busy_note}")
+
+
+def quote_deaths(diag: Diagnosis) -> None:
+    """Once the evidence is in: each crash loop's death reason (from its dead workers' logs, or
+    failing that the driver log) is quoted in its root cause and in the summary."""
+    if diag.evidence is None:
+        return
+    for cause in diag.causes:
+        if cause.pattern != "crash-loop":
+            continue
+        found = diag.evidence.per_node.get(cause.culprits[0].key)
+        reason = next((h[len(DEATH_PREFIX):].split(DEATH_SOURCE)[0] for h in (found.highlights if found else [])
+                       if h.startswith(DEATH_PREFIX)), None)
+        if reason is None:
+            lines = (found.highlights if found else []) + diag.evidence.driver_highlights
+            reason = death_reason(lines)
+        if not reason or any(reason in e for e in cause.evidence):
+            continue
+        cause.evidence.insert(0, f"{DEATH_PREFIX}{reason}")
+        cause.summary += f" — dies of: {reason}"
+        if diag.verdict == "hang" and cause is diag.causes[0]:
+            diag.summary += f" Each attempt dies of: {reason}."

@@ -15,9 +15,10 @@ from __future__ import annotations
 import re
 import urllib.parse
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from debug_hang.analyse.crashloop import DEATH_PREFIX, DEATH_SOURCE, death_reason
 from debug_hang.analyse.graph import GNode, WaitGraph
 from debug_hang.analyse.patterns import catalog
 from debug_hang.collect.state import DashboardClient
@@ -33,7 +34,44 @@ INTERESTING = re.compile(
 )
 _RAY_PREFIX = re.compile(r"^:(job_id|actor_name|task_name):")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_HEX = re.compile(r"^[0-9a-fA-F]{8,64}$")
+DEAD_WORKER_LOGS = 2  # dead workers' logs read per crash-looping actor or task
 _SOURCE_PREFIX = re.compile(r"^\((?P<name>[^()]*?) pid=(?P<pid>\d+)(, ip=[^)]*)?\) ")
+
+
+def _dead_workers(graph: WaitGraph, keys: list[str]) -> dict[str, list[tuple[str, str]]]:
+    """Crash-looping chain members -> (node_id, worker_id) of their last dead workers."""
+    dead: dict[str, list[tuple[str, str]]] = {}
+    for key in keys:
+        node = graph.nodes[key]
+        loop = graph.crash_loops.get(node.actor_id or node.task_id or "")
+        if node.pattern == "crash-loop" and loop is not None:
+            dead[key] = [w for w in loop.dead_workers if _HEX.match(w[1]) and _HEX.match(w[0])][-DEAD_WORKER_LOGS:]
+    return dead
+
+
+def _add_dead_worker_log(found: NodeEvidence, wid: str, future: Future[str], timeout_s: float) -> None:
+    """A dead worker's .err log: kept whole, its death reason first among the highlights."""
+    try:
+        text = future.result(timeout=timeout_s)
+    except Exception as exc:  # noqa: BLE001 - a missing log is reported, not fatal
+        found.errors.append(f"dead worker {wid[:8]} err log: {exc}")
+        return
+    found.logs[f"dead-{wid[:8]}.err"] = text
+    reason = death_reason([text])
+    if reason and not any(h.startswith(DEATH_PREFIX) for h in found.highlights):
+        found.highlights.insert(0, f"{DEATH_PREFIX}{reason}{DEATH_SOURCE}{wid[:8]}")
+    found.highlights += [f"[dead worker {wid[:8]} err] {line}" for line in highlights(text, limit=2)]
+
+
+def _dead_worker_log(client: DashboardClient, node_id: str, worker_id: str) -> str:
+    """The .err log of a worker that died (a crash loop's earlier attempt), found by its worker id."""
+    body = client.get("/api/v0/logs", [("node_id", node_id), ("glob", f"worker-{worker_id}-*.err")])
+    groups = ((body or {}).get("data") or {}).get("result") or {}
+    names = [str(n) for group in groups.values() if isinstance(group, list) for n in group]
+    if not names:
+        raise FileNotFoundError(f"no log file for worker {worker_id[:8]} on node {node_id[:8]}")
+    return client.log_file([("node_id", node_id), ("filename", names[0])], LOG_LINES)
 
 
 def _fetch_log(client: DashboardClient, params: list[tuple[str, str]]) -> str:
@@ -122,9 +160,12 @@ def gather(client: DashboardClient, graph: WaitGraph, keys: list[str], tasks: li
                 jobs[(key, suffix)] = [("actor_id", node.actor_id), ("suffix", suffix)]
             elif node.pid and node.node_id:
                 jobs[(key, suffix)] = [("node_id", node.node_id), ("pid", str(node.pid)), ("suffix", suffix)]
+    dead = _dead_workers(graph, wanted)
     sub = job.get("submission_id")
     with ThreadPoolExecutor(max_workers=8) as pool:
         futures = {k: pool.submit(_fetch_log, client, params) for k, params in jobs.items()}
+        dead_futures = {(key, wid): pool.submit(_dead_worker_log, client, nid, wid)
+                        for key, workers in dead.items() for nid, wid in workers}
         driver = pool.submit(_driver_log_tail, client, job) if sub else None
         for (key, suffix), future in futures.items():
             try:
@@ -134,6 +175,8 @@ def gather(client: DashboardClient, graph: WaitGraph, keys: list[str], tasks: li
                 continue
             ev.per_node[key].logs[suffix] = text
             ev.per_node[key].highlights += [f"[{suffix}] {line}" for line in highlights(text)]
+        for (key, wid), future in dead_futures.items():
+            _add_dead_worker_log(ev.per_node[key], wid, future, client.timeout_s + 2)
         for key in wanted:
             node, found = graph.nodes[key], ev.per_node[key]
             own = catalog().get(node.pattern or "")

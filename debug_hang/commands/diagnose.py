@@ -12,6 +12,7 @@ from pathlib import Path
 from debug_hang.errors import EXIT_CODES_HELP, EXIT_OK
 from debug_hang.pipeline import Options, reanalyse, run
 from debug_hang.report.json_out import to_json
+from debug_hang.report.summary import summary_lines
 from debug_hang.timeouts import DEFAULT_DEADLINE_S
 
 DESCRIPTION = """Diagnose why a Ray job hangs: cluster state, blocked tasks and actors, Python stacks of every
@@ -82,8 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"report: {out / 'report.md'}")
     print(f"verdict: {diag.verdict} (job {diag.job_id}, {diag.seconds:.1f}s)")
     print(diag.summary)
-    for cause in diag.causes[:3]:
-        print(f"  - {cause.pattern}: {', '.join(c.label() for c in cause.culprits)} (confidence {cause.confidence:.2f})")
+    for line in summary_lines(diag):
+        print(line)
     if diag.fr_notes:
         print(f"  {diag.fr_notes[0]}")
     if args.verbose and diag.timings:
@@ -92,3 +93,4 @@ def main(argv: list[str] | None = None) -> int:
     if errors:
         print(f"  ! {len(errors)} collection error(s): see the report", file=sys.stderr)
     return EXIT_OK
+

@@ -86,6 +86,11 @@ _FH_NOISE = re.compile(
 _PYSPY_ERROR = re.compile(r"^(?:Error: .*|Permission Denied: .*|error: .*)$")
 _PYSPY_ERROR_DETAIL = re.compile(r"^(?:Caused by:|Stack backtrace:|Reason: .*|\s+\d+: .*|\s+at .*)$")
 _SEPARATOR = re.compile(r"^-{20,}\s*$")
+# run_on_each_ray_node.py --dump text: a header per node, `# sample N ...` before each process,
+# `  ! pid N: [kind] error` for a process it could not dump, a closing summary line.
+_NODE_DUMP = re.compile(r"^=== (?:node (?P<node>[0-9a-f]{8,}) \(.*|\d+ node\(s\): .*)$")
+_NODE_DUMP_NOTE = re.compile(r"^# (?:sample \d+\b.*|\.\.\. \d+ outer frames; see --json)$")
+_NODE_DUMP_ERROR = re.compile(r"^  ! pid (?P<pid>\d+): (?P<error>.+)$")
 _PY_SUFFIXES = (".py", ".pyx", ".pyw", ".pyi")
 _STDLIB_VERSION = re.compile(r"/lib/python(\d+\.\d+)/")
 NODE_STACKS_SCHEMA = "debug-hang/node-stacks/v1"  # run_on_each_ray_node.py --dump --json
@@ -278,10 +283,11 @@ class _Parser:
         self.first_skipped: tuple[int, str] | None = None
         self.last_unknown = False
         self.frame_cache: dict[str, tuple[str, str, int | None, bool]] = {}
+        self.node_id: str | None = None  # the node of a run_on_each_ray_node.py --dump section
 
     # -- process / thread bookkeeping -------------------------------------------------------
     def new_process(self, pid: int | None, title: str | None, source: str) -> Process:
-        proc = Process(pid=pid, title=title or None, source=source)
+        proc = Process(pid=pid, title=title or None, source=source, node_id=self.node_id)
         self.processes.append(proc)
         self.proc, self.thread, self.locals_target, self.in_error = proc, None, None, False
         self.fh_seen, self.fh_current = set(), False
@@ -347,7 +353,10 @@ class _Parser:
             return
         first = line[0]
         if first == " " or first == "\t":
-            self.indented(line, lineno)
+            if not (line.startswith("  ! pid ") and self.node_dump_line(line)):
+                self.indented(line, lineno)
+            return
+        if (first == "=" or first == "#") and self.node_dump_line(line):
             return
         self.locals_target = None
         if first == "T":
@@ -452,6 +461,22 @@ class _Parser:
         if _FH_NOISE.match(line):
             return
         self.skip(lineno, line)
+
+    def node_dump_line(self, line: str) -> bool:
+        """The lines run_on_each_ray_node.py --dump adds around py-spy's layout: a node header
+        (its id goes on the processes that follow), sample notes, a per-pid error, the summary."""
+        node = _NODE_DUMP.match(line)
+        if node is not None:
+            self.node_id = node.group("node") or self.node_id
+            self.thread = None
+            return True
+        if _NODE_DUMP_NOTE.match(line):
+            return True
+        err = _NODE_DUMP_ERROR.match(line)
+        if err is not None:
+            self.new_process(int(err.group("pid")), None, "node-dump").error = err.group("error")
+            return True
+        return False
 
     # -- starts -----------------------------------------------------------------------------
     def start_ray_stack(self, ps: str) -> None:

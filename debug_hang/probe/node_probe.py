@@ -21,6 +21,8 @@ import time
 from typing import Any
 
 from debug_hang.model import Process, process_to_dict
+from debug_hang.probe import progress
+from debug_hang.probe.file_locks import locks_of, read_locks, thread_wchans
 from debug_hang.probe.flight_recorder import collect_dumps, dump_prefixes, read_fr_env
 from debug_hang.probe.pyspy import (
     NOT_PYTHON,
@@ -52,6 +54,8 @@ HELPER_MARGIN_S = 2.0
 COMMAND_NOT_FOUND = "command-not-found"
 COMMAND_TIMEOUT = "command-timeout"
 COMMAND_FAILED_TO_START = "command-failed-to-start"
+# The node's /proc/locks was longer than file_locks.MAX_LOCKS_BYTES: locks past the cut are unseen.
+LOCKS_TRUNCATED = "locks-truncated"
 # Source lines are read for the innermost frames only: the deciding frame is almost always there.
 SOURCE_DEPTH = 12
 CONTEXT_LINES = 3  # lines kept above and below the job's innermost frame
@@ -179,7 +183,9 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     """Dump `pids` (and their children) on this node `samples` times; return JSON-able data.
 
     Result: {"node_id", "hostname", "pid_namespace", "pyspy", "processes": [stacks/v1 process
-    dicts, one per pid and sample], "info": {pid: {title, ppid, env, cpu_percent, child_of}},
+    dicts, one per pid and sample], "info": {pid: {title, ppid, env, cpu_percent, child_of,
+    progress, file_locks?, wchan?}} (`progress`: what moved between the first and the last sample,
+    probe/progress.py),
     "errors": [{"pid", "error", "kind", "sample"}], "samples_taken", "seconds"}, plus
     "flight_recorder" (probe.flight_recorder.collect_dumps) when a target sets a Flight Recorder
     dump path or enables the recorder.
@@ -226,6 +232,7 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
         # One clear node-level error instead of the same message once per process.
         errors.append({"pid": None, "pids": all_pids, "kind": PYSPY_MISSING, "sample": 0,
                        "error": pyspy_missing_message()})
+    points = {pid: progress.read_point(pid) for pid in all_pids}
     ticks_before = {pid: cpu_ticks(pid) for pid in all_pids}
     t_before = time.monotonic()
     processes: list[dict[str, Any]] = []
@@ -263,6 +270,11 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
         before, after = ticks_before.get(pid), cpu_ticks(pid)
         if before is not None and after is not None:
             info[pid]["cpu_percent"] = round(100.0 * (after - before) / CLOCK_TICKS / window, 1)
+        if taken > 1 and os.path.exists(f"/proc/{pid}"):
+            info[pid]["progress"] = progress.window(points[pid], progress.read_point(pid))
+        elif taken > 1:
+            info[pid]["progress"] = {"exited": True, "errors": ["exited during the sampling window"]}
+    add_kernel_waits(info, all_pids, errors)
 
     out: dict[str, Any] = {
         "node_id": node_id,
@@ -279,6 +291,22 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
         out["flight_recorder"] = collect_dumps(fr_envs)
     out["seconds"] = round(time.monotonic() - start, 3)
     return out
+
+
+def add_kernel_waits(info: dict[int, dict[str, Any]], pids: list[int], errors: list[dict[str, Any]]) -> None:
+    """Per process, after the last sample: the OS file locks it holds or waits for (`file_locks`,
+    from /proc/locks, with each file's path and the holders' pids) and, for a process waiting for
+    one, the kernel function each of its threads sleeps in (`wchan`: {tid: name}), which tells the
+    waiting thread — what py-spy cannot see. /proc/locks is read once; wchans only of waiters."""
+    rows, cut = read_locks()
+    if cut:
+        errors.append({"pid": None, "kind": LOCKS_TRUNCATED, "sample": 0,
+                       "error": "/proc/locks is larger than the probe reads: file locks beyond the cut are not seen"})
+    for pid, locks in locks_of(pids, rows).items():
+        info[pid]["file_locks"] = locks
+        wchans = thread_wchans(pid) if any(lock["waiting"] for lock in locks) else {}
+        if wchans:
+            info[pid]["wchan"] = wchans
 
 
 def _left(start: float, budget_s: float) -> float:

@@ -4,17 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from debug_hang.analyse import next_steps
 from debug_hang.analyse.diagnosis import Diagnosis
 from debug_hang.analyse.patterns import catalog
+from debug_hang.analyse.progress import progress_confidence
 
 DIAGNOSIS_SCHEMA = "debug-hang/diagnosis/v1"
+# Additive revisions of v1 (new optional fields only): 2 adds root_causes[].next, job_code,
+# next_step and references_root.
+SCHEMA_REVISION = 2
 
 
 def to_json(diag: Diagnosis) -> dict[str, Any]:
     """diagnosis.json, contract v1 (references/diagnosis.schema.json)."""
     cat = catalog()
+    guide = next_steps.guide(diag)
     root = []
-    for cause in diag.causes:
+    for i, cause in enumerate(diag.causes):
         first = cause.culprits[0]
         fix = cat[cause.pattern].fix if cause.pattern in cat else ""
         root.append({
@@ -32,6 +38,7 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
             "confidence": round(cause.confidence, 2),
             "evidence": cause.evidence,
             "fix": fix,
+            "next": guide.to_json()["causes"][i] if i < len(guide.causes) else None,
         })
     chain_json = [
         [{"kind": n.kind, "name": n.name, "pid": n.pid, "node_id": n.node_id,
@@ -41,6 +48,7 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
     errors = [e.to_dict() for e in diag.collection.errors + diag.errors]
     doc: dict[str, Any] = {
         "schema": DIAGNOSIS_SCHEMA,
+        "schema_revision": SCHEMA_REVISION,
         "address": diag.address,
         "job_id": diag.job_id,
         "verdict": diag.verdict,
@@ -55,7 +63,13 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
             "timings": diag.timings,
             "errors": errors,
         },
+        "job_code": guide.to_json()["job_code"],
+        "next_step": {"command": guide.next_command, "why": guide.next_why} if guide.next_command else None,
+        "references_root": guide.references_root,
     }
+    if diag.signals:
+        doc["progress"] = {"processes": [s.to_dict() for s in diag.signals],
+                           "confidence": progress_confidence(diag.signals) if diag.verdict == "no-hang" else None}
     if diag.flight_recorder is not None or diag.fr_notes:
         fr = diag.flight_recorder.to_json() if diag.flight_recorder is not None else {
             "ranks_dumped": [], "culprit_ranks": [], "groups": [], "errors": [], "torch_check": None}

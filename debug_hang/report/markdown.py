@@ -10,7 +10,9 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from debug_hang.analyse import next_steps
 from debug_hang.analyse.flight_recorder import describe
+from debug_hang.analyse.graph import proc_key
 from debug_hang.analyse.patterns import catalog
 from debug_hang.model import Frame, Process
 
@@ -69,8 +71,72 @@ def location(frame: Frame | None, user: Frame | None) -> str:
     return parts[0] if parts else "—"
 
 
+def _progress_lines(diag: Diagnosis) -> Iterator[str]:
+    """What each process that matters did between the first and the last sample."""
+    if not diag.signals:
+        return
+    yield ""
+    yield "## Progress in the sampling window"
+    yield ("Read on each process's node between the first and the last stack sample: bytes read and written "
+           "(/proc/PID/io), log lines (progress counters compared with the line before), CPU, whether a loop moved.")
+    yield ""
+    for sig in diag.signals:
+        window = f" ({sig.window_s:.1f}s)" if sig.window_s else ""
+        if not sig.read:
+            yield f"- {_cell(sig.name)}: not read{window}" + (f" — {_cell('; '.join(sig.errors))[:200]}" if sig.errors else "")
+            continue
+        moved = [f for f in sig.findings if f.strength != "info"]
+        if moved:
+            yield f"- {_cell(sig.name)}{window}: " + "; ".join(f"{f.strength}: `{_cell(f.text)[:200]}`" for f in moved)
+        else:
+            r = sig.readings
+            yield (f"- {_cell(sig.name)}{window}: silent — wrote {r.get('wchar_beyond_logs', 0):.0f} B, logged "
+                   f"{r.get('log_lines', 0):.0f} line(s), CPU {r.get('cpu_percent', 0):.0f}% "
+                   f"({', '.join(sig.silent) or 'nothing read'})")
+
+
 def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _finished_text(done: next_steps.FinishedCall) -> str:
+    code = f": `{done.code.strip()[:80]}`" if done.code and done.peers_at else ""
+    return f"{done.describe()}{code}. Read that code, not the culprit's idle stack"
+
+
+def _read_next(diag: Diagnosis, guide: next_steps.Guide) -> Iterator[str]:
+    """What to open or run next: one line per root cause, the job's code, the next command."""
+    lines: list[str] = []
+    for i, (cause, g) in enumerate(zip(diag.causes[:5], guide.causes, strict=False), 1):
+        if "#" not in g.pattern_doc and g.case is None:
+            continue  # a wait the catalog does not name: nothing to open for it
+        # Link text relative to the skill folder (as SKILL.md names files), target absolute (the
+        # report lives in the output folder, not beside the references).
+        root = guide.references_root
+        case = f"; closest recorded case [{g.case}]({root}/{g.case}) ({g.case_why})" if g.case else f" ({g.case_why})"
+        lines.append(f"- Root cause {i} `{cause.pattern}`: [{g.pattern_doc}]({root}/{g.pattern_doc}){case}")
+        done = g.finished_call
+        if done is not None:
+            line = done.peers_at.split(":", 1)[1].split(" ", 1)[0] if done.peers_at and ":" in done.peers_at else "?"
+            lines.append(f"  - {done.describe()}: read "
+                         + (f"`{done.file}` at line {line}," if done.file else "that call's code,")
+                         + " not the culprit's idle stack")
+    code = guide.job_code
+    if code is not None and (code.entrypoint or code.working_dir or code.driver_script):
+        parts = [f"entrypoint `{_cell(code.entrypoint)}`" if code.entrypoint else None,
+                 f"driver pid {code.driver_pid} on node {(code.driver_node_id or '?')[:8]}" if code.driver_pid else None,
+                 f"driver script `{code.driver_script}`" if code.driver_script and not code.working_dir else None,
+                 (f"working_dir {code.working_dir_uri or ''} unpacked at `{code.working_dir}` on node(s) "
+                  f"{', '.join(n[:8] for n in code.working_dir_nodes)}") if code.working_dir else None]
+        lines.append("- Job code: " + "; ".join(p for p in parts if p))
+    if guide.next_command:
+        lines.append(f"- Next command: `{guide.next_command}` — {guide.next_why}")
+    if not lines:
+        return
+    yield "## Read next"
+    yield from lines
+    yield f"- Paths `references/...` and `scripts/...` are in the skill folder `{guide.references_root}`."
+    yield ""
 
 
 def render_markdown(diag: Diagnosis) -> str:
@@ -82,10 +148,12 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
 
     cat = catalog()
     snap = diag.snapshot
+    guide = next_steps.guide(diag)
     yield f"# Ray hang diagnosis — job {diag.job_id}: **{diag.verdict}**"
     yield ""
     yield diag.summary
     yield ""
+    yield from _read_next(diag, guide)
     yield "## Cluster summary"
     if snap is not None:
         alive = sum(1 for n in snap.nodes if n.get("state") == "ALIVE")
@@ -122,14 +190,19 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
             where = location(v.main.frame, v.main.user_frame)
         cpu = diag.collection.info_of(v.process).get("cpu_percent")
         cpu_text = "—" if cpu is None else f"{cpu:.0f}%"
+        graph_node = diag.graph.nodes.get(proc_key(v.process))
+        shown = v.pattern
+        if shown == "unknown" and graph_node is not None and graph_node.pattern:
+            shown = graph_node.pattern  # read from more than the stack (a file lock from /proc/locks)
         yield (f"| {_cell(v.process.label)} | {v.process.pid} | {(v.process.node_id or '?')[:8]} | {v.verdict} | "
-               f"{cpu_text} | {_cell(where)} | {v.pattern or '—'} |")
+               f"{cpu_text} | {_cell(where)} | {shown or '—'} |")
     if len(rows) > MAX_TABLE_ROWS:
         yield f"| … {len(rows) - MAX_TABLE_ROWS} more in 05_stacks.txt | | | | | | |"
     for node in diag.graph.nodes.values():
-        if node.state in ("dead", "pending") and node.kind in ("actor", "rank"):
+        if node.state in ("dead", "pending", "restarting") and node.kind in ("actor", "rank", "task"):
             yield (f"| {_cell(node.name)}{'' if node.rank is None else f'[rank {node.rank}]'} | {node.pid or '—'} | "
                    f"{(node.node_id or '?')[:8]} | {node.state} | — | — | {node.pattern or '—'} |")
+    yield from _progress_lines(diag)
     yield ""
     yield "## Blocking chain"
     all_chains = diag.chains
@@ -159,6 +232,9 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
         title = pattern.title if pattern else cause.pattern
         yield f"### {i}. {title} (`{cause.pattern}`, confidence {cause.confidence:.2f})"
         yield f"- **Culprit**: {', '.join(c.label() for c in cause.culprits)}"
+        done = guide.causes[i - 1].finished_call if i <= len(guide.causes) else None
+        if done is not None:
+            yield f"  - {_finished_text(done)}"
         for c in cause.culprits:
             if c.frame is not None and c.state != "idle":
                 yield f"  - {c.name}: at `{c.frame.function}` ({c.frame.short_file}:{c.frame.line})" + (

@@ -1,0 +1,111 @@
+"""Crash loops: an actor (or a task) that Ray restarts (retries) forever and that dies each time.
+
+Read from Ray state alone: an actor with `num_restarts` climbing, or calls whose earlier attempts
+FAILED with a death (ACTOR_UNAVAILABLE, ACTOR_DIED, WORKER_DIED, ...) while a later attempt is
+still pending or running. Such a process is not "still starting": it ran and died, and will die
+again. Thresholds and the death vocabulary are in references/verdict_rules.yaml (`crash_loop`).
+The death reason itself ("Fatal Python error: Bus error", a signal, an OOM kill) is in the dead
+workers' own logs, which the evidence step reads (collect/evidence.py) and `death_reason` finds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from debug_hang.analyse.progress import CrashLoopRules, rules
+from debug_hang.snapshot import DONE_STATES
+
+DEATH_PREFIX = "death reason: "  # how the evidence step marks the reason it found in a dead worker's log
+DEATH_SOURCE = " — in the log of dead worker "
+
+
+@dataclass
+class CrashLoop:
+    """One actor or task in a crash loop, with what the state says about its deaths."""
+
+    kind: str  # "actor" | "task"
+    id: str  # actor_id or task_id
+    name: str
+    restarts: int
+    failed_attempts: int
+    error_types: list[str]
+    last_error: str
+    dead_workers: list[tuple[str, str]] = field(default_factory=list)  # (node_id, worker_id), newest last
+    confirmed: bool = True  # False: it died, but fewer times than the rules ask for a loop
+
+    def text(self) -> str:
+        parts = []
+        if self.restarts:
+            parts.append(f"restarted {self.restarts} time(s)")
+        if self.failed_attempts:
+            parts.append(f"{self.failed_attempts} attempt(s){' of its calls' if self.kind == 'actor' else ''} FAILED "
+                         f"({', '.join(sorted(set(self.error_types)))})")
+        again = "Ray retries it and it dies again" if self.confirmed else "Ray is retrying it (once more and it is a crash loop)"
+        return f"{self.name} {' and '.join(parts)}: {again}" + (
+            f"; last error: {self.last_error}" if self.last_error else "")
+
+
+def _death_attempts(tasks: list[dict[str, Any]], r: CrashLoopRules) -> list[dict[str, Any]]:
+    return [t for t in tasks if t.get("state") == "FAILED" and t.get("error_type") in r.death_error_types]
+
+
+def find_crash_loops(actors: list[dict[str, Any]], tasks: list[dict[str, Any]],
+                     r: CrashLoopRules | None = None) -> dict[str, CrashLoop]:
+    """Actors and tasks in a crash loop, by actor_id / task_id."""
+    r = r or rules().crash_loop
+    found: dict[str, CrashLoop] = {}
+    by_actor: dict[str, list[dict[str, Any]]] = {}
+    by_task: dict[str, list[dict[str, Any]]] = {}
+    for task in tasks:
+        if task.get("actor_id") and task.get("type") == "ACTOR_TASK":
+            by_actor.setdefault(str(task["actor_id"]), []).append(task)
+        elif task.get("type") == "NORMAL_TASK" and task.get("task_id"):
+            by_task.setdefault(str(task["task_id"]), []).append(task)
+    for actor in actors:
+        if actor.get("state") not in ("ALIVE", "RESTARTING", "PENDING_CREATION", "DEPENDENCIES_UNREADY"):
+            continue  # DEAD: out of restarts, a plain death
+        restarts = int(actor.get("num_restarts") or 0) - int(actor.get("num_restarts_due_to_node_preemption") or 0)
+        deaths = _death_attempts(by_actor.get(str(actor.get("actor_id")), []), r)
+        if restarts == 0:
+            continue  # never restarted: the process that runs is the first one (or none yet)
+        loop = _loop("actor", str(actor["actor_id"]), str(actor.get("class_name")), restarts, deaths,
+                     actor.get("death_cause"))
+        loop.confirmed = restarts >= r.min_restarts or len(deaths) >= r.min_failed_attempts
+        if loop.confirmed or actor.get("state") != "ALIVE":  # restarted once and alive: it recovered
+            found[loop.id] = loop
+    for task_id, attempts in by_task.items():
+        deaths = _death_attempts(attempts, r)
+        live = [t for t in attempts if t.get("state") not in DONE_STATES]
+        if deaths and live:
+            loop = _loop("task", task_id, str(live[0].get("name")), 0, deaths, None)
+            loop.confirmed = len(deaths) >= r.min_failed_attempts
+            found[task_id] = loop
+    return found
+
+
+def _loop(kind: str, ident: str, name: str, restarts: int, deaths: list[dict[str, Any]],
+          death_cause: Any) -> CrashLoop:
+    deaths = sorted(deaths, key=lambda t: (t.get("end_time_ms") or 0, t.get("attempt_number") or 0))
+    last = deaths[-1] if deaths else {}
+    message = (last.get("error_message") or "").strip().splitlines()
+    last_error = message[-1][:200] if message else ""
+    if isinstance(death_cause, dict):
+        for ctx in death_cause.values():
+            if isinstance(ctx, dict) and ctx.get("error_message"):
+                last_error = str(ctx["error_message"]).strip().splitlines()[0][:200]
+    workers = [(str(t["node_id"]), str(t["worker_id"])) for t in deaths if t.get("node_id") and t.get("worker_id")]
+    return CrashLoop(kind=kind, id=ident, name=name, restarts=restarts, failed_attempts=len(deaths),
+                     error_types=[str(t.get("error_type")) for t in deaths], last_error=last_error,
+                     dead_workers=list(dict.fromkeys(workers)))
+
+
+def death_reason(texts: list[str], r: CrashLoopRules | None = None) -> str | None:
+    """The first death reason (fatal error, signal, OOM kill, exit code) found in log texts."""
+    r = r or rules().crash_loop
+    for pattern in r.death_reasons:
+        for text in texts:
+            match = pattern.search(text)
+            if match:
+                return (match.group(1) if match.groups() else match.group(0)).strip()[:200]
+    return None

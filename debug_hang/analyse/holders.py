@@ -1,0 +1,215 @@
+"""Who holds the resources a pending demand needs: pure functions over State API rows.
+
+A task, actor or placement group that is feasible on this cluster but not placed waits for
+resources someone else holds. The holders that nothing uses are the usual cause, and the State
+API shows them: a placement group CREATED with no live actor and no unfinished task in it (its
+trial ended, its actors were killed, `remove_placement_group` was never called), an ALIVE actor
+with CPUs or GPUs and no task running or queued on it (an idle actor, often a detached one whose
+job ended). Blocked holders (actors that keep their CPUs while in `ray.get`) are the starvation
+the wait-for graph already follows. Nothing here reads a class or group name to decide.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+# Task states after which a task no longer uses (or waits to use) a placement group's bundles.
+_DONE = {"FINISHED", "FAILED"}
+# Resource names internal to placement groups (CPU_group_<i>_<id>, bundle_group_<id>): what an
+# actor inside a group takes from the group's reservation, not from the cluster.
+_GROUP_RESOURCE = re.compile(r"_group_")
+_ENDED = {"SUCCEEDED", "FAILED", "STOPPED"}
+_STATUS_RESERVED = re.compile(r".*reserved in placement groups.*")
+
+
+@dataclass
+class Holder:
+    """A placement group or actor that holds resources and that nothing uses now."""
+
+    kind: str  # placement_group | actor
+    id: str
+    name: str
+    pattern: str  # catalog id of the finding
+    job_id: str | None
+    class_name: str | None
+    held: dict[str, float]
+    age_s: float | None  # since it was created (group) or last did something (actor)
+    node_id: str | None = None
+    pid: int | None = None
+    used: bool = False  # a group that had actors or tasks (now all gone), not one never used yet
+    evidence: list[str] = field(default_factory=list)
+
+    def holds_any(self, wanted: set[str]) -> bool:
+        return any(self.held.get(r, 0.0) > 0 for r in wanted)
+
+    def held_text(self, wanted: set[str] | None = None) -> str:
+        shown = {k: v for k, v in sorted(self.held.items()) if wanted is None or k in wanted}
+        return "{" + ", ".join(f"{k}: {v:g}" for k, v in shown.items()) + "}"
+
+
+def _ago(seconds: float | None) -> str:
+    if seconds is None:
+        return "an unknown time"
+    return f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
+
+
+def _creator(job_id: str | None, jobs: dict[str, dict[str, Any]]) -> str:
+    job = jobs.get(job_id or "")
+    if job is None:
+        return f"job {job_id}"
+    entry = str(job.get("entrypoint") or "").strip()[:80]
+    return f"job {job_id}" + (f" (`{entry}`, {job.get('status')})" if entry else f" ({job.get('status')})")
+
+
+def reaped_by_ray(row: dict[str, Any], job_id: str | None, jobs: dict[str, dict[str, Any]]) -> bool:
+    """True for a non-detached actor or group whose job has ended: Ray removes those itself (a
+    moment after the job ends), so they are not leaks — only detached ones outlive their job."""
+    job = jobs.get(str(job_id))
+    return not row.get("is_detached") and job is not None and job.get("status") in _ENDED
+
+
+def bundle_total(pg: dict[str, Any]) -> dict[str, float]:
+    """What a placement group reserves: the sum of its bundles' unit resources."""
+    total: dict[str, float] = {}
+    for bundle in pg.get("bundles") or []:
+        for k, v in (bundle.get("unit_resources") or {}).items():
+            total[k] = total.get(k, 0.0) + float(v)
+    return total
+
+
+def by_group(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Actor or task rows by the placement group they are placed in (one pass, any job)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        if row.get("placement_group_id"):
+            out.setdefault(str(row["placement_group_id"]), []).append(row)
+    return out
+
+
+def _reserved_usage(pg_id: str, usage: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+    """{resource: (used, reserved)} of one group, from the autoscaler's load report, whose keys are
+    camel-cased Ray group resources (`CPUGroup<Id>` for CPU_group_<id>)."""
+    out: dict[str, tuple[float, float]] = {}
+    suffix = f"group{pg_id.lower()}"
+    for key, pair in usage.items():
+        low = key.lower()
+        if low.endswith(suffix) and not low.startswith("bundle"):
+            name = key[: len(key) - len(suffix)]
+            if name and not name[-1].isdigit():
+                out[name] = pair
+    return out
+
+
+def leaked_placement_groups(pgs: list[dict[str, Any]], actors: list[dict[str, Any]], tasks: list[dict[str, Any]],
+                            jobs: dict[str, dict[str, Any]], now_s: float,
+                            usage: dict[str, tuple[float, float]] | None = None) -> list[Holder]:
+    """CREATED groups with no live user: no actor in them that is not DEAD, no unfinished task."""
+    found: list[Holder] = []
+    actors_in, tasks_in = by_group(actors), by_group(tasks)
+    for pg in pgs:
+        if pg.get("state") != "CREATED" or reaped_by_ray(pg, pg.get("creator_job_id"), jobs):
+            continue
+        pg_id = str(pg.get("placement_group_id") or "")
+        members, pg_tasks = actors_in.get(pg_id, []), tasks_in.get(pg_id, [])
+        live = [a for a in members if a.get("state") != "DEAD"]
+        busy = [t for t in pg_tasks if t.get("state") not in _DONE]
+        if live or busy:
+            continue
+        created = str((pg.get("stats") or {}).get("creation_request_received_ns") or "")
+        age = now_s - int(created) / 1e9 if created.isdigit() and int(created) > 0 else None
+        classes = sorted({str(a.get("class_name")) for a in members if a.get("class_name")})
+        name = str(pg.get("name") or pg_id[:12])
+        holder = Holder(kind="placement_group", id=pg_id, name=f"placement group {name}",
+                        pattern="placement-group-leaked", job_id=pg.get("creator_job_id"),
+                        class_name=name, held=bundle_total(pg), age_s=age, used=bool(members or pg_tasks))
+        holder.evidence.append(
+            f"CREATED {_ago(age)} ago by {_creator(pg.get('creator_job_id'), jobs)}"
+            + (", detached" if pg.get("is_detached") else "")
+            + f"; reserves {holder.held_text()} in {len(pg.get('bundles') or [])} bundle(s)")
+        ended = [t.get("end_time_ms") or 0 for t in pg_tasks]
+        if members:
+            reasons = sorted({str(((a.get("death_cause") or {}).get("actor_died_error_context") or {}).get("reason")
+                                  or "dead") for a in members})
+            holder.evidence.append(
+                f"no live user: its {len(members)} actor(s) ({', '.join(classes)}) are DEAD ({', '.join(reasons)})"
+                + (f", the last task in it ended {_ago(now_s - max(ended) / 1000.0)} ago" if any(ended) else "")
+                + "; nothing removed the group (ray.util.remove_placement_group)")
+        else:
+            holder.evidence.append("no live user: no actor or task was ever placed in it; nothing removed it")
+        for res, (used, reserved) in sorted(_reserved_usage(pg_id, usage or {}).items()):
+            holder.evidence.append(f"{used:g} {res} used of {reserved:g} reserved in it (the autoscaler's load report)")
+        found.append(holder)
+    return found
+
+
+def plain_resources(required: dict[str, Any] | None) -> dict[str, float]:
+    """An actor's resources taken from the cluster itself (not from a placement group's bundles)."""
+    return {k: float(v) for k, v in (required or {}).items()
+            if not _GROUP_RESOURCE.search(k) and float(v) > 0 and k not in ("memory", "object_store_memory")}
+
+
+def idle_actors(actors: list[dict[str, Any]], tasks: list[dict[str, Any]], jobs: dict[str, dict[str, Any]],
+                now_s: float) -> list[Holder]:
+    """ALIVE actors holding cluster resources that nothing uses: no task running or waiting on
+    them, except calls made by jobs that have ended (nobody waits for those results)."""
+    active: set[str] = set()
+    orphaned: dict[str, list[dict[str, Any]]] = {}
+    last_end: dict[str, float] = {}
+    for task in tasks:
+        aid = task.get("actor_id")
+        if not aid:
+            continue
+        if task.get("state") not in _DONE:
+            caller = jobs.get(caller_job(task) or "")
+            if caller is not None and caller.get("status") in _ENDED:
+                orphaned.setdefault(aid, []).append(task)
+            else:
+                active.add(aid)
+        else:
+            last_end[aid] = max(last_end.get(aid, 0.0), float(task.get("end_time_ms") or 0))
+    found: list[Holder] = []
+    for actor in actors:
+        aid = str(actor.get("actor_id") or "")
+        held = plain_resources(actor.get("required_resources"))
+        if actor.get("state") != "ALIVE" or aid in active or not held or reaped_by_ray(actor, actor.get("job_id"), jobs):
+            continue
+        idle_for = now_s - last_end[aid] / 1000.0 if last_end.get(aid) else None
+        job = jobs.get(str(actor.get("job_id")) or "")
+        label = actor.get("name") or actor.get("class_name")
+        holder = Holder(kind="actor", id=aid, name=str(label), pattern="idle-actor-holds-resources",
+                        job_id=actor.get("job_id"), class_name=actor.get("class_name"), held=held,
+                        age_s=idle_for, node_id=actor.get("node_id"), pid=int(actor.get("pid") or 0) or None)
+        holder.evidence.append(
+            f"ALIVE, holds {holder.held_text()}, no task running or queued on it"
+            + (f"; its last call ended {_ago(idle_for)} ago" if idle_for is not None else "; no call finished on it")
+            + f"; created by {_creator(actor.get('job_id'), jobs)}")
+        calls = orphaned.get(aid, [])
+        if calls:
+            holder.evidence[-1] = holder.evidence[-1].replace("no task running or queued on it",
+                                                              "no call of a live job running or queued on it")
+            ended = caller_job(calls[0])
+            holder.evidence.append(f"{', '.join(sorted({str(t.get('name')) for t in calls}))} {calls[0].get('state')} on it "
+                                   f"for job {ended}, which has ended ({jobs[str(ended)].get('status')}): nobody "
+                                   "waits for that result")
+        if actor.get("is_detached") and job is not None and job.get("status") != "RUNNING":
+            holder.evidence.append(f"detached (lifetime='detached') and its job is {job.get('status')}: it outlives "
+                                   "its job and keeps its resources until killed")
+        found.append(holder)
+    return found
+
+
+def caller_job(task: dict[str, Any]) -> str | None:
+    """The job that made a call: a Ray task id ends with its job id (8 hex digits), so does the
+    parent task id of a call (a driver's is 40 f's + its job id)."""
+    parent = str(task.get("parent_task_id") or "")
+    return parent[-8:] if len(parent) >= 16 else None
+
+
+def status_reserved_line(status_text: str | None) -> str | None:
+    """`ray status`'s line "0.0/4.0 CPU (0.0 used of 3.0 reserved in placement groups)", if any."""
+    for line in (status_text or "").splitlines():
+        if _STATUS_RESERVED.match(line):
+            return line.strip()
+    return None
