@@ -214,7 +214,12 @@ def test_every_housekeeping_rule_matches_a_real_thread() -> None:
                 kind = norm.housekeeping(False, t, kept)
                 if kind:
                     seen.add(kind)
-    assert {r.kind for r in HOUSEKEEPING_RULES} | {RUNTIME_ONLY} <= seen
+    # the Ray library loops of the catalog's list (Train, Data) are checked on the cases' and
+    # library captures in tests/test_library_hangs.py; these captures hold Ray core's
+    core = {"ray-gc-thread", "ray-error-listener", "ray-log-printer", "ray-process-watcher", "idle-thread-pool",
+            "idle-selector"}
+    assert core <= {r.kind for r in HOUSEKEEPING_RULES}
+    assert core | {RUNTIME_ONLY} <= seen
 
 
 def test_every_wrapper_rule_matches_a_real_frame() -> None:

@@ -163,10 +163,18 @@ def _deciding_thread(verdict: ProcessVerdict) -> Thread | None:
 
 
 def other_threads_in_job_code(verdict: ProcessVerdict, thread: Thread | None) -> list[Thread]:
-    """The process's other threads that run the job's own code: the only ones that could hold a
-    lock, set an event or fill a queue `thread` waits on."""
-    return [t for t, _m in verdict.threads if t is not thread
-            and any(not is_library(f) for f in t.frames if not f.native)]
+    """The process's other threads that could hold a lock, set an event or fill a queue `thread`
+    waits on: those running the job's own code, and library threads blocked in a wait that leads
+    somewhere (ray.get, a collective, a lock: alive, and part of the work). Known housekeeping
+    loops and library threads merely idle on a queue or event are not."""
+    cat = catalog()
+    return [t for t, m in verdict.threads if t is not thread
+            and (any(not is_library(f) for f in t.frames if not f.native)
+                 or (m.pattern in cat and cat[m.pattern].kind != "benign" and m.pattern not in _IDLE_READINGS))]
+
+
+# Readings of a library thread that is idle on its own queue or event (a feeder, a logger thread).
+_IDLE_READINGS = frozenset({"event-wait", "queue-get-wait"})
 
 
 def proc_key(proc: Process) -> str:
@@ -371,6 +379,8 @@ def add_last_calls(b: Builder) -> None:
 def detect_lock_waits(b: Builder) -> None:
     """Lock waits read across the threads of one process: lock order, or a lock nobody else holds."""
     for key, verdict in b.verdicts.items():
+        if _detect_known_holder(b.g.nodes[key], verdict):
+            continue
         _detect_lock_order(b.g.nodes[key], verdict)
         _detect_lock_self(b.g.nodes[key], verdict)
 
@@ -511,10 +521,36 @@ def _detect_async_await(g: WaitGraph, key: str, verdict: ProcessVerdict, running
                          "object of this actor (Event, Queue, Future, Lock) that nothing resolves")
 
 
+def _detect_known_holder(node: GNode, verdict: ProcessVerdict) -> bool:
+    """A library lock whose holders the catalog knows (a graph pattern with `holds`): one thread
+    waits for it at the pattern's frames while another thread of the process is inside a frame
+    that holds it, itself blocked: the lock is held across that wait (logging-lock-deadlock)."""
+    for pattern in catalog().values():
+        if not pattern.holds or pattern.detect != "graph":
+            continue
+        waiter = next(((t, f) for t, _m in verdict.threads for f in t.frames
+                       if not f.native and any(r.matches(f) for r in pattern.frames)), None)
+        if waiter is None:
+            continue
+        holder = next(((t, m, f) for t, m in verdict.threads if t is not waiter[0] for f in t.frames
+                       if not f.native and any(r.matches(f) for r in pattern.holds)), None)
+        if holder is None:
+            continue
+        thread, match, frame = holder
+        node.pattern, node.state = pattern.id, "blocked"
+        node.frame, node.user_frame = waiter[1], None
+        node.evidence.append(f"thread {waiter[0].name or waiter[0].os_thread_id} waits for the lock at "
+                             f"{_frame_text(waiter[1])}")
+        node.evidence.append(f"thread {thread.name or thread.os_thread_id} holds it: it is inside {_frame_text(frame)}, "
+                             f"which keeps it taken, and waits at {_frame_text(match.frame)}"
+                             + (f" ({match.pattern})" if match.pattern != "unknown" else ""))
+        return True
+    return False
+
+
 def _detect_lock_order(node: GNode, verdict: ProcessVerdict) -> None:
     """Two or more threads of one process idle at different lock lines: a lock-order deadlock."""
-    waits = [(t, m) for t, m in verdict.threads if m.pattern == "lock-wait" and m.frame is not None
-             and m.frame.code and not t.active]
+    waits = [(t, m) for t, m in verdict.threads if m.pattern == "lock-wait" and m.frame is not None and not t.active]
     lines = {(m.frame.file, m.frame.line) for _, m in waits if m.frame is not None}
     if len(waits) < 2 or len(lines) < 2:
         return
@@ -525,8 +561,8 @@ def _detect_lock_order(node: GNode, verdict: ProcessVerdict) -> None:
         node.evidence.append(f"thread {thread.name or thread.os_thread_id} waits at {_frame_text(frame)}")
 
 
-# A lock acquisition (not a wait for a condition or event someone must signal).
-_LOCK_ACQUIRE = re.compile(r"^with\s|\.acquire\(")
+# Functions run as finalisers: by the garbage collector or when a last reference is dropped.
+_FINALISER = re.compile(r"(__del__|finaliz|_callback|callback)$|weakref")
 
 
 def _detect_lock_self(node: GNode, verdict: ProcessVerdict) -> None:
@@ -536,9 +572,8 @@ def _detect_lock_self(node: GNode, verdict: ProcessVerdict) -> None:
     the lock was copied locked by fork)."""
     if node.pattern != "lock-wait" or verdict.main is None or verdict.process.role == "child":
         return
-    frame = verdict.main.frame
-    code = (frame.code or "").strip() if frame is not None else ""
-    if frame is None or not (_LOCK_ACQUIRE.search(code) or frame.function.endswith("Lock.acquire")):
+    frame = verdict.main.frame  # a lock-wait reading: a lock take (its `with`/acquire line, or a library's lock by name)
+    if frame is None:
         return
     waiter = _deciding_thread(verdict)
     if waiter is None:
@@ -555,7 +590,14 @@ def _detect_lock_self(node: GNode, verdict: ProcessVerdict) -> None:
         f"thread {waiter.name or waiter.os_thread_id} waits to take the lock at {_frame_text(frame)}, and no other "
         "thread of this process runs job code: nobody else can hold it — this thread holds it itself "
         "further up its stack (threading.Lock is not reentrant), or a thread ended without releasing it")
-    if frame.function.endswith("__del__") or "finaliz" in frame.function or "callback" in frame.function:
+    finaliser = next((f for f in frames[at:] if _FINALISER.search(f.function)), None)
+    if finaliser is not None and finaliser is not frame:
+        below = frames[frames.index(finaliser) + 1] if frames.index(finaliser) + 1 < len(frames) else None
+        node.evidence.append(
+            f"the wait is reached from {finaliser.function} ({_frame_text(finaliser)}), a finaliser this thread ran "
+            f"in the middle of {_frame_text(below) if below else 'its work'} (a dropped last reference or a garbage "
+            "collection pass): that frame holds the lock the finaliser now waits for")
+    elif finaliser is not None:
         node.evidence.append(
             f"the wait is inside {frame.function}, run by this thread when "
             + (f"{_frame_text(caller)} dropped the last reference" if caller else "the last reference was dropped")

@@ -38,6 +38,8 @@ class FrameRule:
     function: re.Pattern[str] | None
     file: re.Pattern[str] | None
     code: re.Pattern[str] | None
+    name: str | None = None  # a housekeeping loop's name (ray-housekeeping's entries)
+    innermost: bool = False  # this entry must be the thread's innermost Python frame
     context: re.Pattern[str] | None = None  # searched in the numbered source lines around the frame
 
     def matches(self, frame: Frame) -> bool:
@@ -87,6 +89,12 @@ class Pattern:
     # only without it (else the stack is re-read without this pattern). See Settings.busy_cpu_percent.
     cpu: str | None = None
     library_penalty: float = 0.0  # confidence taken off when the deciding stack ends in library code
+    # Frames known to hold the lock this pattern's `frames` wait for (a graph reading: the holder
+    # is another thread of the same process).
+    holds: tuple[FrameRule, ...] = ()
+    # A benign reading is dropped when one of these patterns decides the thread at a frame further
+    # in: what the thread waits on wins over where it runs.
+    overridden_by: tuple[str, ...] = ()
     # Kernel functions a thread sleeps in (its /proc wchan) that mean this wait (file-lock-wait).
     kernel_waits: tuple[re.Pattern[str], ...] = ()
     # Numbers this pattern's rule decides with (ages, in seconds), as data: {name: value}.
@@ -151,6 +159,8 @@ def _rule(raw: dict[str, Any], where: str) -> FrameRule:
             if raw.get("function") else None,
             file=re.compile(raw["file"]) if raw.get("file") else None,
             code=re.compile(raw["code"]) if raw.get("code") else None,
+            name=str(raw["name"]) if raw.get("name") else None,
+            innermost=bool(raw.get("innermost", False)),
             context=re.compile(raw["context"]) if raw.get("context") else None,
         )
     except re.error as exc:
@@ -220,9 +230,15 @@ def load_catalog(path: Path | str = CATALOG_PATH) -> list[Pattern]:
             priority=int(raw.get("priority", 0)),
             cpu=_cpu_rule(raw.get("cpu"), f"{where} ({pid})"),
             library_penalty=float(raw.get("library_penalty", 0.0)),
+            holds=tuple(_rule(r, where) for r in stack.get("holds") or ()),
+            overridden_by=tuple(str(x) for x in stack.get("overridden_by") or ()),
             kernel_waits=tuple(_regex(r, where) for r in raw.get("kernel_waits") or ()),
             thresholds=_thresholds(raw.get("thresholds"), where),
         ))
+    for pattern in patterns:
+        unknown = sorted(set(pattern.overridden_by) - seen)
+        if unknown:
+            raise BadInputError(f"{path} ({pattern.id}): overridden_by names unknown patterns {unknown}")
     return patterns
 
 
@@ -268,6 +284,12 @@ def settings() -> Settings:
 def catalog() -> dict[str, Pattern]:
     """The shipped catalog by id (loaded once)."""
     return {p.id: p for p in load_catalog()}
+
+
+def housekeeping_rules() -> list[FrameRule]:
+    """Ray's housekeeping loops, by name: the named frames of the shipped catalog's benign patterns
+    (the one list; parse_stacks.py's grouping sets the same threads aside)."""
+    return [r for p in catalog().values() if p.kind == "benign" for r in p.frames if r.name]
 
 
 def is_library(frame: Frame) -> bool:
@@ -350,17 +372,27 @@ def _match_thread(thread: Thread, patterns: list[Pattern]) -> ThreadMatch:
         if pattern.excludes and any(r.matches(f) for r in pattern.excludes for _, f in frames):
             continue
         candidates = frames[:1] if pattern.innermost else frames
-        found = next(((i, f) for i, f in candidates if any(r.matches(f) for r in pattern.frames)), None)
+        inner = frames[0][0]
+        found = next(((i, f) for i, f in candidates
+                      if any(r.matches(f) and (i == inner or not r.innermost) for r in pattern.frames)), None)
         if found is None:
             continue
         index, frame = found
         hits.append((_confidence(pattern, thread, frames, index), order, pattern, index, frame))
+    hits = _drop_overridden(hits)
     user = next((f for _, f in frames if not is_library(f)), None)
     if not hits:
         return ThreadMatch("unknown", 0.0, frames[0][1], frames[0][0], user_frame=user)
     hits.sort(key=lambda h: (-h[2].priority, -h[0], h[1]))
     best = hits[0]
     return ThreadMatch(best[2].id, best[0], best[4], best[3], also=[h[2].id for h in hits[1:]], user_frame=user)
+
+
+def _drop_overridden(hits: list[tuple[float, int, Pattern, int, Frame]]) -> list[tuple[float, int, Pattern, int, Frame]]:
+    """A housekeeping loop that waits, further in than its loop frame, on something in its
+    `overridden_by` list (a lock, a remote result, a collective) is read by that wait."""
+    waits = {h[2].id: h[3] for h in hits}
+    return [h for h in hits if not any(waits.get(other, h[3]) < h[3] for other in h[2].overridden_by)]
 
 
 def _confidence(pattern: Pattern, thread: Thread, frames: list[tuple[int, Frame]], index: int) -> float:

@@ -18,10 +18,14 @@ import hashlib
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from debug_hang.model import Frame, Process, Thread, short_path
 from debug_hang.parse.parsers import paused_gc
+from debug_hang.paths import bundle_root
 
 # (function regex, short-file regex): frames a stack passes through on its way to user code,
 # the same in every Ray worker. Observed in Ray 2.60 dumps (tests/data/formats/ray*/) and in
@@ -50,19 +54,25 @@ class HousekeepingRule:
     where: str = "any"
 
 
-# Ray's own threads, as they appear in real dumps of Ray 2.60 workers and drivers
-# (tests/data/formats/ray/, ray-stack/, collect-dir/). A thread whose every Python frame is a
-# wrapper (an idle worker's main loop, gRPC's poller thread, a frameless native thread) is
-# housekeeping of kind "runtime-only" without a rule (gRPC's `_poll_wrapper` threads look so:
-# their frames are Cython, native to py-spy).
+def catalog_housekeeping(path: Path | None = None) -> tuple[HousekeepingRule, ...]:
+    """Ray's housekeeping loops, by name: the named frames of the benign patterns of the catalog
+    (references/patterns.yaml, `ray-housekeeping`: the one list the matcher uses too). An entry
+    with `innermost: true` must be the thread's innermost Python frame (an idle pool worker)."""
+    doc = yaml.load((path or bundle_root() / "references" / "patterns.yaml").read_text(encoding="utf-8"),
+                    Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
+    return tuple(HousekeepingRule(str(f["name"]), str(f.get("function") or ""), str(f.get("file") or ""),
+                                  "innermost" if f.get("innermost") else "any")
+                 for pattern in doc.get("patterns") or () if pattern.get("kind") == "benign"
+                 for f in (pattern.get("stack") or {}).get("frames") or () if f.get("name"))
+
+
+# Ray's own threads (the catalog's list), plus an idle selector loop (an event loop or a gRPC
+# poller with nothing to do). A thread whose every Python frame is a wrapper (an idle worker's
+# main loop, gRPC's poller thread, a frameless native thread) is housekeeping of kind
+# "runtime-only" without a rule (gRPC's `_poll_wrapper` threads look so: their frames are
+# Cython, native to py-spy).
 HOUSEKEEPING_RULES: tuple[HousekeepingRule, ...] = (
-    HousekeepingRule("ray-gc-thread", r"(^|\.)run$", r"ray/_private/gc_collect_manager\.py$"),
-    HousekeepingRule("ray-error-listener", r"(^|\.)listen_error_messages$",
-                     r"ray/_private/worker\.py$"),
-    HousekeepingRule("ray-log-printer", r"(^|\.)print_logs$", r"ray/_private/worker\.py$"),
-    HousekeepingRule("ray-process-watcher", r"", r"ray/_private/process_watcher\.py$"),
-    HousekeepingRule("idle-thread-pool", r"(^|\.)_worker$", r"concurrent/futures/thread\.py$",
-                     "innermost"),
+    *catalog_housekeeping(),
     HousekeepingRule("idle-selector", r"(^|\.)select$", r"(^|/)selectors\.py$", "innermost"),
 )
 
