@@ -20,6 +20,7 @@ EXIT_UNREACHABLE = 4  # the cluster (GCS or dashboard) did not answer
 EXIT_NOT_FOUND = 5  # the job, node or process asked for does not exist
 EXIT_DEADLINE = 6  # the deadline passed before anything useful was produced
 EXIT_PARTIAL = 7  # run_on_each_ray_node: at least one node failed or timed out
+EXIT_INCONCLUSIVE = 8  # diagnose: the blocked processes could not be inspected (no stacks, no verdict)
 
 EXIT_CODES_HELP = """exit codes:
   0  success
@@ -29,7 +30,8 @@ EXIT_CODES_HELP = """exit codes:
   4  cluster unreachable (GCS or dashboard did not answer)
   5  not found: no such job, node or process
   6  deadline passed before a result could be produced
-  7  partial: some nodes failed or timed out (run_on_each_ray_node)"""
+  7  partial: some nodes failed or timed out (run_on_each_ray_node)
+  8  inconclusive: the blocked processes could not be inspected (py-spy missing or refused; diagnose)"""
 
 
 class DebugHangError(Exception):
@@ -76,7 +78,16 @@ def ptrace_help() -> str:
 
 
 def run_main(main: Callable[[], int], prog: str) -> None:
-    """Run a script's main(): map errors to exit codes and one-line messages, then exit."""
+    """Run a script's main(): map errors to exit codes and one-line messages, then exit.
+
+    stdout and stderr go through `redact.SafeStream` for the whole run: whatever a script prints
+    (its own text, a job's names and log lines, a library's warnings) loses secrets and control
+    characters there, once.
+    """
+    from debug_hang.redact import SafeStream
+
+    sys.stdout = SafeStream(sys.stdout)
+    sys.stderr = SafeStream(sys.stderr)
     try:
         code = main()
     except DebugHangError as exc:
@@ -92,4 +103,9 @@ def run_main(main: Callable[[], int], prog: str) -> None:
             traceback.print_exc()
         print(f"{prog}: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         code = EXIT_INTERNAL
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
     sys.exit(code)

@@ -22,12 +22,14 @@ from debug_hang.analyse.verdict import analyse, quote_deaths, youngest_task_age_
 from debug_hang.collect.address import ClusterAddress, check_reachable, parse_address, resolve_dashboard
 from debug_hang.collect.evidence import gather
 from debug_hang.collect.raytrain import worker_ranks
-from debug_hang.collect.stacks import Target, collect_stacks, select_targets
+from debug_hang.collect.stacks import MAX_TARGETS, Target, cap_targets, collect_stacks, select_targets
 from debug_hang.collect.state import DashboardClient, take_snapshot
 from debug_hang.errors import DeadlineError, NotFoundError
 from debug_hang.model import Collection, CollectionError, Evidence, NodeEvidence, Process, process_from_dict, stacks_from_dict
 from debug_hang.parse.flight_recorder import from_probe, read_saved
 from debug_hang.probe.pyspy import DumpOptions
+from debug_hang.redact import DEFAULT as redactor
+from debug_hang.redact import learn_digests, learn_runtime_envs, redact_obj
 from debug_hang.report.write import write_outputs
 from debug_hang.snapshot import Snapshot, running_jobs
 from debug_hang.timeouts import DEFAULT_DEADLINE_S, Deadline, PhaseTimer
@@ -46,6 +48,9 @@ class Options:
     native: bool = False
     nonblocking: bool = False
     locals: bool = False
+    force: bool = False  # replace the outputs of an earlier run in output_dir
+    include_runtime_env: bool = False  # write runtime_env/metadata rows (may hold secrets)
+    max_targets: int = MAX_TARGETS  # processes dumped at most (by priority; the cut is reported)
 
 
 def pick_job(jobs: list[dict[str, Any]], job_id: str | None, own_job: str | None = None) -> tuple[dict[str, Any], str, list[dict[str, Any]]]:
@@ -77,6 +82,8 @@ def run(opts: Options) -> Diagnosis:
     assert addr.dashboard_url
     timer.mark("address")
     snap = take_snapshot(addr.dashboard_url, None, timeout_s=deadline.remaining(cap=10.0))
+    scrub_snapshot(snap)
+    learnt_before = redactor.learnt
     timer.mark("state")
     if not snap.jobs and snap.errors:
         if deadline.expired:
@@ -85,14 +92,22 @@ def run(opts: Options) -> Diagnosis:
         # The State API is down (dashboard dead or overloaded): partial results beat none.
         return _without_state_api(opts, addr, snap, deadline, started)
     job, why, others = pick_job(snap.jobs, opts.job_id, own_job=_own_job_id())
-    targets = select_targets(job, snap.actors, snap.tasks, snap.nodes)
+    targets, cut = cap_targets(select_targets(job, snap.actors, snap.tasks, snap.nodes), job, snap.tasks,
+                               opts.max_targets)
     collection = collect_stacks(
         addr, targets, DumpOptions(native=opts.native, nonblocking=opts.nonblocking, locals=opts.locals,
                                    timeout_s=min(10.0, deadline.remaining())),
         deadline, samples=opts.samples, interval_s=opts.interval_s,
     )
+    if redactor.learnt > learnt_before:
+        scrub_snapshot(snap)  # values first seen in the targets' environments: out of the rows too
     timer.mark("stacks")
     errors: list[CollectionError] = []
+    if cut:
+        errors.append(CollectionError(
+            f"{cut} of {len(targets) + cut} processes of the job were not dumped: at most {opts.max_targets} per "
+            "diagnosis (--max-targets), those in unfinished calls, their peers and the actors they wait on first",
+            kind="targets-capped"))
     _add_train_ranks(addr.dashboard_url, job, snap, collection, deadline, errors)
     timer.mark("ranks")
     # Progress is judged on the task states between the first listing and a second one. When a
@@ -108,6 +123,7 @@ def run(opts: Options) -> Diagnosis:
     after = client.list_state("tasks", [("job_id", "=", str(job.get("job_id")))])
     if after.error:
         errors.append(CollectionError(f"second task listing failed: {after.error}"))
+    after.rows = redact_obj(after.rows)
     timer.mark("progress_window")
     diag = analyse(job, snap, collection, None if after.error else after.rows, addr.gcs, why, others,
                    errors + [CollectionError(e) for e in snap.errors], started)
@@ -128,9 +144,18 @@ def run(opts: Options) -> Diagnosis:
     diag.timings = timer.phases
     diag.seconds = time.monotonic() - started
     if opts.output_dir is not None:
-        write_outputs(diag, opts.output_dir, after.rows)
+        write_outputs(diag, opts.output_dir, after.rows, force=opts.force,
+                      include_runtime_env=opts.include_runtime_env)
         timer.mark("write")
     return diag
+
+
+def scrub_snapshot(snap: Snapshot) -> None:
+    """Learn the secret env_vars of every job's, actor's and task's runtime_env, then redact the
+    rows in memory: names and messages are cut to a few hundred characters later, and a cut
+    token would escape the final pass at the writer."""
+    learn_runtime_envs([*snap.jobs, *snap.actors, *snap.tasks])
+    snap.jobs, snap.actors, snap.tasks = (redact_obj(snap.jobs), redact_obj(snap.actors), redact_obj(snap.tasks))
 
 
 def add_flight_recorder(diag: Diagnosis) -> None:
@@ -209,6 +234,7 @@ def _without_state_api(opts: Options, addr: ClusterAddress, snap: Snapshot, dead
         value = probe_node("local", [t.pid for t in targets],
                            DumpOptions(native=opts.native, nonblocking=opts.nonblocking, locals=opts.locals).to_dict(),
                            opts.samples, opts.interval_s, True, deadline.remaining(cap=30.0))
+        learn_digests(value.pop("redact_digests", None))
         for raw in value.get("processes", []):
             proc = process_from_dict(raw)
             proc.role = "worker"
@@ -230,7 +256,7 @@ def _without_state_api(opts: Options, addr: ClusterAddress, snap: Snapshot, dead
     diag.summary = (f"Partial diagnosis: {note}. Candidates from the stacks alone: {candidates}. Next: get the "
                     "dashboard answering again, or dump every node with scripts/run_on_each_ray_node.py --dump PIDS.")
     if opts.output_dir is not None:
-        write_outputs(diag, opts.output_dir)
+        write_outputs(diag, opts.output_dir, force=opts.force, include_runtime_env=opts.include_runtime_env)
     return diag
 
 

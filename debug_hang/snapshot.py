@@ -7,6 +7,7 @@ collection and the analysis ask. Ray's state names are typed here once.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -34,6 +35,14 @@ BARRIER_TASK = "SynchronizationActor.broadcast_from_rank_zero"
 POLLING_TASKS = frozenset({"RayTrainWorker.poll_status"})
 # The actor behind ray.util.queue.Queue: its waits are followed to the queue's producers/consumers.
 QUEUE_ACTOR_CLASS = "_QueueActor"
+
+# Environment variables that say which rank a process is: the only ones ever kept.
+RANK_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK")
+# Row fields that hold a job's or an actor's whole environment (secrets live there): written only
+# with --include-runtime-env; an actor keeps its rank variables as `rank_env`.
+RUNTIME_ENV_FIELDS = ("runtime_env", "metadata", "serialized_runtime_env", "runtime_env_info")
+OTHER_JOB_FIELDS = ("job_id", "submission_id", "status", "entrypoint")
+ENTRYPOINT_HEAD = 80  # characters of another job's entrypoint that are written
 
 
 @dataclass
@@ -114,3 +123,38 @@ def available_resources(snap: Snapshot) -> dict[str, float] | None:
     if not usage:
         return None
     return {_USAGE_NAMES.get(k, k): total - used for k, (used, total) in usage.items()}
+
+
+def rank_env(actor: dict[str, Any]) -> dict[str, str]:
+    """The rank variables of an actor's runtime_env env_vars (`rank_env` once written)."""
+    if isinstance(actor.get("rank_env"), dict):
+        return {str(k): str(v) for k, v in actor["rank_env"].items()}
+    try:
+        env = (json.loads(actor.get("serialized_runtime_env") or "{}") or {}).get("env_vars") or {}
+    except (TypeError, ValueError, AttributeError):
+        return {}
+    return {k: str(env[k]) for k in RANK_VARS if isinstance(env, dict) and k in env}
+
+
+def public_rows(snap: Snapshot, job_id: str | None, include_runtime_env: bool = False) -> Snapshot:
+    """What of a snapshot is written: the diagnosed job's rows (and the other jobs' actors it
+    calls), other jobs as id, status and entrypoint head; runtime_env, metadata,
+    serialized_runtime_env and runtime_env_info dropped unless `include_runtime_env`."""
+    foreign = calls_into_other_jobs(job_id, snap.tasks)
+    called = {t.get("actor_id") for t in foreign}
+
+    def strip(row: dict[str, Any]) -> dict[str, Any]:
+        if include_runtime_env:
+            return row
+        out = {k: v for k, v in row.items() if k not in RUNTIME_ENV_FIELDS}
+        ranks = rank_env(row) if "serialized_runtime_env" in row or "rank_env" in row else {}
+        if ranks:
+            out["rank_env"] = ranks
+        return out
+
+    jobs = [strip(j) if j.get("job_id") == job_id or job_id is None else
+            {k: (str(j.get(k) or "")[:ENTRYPOINT_HEAD] if k == "entrypoint" else j.get(k)) for k in OTHER_JOB_FIELDS}
+            for j in snap.jobs]
+    actors = [strip(a) for a in snap.actors if job_id is None or a.get("job_id") == job_id or a.get("actor_id") in called]
+    tasks = [strip(t) for t in [*(t for t in snap.tasks if job_id is None or t.get("job_id") == job_id), *foreign]]
+    return Snapshot(**{**snap.__dict__, "jobs": jobs, "actors": actors, "tasks": tasks})

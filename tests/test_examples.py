@@ -50,6 +50,7 @@ EXPLAINS = {
     "queue_consumer_died": ["TypeError"],  # the consumer's failed task
     "lock_held_across_remote_call": ["a lock held across a remote call"],
     "detached_service_never_published": ["WeightServer.pull"],  # the call into the other job's actor
+    "secrets_in_the_job": ["Bearer [REDACTED]", "time.sleep"],  # the 401 warning, its token redacted
     "sweep_leaked_placement_group": ["reserved in placement groups", "remove_placement_group", "DEAD (RAY_KILL)"],
     "idle_evaluators_hold_cpus": ["no task running or queued on it", "ray.kill"],
     "run_dir_file_lock": ["/proc/locks", "/.lock", "fcntl.flock(fh, fcntl.LOCK_EX)"],  # the file and the line

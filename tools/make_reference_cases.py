@@ -34,6 +34,7 @@ from debug_hang.analyse.next_steps import waits_of  # noqa: E402
 from debug_hang.analyse.patterns import catalog, match_thread  # noqa: E402
 from debug_hang.errors import EXIT_OK, NotFoundError, run_main  # noqa: E402
 from debug_hang.model import Process, Thread, stacks_from_dict  # noqa: E402
+from debug_hang.redact import strip_controls  # noqa: E402
 
 PROG = "make_reference_cases.py"
 CAPTURES = ROOT / "tests" / "data" / "cases"
@@ -69,7 +70,8 @@ def misleads(example: str) -> str:
 
 
 def _cell(value: object) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    """A recorded name or message as one table cell: one line, no column break."""
+    return strip_controls(str(value), newlines=False).replace("|", "\\|")
 
 
 def _tail(message: object, n: int = 120) -> str:
@@ -195,9 +197,9 @@ def _chain_lines(diag: dict[str, Any], processes: list[Process]) -> Iterator[str
         known = node.get("rank", ranks.get((node.get("node_id"), node.get("pid"))))
         rank = f"[rank {known}]" if known is not None else ""
         mark = "  ← root cause" if i == len(chain) - 1 else ""
-        yield f"{node.get('name')}{rank} [{node.get('pattern') or node.get('state')}]{mark}"
+        yield strip_controls(f"{node.get('name')}{rank} [{node.get('pattern') or node.get('state')}]{mark}", newlines=False)
         if node.get("waits_on") and i < len(chain) - 1:
-            yield f"  ↓ {str(node['waits_on'])[:110]}"
+            yield strip_controls(f"  ↓ {str(node['waits_on'])[:110]}", newlines=False)
 
 
 def case_features(diag: dict[str, Any]) -> dict[str, Any]:

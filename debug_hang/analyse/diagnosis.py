@@ -40,6 +40,9 @@ class Diagnosis:
     seconds: float = 0.0
     evidence: Evidence | None = None
     chains: list[Chain] = field(default_factory=list)
+    # Processes in unfinished calls whose stack could not be read, and why (see verdict.uninspected):
+    # when not empty and the verdict is inconclusive, the exit code says so (EXIT_INCONCLUSIVE).
+    uninspected: list[dict[str, Any]] = field(default_factory=list)
     signals: list[ProcessProgress] = field(default_factory=list)  # what each process did in the window
     # PyTorch Flight Recorder dumps of the job's ranks, when any were found (analyse/flight_recorder.py),
     # and what they add: agreement with the stacks, files refused, pipes that can trigger a dump.

@@ -10,7 +10,6 @@ waits on nothing.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from debug_hang.snapshot import (
     WORKER_CLASS,
     TaskState,
     calls_into_other_jobs,
+    rank_env,
 )
 
 # Task states of a call not yet placed on a worker, and of a call queued on a busy actor.
@@ -194,10 +194,7 @@ def _rank_of(proc: Process | None, actor: dict[str, Any] | None) -> int | None:
     if proc is not None and proc.rank is not None:
         return proc.rank
     actor = actor or {}
-    try:
-        env = (json.loads(actor.get("serialized_runtime_env") or "{}") or {}).get("env_vars") or {}
-    except (TypeError, ValueError):
-        env = {}
+    env = rank_env(actor)
     if str(env.get("RANK", "")).isdigit():
         return int(env["RANK"])
     name = actor.get("name") or actor.get("repr_name") or ""

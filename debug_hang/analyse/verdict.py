@@ -14,6 +14,7 @@ from debug_hang.analyse.patterns import ProcessVerdict, catalog, match_process, 
 from debug_hang.analyse.progress import ProcessProgress, assess, loop_moved, progress_confidence, rules, summary_text
 from debug_hang.analyse.rootcause import RootCause, chains, root_causes
 from debug_hang.model import Collection, CollectionError, Process
+from debug_hang.redact import strip_controls
 from debug_hang.snapshot import POLLING_TASKS, Snapshot, available_resources, node_totals, resource_usage
 
 
@@ -72,6 +73,13 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
               and any(v.process is p and v.verdict in ("blocked", "busy") for v in verdicts)]
     signals = progress_signals(graph, causes, verdicts, collection)
     verdict, summary = _verdict(job, causes, progress, moving, graph, verdicts, signals)
+    blind = uninspected(job, snap.tasks, collection)
+    moving_now = progress or any(sig.strongest() == "progress" for sig in signals)
+    if blind and (verdict == "inconclusive" or (verdict == "no-hang" and not moving_now
+                                                 and job.get("status") not in TERMINAL_JOB_STATES)):
+        # A verdict needs evidence: "nothing is blocked" from processes nobody could look into
+        # is no finding. Lead with what failed and how to fix it.
+        verdict, summary = "inconclusive", blind_summary(job, blind, summary)
     if verdict == "no-hang":
         causes = []  # waits for work in flight are not root causes
         progress = progress + [f"{s.name} {summary_text(s.deciding('progress'))}" for s in signals
@@ -81,7 +89,72 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
     return Diagnosis(address=address, job_id=job.get("job_id"), job_choice=job_choice, other_jobs=other_jobs,
                      verdict=verdict, summary=summary, snapshot=snap, collection=collection,
                      verdicts=verdicts, graph=graph, causes=causes, progress=progress, errors=errors,
-                     seconds=time.monotonic() - started, signals=signals)
+                     seconds=time.monotonic() - started, signals=signals, uninspected=blind)
+
+
+TERMINAL_JOB_STATES = ("SUCCEEDED", "FAILED", "STOPPED")
+# Dump failures that leave a process unseen (not: it exited, it is not Python).
+BLINDING_KINDS = ("pyspy-missing", "permission-denied", "dump-timeout", "bad-output", "pyspy-failed",
+                  "helper-failed", "not-scheduled", "helper-crashed", "uninterruptible")
+NEXT_STEP = {
+    "dump-timeout": "rerun with --nonblocking (a process in uninterruptible sleep cannot be paused) or a larger --deadline",
+    "bad-output": "check that py-spy on the node is 0.3.14 or newer (py-spy --version)",
+    "pyspy-failed": "run py-spy dump --pid PID on the node by hand to see its full error",
+    "helper-failed": "check that the node's Ray is healthy (ray status) and rerun",
+    "not-scheduled": "the node could not start a helper process: check its load and rerun with a larger --deadline",
+    "helper-crashed": "the helper's worker died on the node (OOM?): check the node and rerun",
+    "uninterruptible": "rerun without --native: --nonblocking can read a process in uninterruptible sleep",
+}
+
+
+def uninspected(job: dict[str, Any], tasks: list[dict[str, Any]], collection: Collection) -> list[dict[str, Any]]:
+    """Processes of the job in unfinished calls (RUNNING tasks' workers, the driver) of which no
+    stack was read because the dump failed (py-spy missing or refused, timed out, no helper),
+    each with the failure that hid it."""
+    job_id = job.get("job_id")
+    wanted: dict[tuple[Any, int], str] = {}
+    for t in tasks:
+        if t.get("job_id") == job_id and t.get("state") == "RUNNING" and int(t.get("worker_pid") or 0) > 0:
+            wanted[(t.get("node_id"), int(t["worker_pid"]))] = str(t.get("name") or "")
+    driver_pid = int((job.get("driver_info") or {}).get("pid") or 0)
+    if driver_pid > 0:
+        wanted[(job.get("driver_node_id"), driver_pid)] = "driver"
+    seen = {p.pid for p in collection.processes}
+    by_pid: dict[int, CollectionError] = {}
+    by_node: dict[Any, CollectionError] = {}
+    for err in collection.errors:
+        if err.kind not in BLINDING_KINDS:
+            continue
+        if err.pid is not None:
+            by_pid.setdefault(err.pid, err)
+        else:
+            by_node.setdefault(err.node_id, err)
+    blind = []
+    for (node_id, pid), what in wanted.items():
+        if pid in seen:
+            continue
+        only = next(iter(by_node.values())) if len(by_node) == 1 else None
+        cause = by_pid.get(pid) or by_node.get(node_id) or only
+        if cause is not None:
+            blind.append({"pid": pid, "node_id": node_id, "what": what, "kind": cause.kind,
+                          "error": str(cause.error or "")})
+    return blind
+
+
+def blind_summary(job: dict[str, Any], blind: list[dict[str, Any]], finding: str) -> str:
+    """The summary of a diagnosis that could not look: the main failure and its fix first."""
+    kinds: dict[str, list[dict[str, Any]]] = {}
+    for b in blind:
+        kinds.setdefault(str(b["kind"]), []).append(b)
+    kind, hits = max(kinds.items(), key=lambda kv: len(kv[1]))
+    step = NEXT_STEP.get(kind, "")
+    names = ", ".join(f"{strip_controls(b['what'] or 'process', newlines=False)[:80]} (pid {b['pid']})"
+                      for b in blind[:4])
+    return (f"Job {job.get('job_id')}: inconclusive, the blocked processes could not be inspected. "
+            f"{len(blind)} process(es) in unfinished calls have no stack ({names}"
+            f"{', …' if len(blind) > 4 else ''}): {kind}: {hits[0]['error'][:400]}"
+            f"{f' Next: {step}.' if step else ''} Without their stacks no verdict is possible "
+            f"(from what could be read: {finding[:200]})")
 
 
 def progress_signals(graph: WaitGraph, causes: list[RootCause], verdicts: list[ProcessVerdict],

@@ -23,6 +23,7 @@ from debug_hang.analyse.graph import GNode, WaitGraph
 from debug_hang.analyse.patterns import catalog
 from debug_hang.collect.state import DashboardClient
 from debug_hang.model import Evidence, NodeEvidence
+from debug_hang.redact import redact
 from debug_hang.snapshot import POLLING_TASKS
 
 LOG_LINES = 200  # lines fetched per log file (kept whole in the output folder)
@@ -75,7 +76,9 @@ def _dead_worker_log(client: DashboardClient, node_id: str, worker_id: str) -> s
 
 
 def _fetch_log(client: DashboardClient, params: list[tuple[str, str]]) -> str:
-    return client.log_file(params, LOG_LINES)
+    # Redacted as it arrives: excerpts are cut to a few hundred characters later, and a cut
+    # token would no longer be recognised by the final pass at the writer.
+    return redact(client.log_file(params, LOG_LINES))
 
 
 def _driver_log_tail(client: DashboardClient, job: dict[str, Any]) -> str:
@@ -89,7 +92,7 @@ def _driver_log_tail(client: DashboardClient, job: dict[str, Any]) -> str:
         return _fetch_log(client, [("node_id", str(node)), ("filename", f"job-driver-{sub}.log")])
     body = client.get(f"/api/jobs/{urllib.parse.quote(sub)}/logs")
     lines = str((body or {}).get("logs") or "").splitlines()
-    return "\n".join(lines[-LOG_LINES:])
+    return redact("\n".join(lines[-LOG_LINES:]))
 
 
 def _clean_lines(text: str) -> list[str]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import socket
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -177,14 +178,22 @@ def _quiet_init() -> Iterator[None]:
         logger.removeFilter(noise)
 
 
-def connect(address: ClusterAddress, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
-    """Connect this process to the cluster as a quiet driver (no-op when already connected).
+# The GCS address of the connection connect() opened in this process (None: it opened none).
+# Only that connection may be closed by this tool; a driver's or a notebook's never is.
+_opened: str | None = None
 
-    Connected to another cluster already (a long-lived process, a test session), it disconnects
-    first: a helper must never run on the wrong cluster.
+
+def connect(address: ClusterAddress, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Connect this process to the cluster as a quiet driver (no-op when already connected there).
+
+    Connected to another cluster already: if this tool opened that connection, it is closed first
+    (a helper must never run on the wrong cluster); if the caller opened it (a driver, a notebook
+    running `pipeline.run()`), the call is refused with UsageError: disconnecting it would break
+    the caller.
     """
     import ray
 
+    global _opened
     if ray.is_initialized():
         try:
             current = ray.get_runtime_context().gcs_address
@@ -192,7 +201,14 @@ def connect(address: ClusterAddress, timeout_s: float = CONNECT_TIMEOUT_S) -> No
             return
         if _same_gcs(current, address.gcs):
             return
+        if _opened is None or not _same_gcs(current, _opened):
+            raise UsageError(
+                f"this process is already connected to the Ray cluster at {current}, which debug-hang did "
+                f"not open; it will not disconnect it to reach {address.gcs}. Diagnose from a separate "
+                f"process (scripts/diagnose_ray_hang.sh {address.gcs}), or give the address this "
+                f"process is connected to")
         ray.shutdown()
+        _opened = None
 
     def init() -> None:
         with _quiet_init():
@@ -211,18 +227,33 @@ def connect(address: ClusterAddress, timeout_s: float = CONNECT_TIMEOUT_S) -> No
         raise UnreachableError(str(exc)) from None
     except ConnectionError as exc:
         raise UnreachableError(f"cannot connect to {address.gcs}: {exc}") from None
+    _opened = address.gcs
 
 
 def _same_gcs(current: str | None, wanted: str) -> bool:
-    """True when two host:port GCS addresses name the same server (localhost == 127.0.0.1)."""
+    """True when two host:port GCS addresses name the same server (localhost == 127.0.0.1,
+    a host name == its address)."""
     if not current:
         return True
 
-    def norm(addr: str) -> str:
+    def norm(addr: str) -> tuple[str, str]:
         host, _, port = addr.rpartition(":")
-        return f"{'127.0.0.1' if host in ('localhost', '') else host}:{port}"
+        host = "127.0.0.1" if host in ("localhost", "") else host
+        return host, port
 
-    return norm(current) == norm(wanted)
+    (h1, p1), (h2, p2) = norm(current), norm(wanted)
+    if p1 != p2:
+        return False
+    return h1 == h2 or bool(_addresses(h1) & _addresses(h2))
+
+
+def _addresses(host: str) -> set[str]:
+    """The IP addresses of a host name (bounded: 2 s), {host} itself when it does not resolve."""
+    try:
+        infos = call_with_timeout(lambda: socket.getaddrinfo(host, None), 2.0, what=f"resolving {host}")
+    except (OSError, TimeoutError):
+        return {host}
+    return {str(info[4][0]) for info in infos} | {host}
 
 
 def _node_states() -> dict[str, tuple[bool, str | None]]:

@@ -17,7 +17,8 @@ from debug_hang.collect.address import ClusterAddress
 from debug_hang.model import Collection, CollectionError, Process, process_from_dict
 from debug_hang.probe.node_probe import local_raylets, probe_node
 from debug_hang.probe.pyspy import DumpOptions
-from debug_hang.snapshot import calls_into_other_jobs
+from debug_hang.redact import learn_digests
+from debug_hang.snapshot import DONE_STATES, calls_into_other_jobs
 from debug_hang.timeouts import Deadline
 
 
@@ -91,6 +92,36 @@ def select_targets(job: dict[str, Any], actors: list[dict[str, Any]],
     return list(found.values())
 
 
+# Processes dumped per diagnosis at most: a job of thousands of actors is read by its most
+# telling few hundred (see cap_targets), and the report says how many were left out.
+MAX_TARGETS = 256
+
+
+def cap_targets(targets: list[Target], job: dict[str, Any], tasks: list[dict[str, Any]],
+                max_targets: int = MAX_TARGETS) -> tuple[list[Target], int]:
+    """At most `max_targets` targets, by priority: processes in unfinished calls (and the
+    driver), then their collective peers (actors of the same class), then culprit candidates
+    (actors that unfinished calls wait on), then the rest. Returns (kept, how many were cut)."""
+    if len(targets) <= max_targets:
+        return targets, 0
+    job_id = job.get("job_id")
+    busy_classes = {t.actor_class for t in targets if t.task_id and t.actor_class}
+    called = {t.get("actor_id") for t in tasks if t.get("job_id") == job_id and t.get("actor_id")
+              and t.get("state") not in DONE_STATES}
+
+    def rank(t: Target) -> int:
+        if t.role == "driver" or t.task_id:
+            return 0
+        if t.actor_class and t.actor_class in busy_classes:
+            return 1
+        if t.actor_id in called:
+            return 2
+        return 3
+
+    ordered = sorted(targets, key=rank)  # stable: the State API's order within a priority
+    return ordered[:max_targets], len(targets) - max_targets
+
+
 def collect_stacks(address: ClusterAddress, targets: list[Target], options: DumpOptions,
                    deadline: Deadline, samples: int = 2, interval_s: float = 0.5,
                    children: bool = True) -> Collection:
@@ -110,8 +141,11 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
     here = local_raylets()
     # Each probe gets a budget so a slow node answers with what it has before we give up on it.
     budget = max(deadline.remaining(cap=45.0) - 2.0, 1.0)
+    # ... and the absolute end, for a helper that starts late (no worker free on a busy node).
+    deadline_epoch = time.time() + budget
     for node_id, node_targets in by_node.items():
-        args = (node_id, [t.pid for t in node_targets], options.to_dict(), samples, interval_s, children, budget)
+        args = (node_id, [t.pid for t in node_targets], options.to_dict(), samples, interval_s, children, budget,
+                deadline_epoch)
         is_local = node_id in here
         coll.paths[node_id] = "local" if is_local else "ray-task"
         (local if is_local else remote)[node_id] = args
@@ -127,6 +161,8 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
                 coll.errors.append(CollectionError(f"local dump failed: {exc}", node_id=node_id, kind="helper-failed"))
     targets_by_key = {(t.node_id, t.pid): t for t in targets}
     for node_id, value in results.items():
+        # The targets' secret env values, read on their node: redacted from here on (logs, rows).
+        learn_digests(value.pop("redact_digests", None))
         for err in value.get("errors", []):
             coll.errors.append(CollectionError.from_dict(err, node_id))
         for pid_text, info in (value.get("info") or {}).items():

@@ -16,6 +16,7 @@ from debug_hang import localcluster
 from debug_hang.errors import EXIT_CODES_HELP, EXIT_OK, UsageError
 from debug_hang.pipeline import Options, run
 from debug_hang.report.markdown import render_markdown
+from debug_hang.report.write import prepare_output_dir
 
 DEFAULT_SCENARIO = "producer_never_produces"
 DEMO_PORT = 6420  # away from Ray's default 6379 and from the test suite's 6400
@@ -27,7 +28,7 @@ def build_parser(prog: str = "debug-hang demo") -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("scenario", nargs="?", default=DEFAULT_SCENARIO, help=f"example to run (default {DEFAULT_SCENARIO})")
     p.add_argument("--address", help="use this running cluster (GCS host:port) instead of starting one")
-    p.add_argument("--output-dir", default=None, help="where to write the diagnosis (default /tmp/debug_hang_demo_<scenario>)")
+    p.add_argument("--output-dir", default=None, help="where to write the diagnosis, new or empty (default: a new private /tmp/ray_hang_diag_*)")
     p.add_argument("--keep", action="store_true", help="leave the demo cluster and job running afterwards")
     p.add_argument("--list", action="store_true", help="list the scenarios and their expected root cause")
     return p
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.scenario not in localcluster.examples():
         raise UsageError(f"unknown scenario {args.scenario!r}; try --list")
     _check_needs(args.scenario)
-    out = Path(args.output_dir or f"/tmp/debug_hang_demo_{args.scenario}")
+    out = prepare_output_dir(Path(args.output_dir) if args.output_dir else None)
     if args.address:
         cluster = localcluster.attach(args.address)
     else:
@@ -58,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"submitting examples/{args.scenario}.py and waiting for it to hang ...", file=sys.stderr)
         job = localcluster.submit_example(cluster, args.scenario)
         print(f"job {job.job_id} is hung; diagnosing ...", file=sys.stderr)
-        diag = run(Options(address=address, job_id=job.job_id, output_dir=out))
+        diag = run(Options(address=address, job_id=job.job_id, output_dir=out, force=True))
         print(render_markdown(diag))
         expected = localcluster.expected_of(args.scenario)
         found = diag.causes[0].pattern if diag.causes else None

@@ -28,18 +28,22 @@ from debug_hang.probe.pyspy import (
     NOT_PYTHON,
     PROCESS_EXITED,
     PYSPY_MISSING,
+    STOPPED_STATES,
     DumpOptions,
     child_pids,
     dump_pids,
     find_pyspy,
+    process_state,
     process_tree,
     pyspy_missing_message,
     read_title,
+    resume_if_stopped,
     validate_pid,
 )
+from debug_hang.redact import SECRET_NAME, Redactor
+from debug_hang.snapshot import RANK_VARS
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-RANK_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK")
 # Children of a Ray worker worth dumping: a training job's own subprocesses. Ray's own helper
 # processes never appear under a worker, so every child is taken, up to this many per target.
 MAX_CHILDREN_PER_TARGET = 16
@@ -112,20 +116,29 @@ def raylet_log_dir(raylet_pid: int | None) -> str | None:
     return None
 
 
-def read_rank_env(pid: int) -> dict[str, str]:
-    """RANK, LOCAL_RANK, WORLD_SIZE... from the process's start-up environment, if set."""
+def read_env(pid: int) -> tuple[dict[str, str], list[str]]:
+    """From the process's start-up environment: its rank variables (RANK, LOCAL_RANK, ...) and
+    the values of variables whose names look secret (to redact; never stored)."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as fh:
             raw = fh.read()
     except OSError:
-        return {}
+        return {}, []
     found: dict[str, str] = {}
+    secrets: list[str] = []
     for item in raw.split(b"\0"):
         key, _, value = item.partition(b"=")
         name = key.decode("ascii", "replace")
         if name in RANK_VARS:
             found[name] = value.decode("utf-8", "replace")[:32]
-    return found
+        elif SECRET_NAME.search(name) and value:
+            secrets.append(value.decode("utf-8", "replace"))
+    return found, secrets
+
+
+def read_rank_env(pid: int) -> dict[str, str]:
+    """RANK, LOCAL_RANK, WORLD_SIZE... from the process's start-up environment, if set."""
+    return read_env(pid)[0]
 
 
 def cpu_ticks(pid: int) -> int | None:
@@ -146,12 +159,14 @@ def parent_pid(pid: int) -> int | None:
         return None
 
 
-def add_source_lines(proc: Process, depth: int = SOURCE_DEPTH) -> None:
+def add_source_lines(proc: Process, depth: int = SOURCE_DEPTH, redactor: Redactor | None = None) -> None:
     """Attach the source line of the innermost `depth` Python frames of each thread.
 
     Read here, on the process's own node: a submitted job's code lives in that node's runtime
-    working dir, which the machine running the diagnosis usually does not have.
+    working dir, which the machine running the diagnosis usually does not have. Lines are
+    redacted before they are cut (a cut token is no longer recognisable).
     """
+    clean = (redactor or Redactor()).redact
     for thread in proc.threads:
         user_seen = False
         for frame in thread.frames[:depth]:
@@ -159,12 +174,12 @@ def add_source_lines(proc: Process, depth: int = SOURCE_DEPTH) -> None:
                 continue
             line = linecache.getline(frame.file, frame.line)
             if line:
-                frame.code = line.strip()[:200]
+                frame.code = clean(line.strip())[:200]
             if not user_seen and not _LIBRARY_PATH.search(frame.file):
                 # The job's innermost frame: keep the lines around it (the loop, the condition).
                 user_seen = True
                 first = max(1, frame.line - CONTEXT_LINES)
-                frame.context = [f"{n}: {linecache.getline(frame.file, n).rstrip()[:160]}"
+                frame.context = [f"{n}: {clean(linecache.getline(frame.file, n).rstrip())[:160]}"
                                  for n in range(first, frame.line + CONTEXT_LINES + 1)
                                  if linecache.getline(frame.file, n)]
 
@@ -179,7 +194,7 @@ def pid_namespace() -> str | None:
 
 def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: int = 2,
                interval_s: float = 0.5, children: bool = True,
-               budget_s: float | None = None) -> dict[str, Any]:
+               budget_s: float | None = None, deadline_epoch: float | None = None) -> dict[str, Any]:
     """Dump `pids` (and their children) on this node `samples` times; return JSON-able data.
 
     Result: {"node_id", "hostname", "pid_namespace", "pyspy", "processes": [stacks/v1 process
@@ -191,9 +206,16 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     dump path or enables the recorder.
     Never raises for a process-level problem: a missing py-spy, a pid that is gone or a
     permission error lands in "errors" with a `kind` from pyspy.DUMP_ERROR_KINDS. With
-    `budget_s`, later samples are skipped and dumps cut short so that the probe returns in time.
+    `budget_s`, later samples are skipped and dumps cut short so that the probe returns in time;
+    `deadline_epoch` (wall clock, time.time()) is the caller's absolute end: a probe that started
+    late (a helper waiting for a worker on a loaded node) still answers by then, with what it has.
     """
     start = time.monotonic()
+    budget = budget_s
+    if deadline_epoch is not None:
+        # At least a second: a node whose clock runs ahead still gets one sample.
+        by_clock = max(float(deadline_epoch) - time.time(), 1.0)
+        budget = by_clock if budget is None else min(budget, by_clock)
     opts = DumpOptions(**options)
     targets = [validate_pid(p) for p in pids]
     info: dict[int, dict[str, Any]] = {}
@@ -219,14 +241,18 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
                 if child not in info and child not in own:
                     all_pids.append(child)
                     info[child] = {"title": read_title(child), "ppid": parent_pid(child), "child_of": pid}
+    redactor = Redactor()  # this node's: the token rules + the targets' secret env values
     fr_envs: dict[int, dict[str, str]] = {}
     for pid in all_pids:
-        info[pid]["env"] = read_rank_env(pid)
+        info[pid]["env"], found = read_env(pid)
+        redactor.learn(found)
         fr_env = read_fr_env(pid)
         if fr_env:
             info[pid]["fr_env"] = fr_env
             if dump_prefixes(fr_env):
                 fr_envs[pid] = fr_env
+    for pid in all_pids:
+        info[pid]["title"] = redactor.redact(info[pid]["title"] or "") or None
     pyspy = find_pyspy()
     if pyspy is None and all_pids:
         # One clear node-level error instead of the same message once per process.
@@ -239,18 +265,20 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     taken = 0
     for sample in range(max(1, samples) if pyspy else 0):
         if sample:
-            if budget_s is not None and _left(start, budget_s) < interval_s + 1.0:
+            if budget is not None and _left(start, budget) < interval_s + 1.0:
                 break  # no time for another sample: keep what we have
             time.sleep(interval_s)
         sample_opts = opts
-        if budget_s is not None:
-            left = _left(start, budget_s)
+        if budget is not None:
+            left = _left(start, budget)
             if left < 0.5:
                 break
             sample_opts = DumpOptions(native=opts.native, nonblocking=opts.nonblocking,
                                       locals=opts.locals, timeout_s=min(opts.timeout_s, left))
         taken += 1
         for result in dump_pids(all_pids, sample_opts):
+            if result.note and not any(e["pid"] == result.pid and e["kind"] == result.note_kind for e in errors):
+                errors.append({"pid": result.pid, "error": result.note, "kind": result.note_kind, "sample": sample})
             if result.error:
                 if result.kind == NOT_PYTHON and info[result.pid]["child_of"] is not None:
                     # A child that is not Python (a shell, the raylet, a compiler) is expected.
@@ -263,15 +291,15 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
             for proc in result.processes:
                 proc.sample = sample
                 proc.node_id = node_id
-                add_source_lines(proc)
-                processes.append(process_to_dict(proc))
+                add_source_lines(proc, redactor=redactor)
+                processes.append(redactor.redact_obj(process_to_dict(proc)))
     window = max(time.monotonic() - t_before, 1e-3)
     for pid in all_pids:
         before, after = ticks_before.get(pid), cpu_ticks(pid)
         if before is not None and after is not None:
             info[pid]["cpu_percent"] = round(100.0 * (after - before) / CLOCK_TICKS / window, 1)
         if taken > 1 and os.path.exists(f"/proc/{pid}"):
-            info[pid]["progress"] = progress.window(points[pid], progress.read_point(pid))
+            info[pid]["progress"] = progress.window(points[pid], progress.read_point(pid), clean=redactor.redact)
         elif taken > 1:
             info[pid]["progress"] = {"exited": True, "errors": ["exited during the sampling window"]}
     add_kernel_waits(info, all_pids, errors)
@@ -285,6 +313,9 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
         "info": {str(pid): value for pid, value in info.items()},
         "errors": errors,
         "samples_taken": taken,
+        # The targets' secret env values as salted digests, for the caller to redact them in
+        # what it reads elsewhere (logs); the values themselves never leave the node.
+        "redact_digests": redactor.digests(),
     }
     if fr_envs:
         # PyTorch Flight Recorder dumps of the job's ranks on this node (bounded, read-only).
@@ -352,6 +383,7 @@ def run_command(argv: list[str], timeout_s: float, max_output: int = MAX_OUTPUT_
     except ValueError as exc:
         result.update(error=str(exc), kind=COMMAND_FAILED_TO_START)
         return result
+    stopped_before = {pid for pid in _pid_args(resolved) if process_state(pid) in STOPPED_STATES}
     try:
         proc = subprocess.Popen(resolved, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True)
@@ -371,6 +403,12 @@ def run_command(argv: list[str], timeout_s: float, max_output: int = MAX_OUTPUT_
         out, err = proc.communicate()
         result.update(error=f"command did not finish within {limit:.1f}s; its process group was "
                       "killed", kind=COMMAND_TIMEOUT)
+        # A killed `py-spy dump --pid N` may leave N stopped: resume it (unless it was stopped
+        # before the command ran), and say so.
+        resumed = [f"{pid}: {note}" for pid in _pid_args(resolved)
+                   if pid not in stopped_before and (note := resume_if_stopped(pid))]
+        if resumed:
+            result["error"] += "; " + "; ".join(resumed)
     result["returncode"] = proc.returncode
     for name, data in (("stdout", out), ("stderr", err)):
         cut = max(0, len(data) - max_output) if max_output > 0 else 0
@@ -379,6 +417,18 @@ def run_command(argv: list[str], timeout_s: float, max_output: int = MAX_OUTPUT_
         result[f"{name}_cut"] = cut
     result["seconds"] = round(time.monotonic() - start, 3)
     return result
+
+
+def _pid_args(argv: list[str]) -> list[int]:
+    """The valid pids given to a command as `--pid N` / `-p N` (py-spy's spelling)."""
+    pids = []
+    for flag, value in zip(argv, argv[1:], strict=False):
+        if flag in ("--pid", "-p"):
+            try:
+                pids.append(validate_pid(value))
+            except ValueError:
+                continue
+    return pids
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import Any
+
+from debug_hang.redact import redact
 
 IO_FIELDS = ("rchar", "wchar", "read_bytes", "write_bytes", "syscr", "syscw")
 CTXT_FIELDS = ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")
@@ -71,8 +74,9 @@ def read_point(pid: int) -> dict[str, Any]:
     return point
 
 
-def _lines(data: bytes) -> list[str]:
-    return [ln[:LINE_CHARS] for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
+def _lines(data: bytes, clean: Callable[[str], str] = redact) -> list[str]:
+    """Non-empty lines, each redacted before it is cut (a cut token is no longer recognisable)."""
+    return [clean(ln)[:LINE_CHARS] for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
 
 
 def _read_range(path: str, start: int, end: int) -> bytes:
@@ -81,7 +85,7 @@ def _read_range(path: str, start: int, end: int) -> bytes:
         return fh.read(max(0, end - start))
 
 
-def _log_window(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+def _log_window(before: dict[str, Any], after: dict[str, Any], clean: Callable[[str], str] = redact) -> dict[str, Any]:
     """What a log file gained between two readings: bytes, lines, the new lines, the tail before."""
     entry: dict[str, Any] = {"fd": after["fd"], "name": after["name"], "bytes": 0, "lines": 0,
                              "new": [], "tail": [], "age_s": None}
@@ -90,14 +94,14 @@ def _log_window(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]
     try:
         if start > 0:
             head = _read_range(after["path"], max(0, start - TAIL_BYTES), start)
-            entry["tail"] = _lines(head.split(b"\n", 1)[-1] if start > TAIL_BYTES else head)[-TAIL_LINES:]
+            entry["tail"] = _lines(head.split(b"\n", 1)[-1] if start > TAIL_BYTES else head, clean)[-TAIL_LINES:]
         if end < start:
             entry["rotated"] = True  # truncated or replaced: growth unknown
             return entry
         entry["bytes"] = end - start
         if end > start:
             data = _read_range(after["path"], start, min(end, start + MAX_NEW_BYTES))
-            lines = _lines(data)
+            lines = _lines(data, clean)
             entry["lines"] = len(lines) if end - start <= MAX_NEW_BYTES else None
             entry["new"] = lines[:NEW_LINES // 2] + lines[NEW_LINES // 2:][-(NEW_LINES // 2):]
     except OSError as exc:
@@ -105,8 +109,9 @@ def _log_window(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]
     return entry
 
 
-def window(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    """What moved between two readings of one process (JSON-able)."""
+def window(before: dict[str, Any], after: dict[str, Any], clean: Callable[[str], str] = redact) -> dict[str, Any]:
+    """What moved between two readings of one process (JSON-able); log lines pass `clean` (the
+    node's redactor) before anything is cut."""
     out: dict[str, Any] = {"window_s": round(float(after["wall"]) - float(before["wall"]), 3),
                            "errors": list(dict.fromkeys(before.get("errors", []) + after.get("errors", [])))}
     if "io" in before and "io" in after:
@@ -115,6 +120,6 @@ def window(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
         out["ctxt"] = {k: after["ctxt"][k] - before["ctxt"][k] for k in CTXT_FIELDS
                        if k in before["ctxt"] and k in after["ctxt"]}
     was = {(f["inode"], f["fd"]): f for f in before.get("logs", [])}
-    out["logs"] = [_log_window(was.get((f["inode"], f["fd"]), {**f, "size": f["size"]}), f)
+    out["logs"] = [_log_window(was.get((f["inode"], f["fd"]), {**f, "size": f["size"]}), f, clean)
                    for f in after.get("logs", [])]
     return out

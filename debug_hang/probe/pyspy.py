@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -34,8 +35,13 @@ NOT_PYTHON = "not-python"  # the pid is not a Python process (or one py-spy cann
 DUMP_TIMEOUT = "dump-timeout"  # py-spy itself did not finish within its timeout
 BAD_OUTPUT = "bad-output"  # py-spy answered something that is not its JSON
 PYSPY_FAILED = "pyspy-failed"  # any other py-spy error (its own message is kept)
+UNINTERRUPTIBLE = "uninterruptible"  # in D state and a pausing dump was asked (--native): skipped
 DUMP_ERROR_KINDS = frozenset({PYSPY_MISSING, PERMISSION_DENIED, PROCESS_EXITED, NOT_PYTHON,
-                              DUMP_TIMEOUT, BAD_OUTPUT, PYSPY_FAILED})
+                              DUMP_TIMEOUT, BAD_OUTPUT, PYSPY_FAILED, UNINTERRUPTIBLE})
+# Notes on a dump that worked, or on the target after one that did not (reported, not failures).
+TARGET_RESUMED = "target-resumed"  # left stopped (T) after py-spy was killed: SIGCONT sent
+DUMPED_NONBLOCKING = "dumped-nonblocking"  # in D state: dumped with --nonblocking, never paused
+STOPPED_STATES = ("T", "t")
 
 # py-spy prints a Rust backtrace under every error when RUST_BACKTRACE is set; it only hides
 # the one line that says what went wrong.
@@ -86,6 +92,8 @@ class DumpResult:
     error: str | None = None
     seconds: float = 0.0
     kind: str | None = None  # one of DUMP_ERROR_KINDS when `error` is set
+    note: str | None = None  # what was done to leave the target as it was (see note_kind)
+    note_kind: str | None = None  # TARGET_RESUMED or DUMPED_NONBLOCKING
 
 
 def validate_pid(pid: object) -> int:
@@ -181,28 +189,55 @@ def _line(value: Any) -> int | None:
 
 
 def dump_pid(pid: int, options: DumpOptions, pyspy: str | None = None) -> DumpResult:
-    """Dump one local process with `py-spy dump --json`; never raises, never waits past timeout."""
+    """Dump one local process with `py-spy dump --json`; never raises, never waits past timeout.
+
+    The target is left as it was: one in uninterruptible sleep (D) is dumped with --nonblocking
+    (never paused) or, when a pausing dump was asked (--native), skipped; one that py-spy left
+    stopped (T) when it was killed or failed gets SIGCONT, and the result says so.
+    """
     start = time.monotonic()
     pid = validate_pid(pid)
     pyspy = pyspy or find_pyspy()
     if pyspy is None:
         return DumpResult(pid, error=pyspy_missing_message(), kind=PYSPY_MISSING)
-    if not os.path.exists(f"/proc/{pid}") or _is_zombie(pid):
+    before = process_state(pid)
+    if before is None or before in ("Z", "X"):
         return DumpResult(pid, error="process exited before it could be dumped (it was listed, "
                           "then gone)", kind=PROCESS_EXITED)
+    note = note_kind = None
+    nonblocking = options.nonblocking
+    if before == "D":
+        if options.native:
+            return DumpResult(pid, kind=UNINTERRUPTIBLE, error="process in uninterruptible sleep (state D): "
+                              "not dumped, a --native dump would pause it; rerun without --native")
+        if not nonblocking:
+            nonblocking = True
+            note, note_kind = ("process was in uninterruptible sleep (state D): dumped with --nonblocking "
+                               "so that it was never paused"), DUMPED_NONBLOCKING
+    was_stopped = before in STOPPED_STATES or any_thread_stopped(pid)
     argv = [pyspy, "dump", "--json", "--pid", str(pid)]
     if options.native:
         argv.append("--native")
-    if options.nonblocking:
+    if nonblocking:
         argv.append("--nonblocking")
     if options.locals:
         argv.append("--locals")
+    result = _run_pyspy(argv, pid, options, pyspy, start)
+    result.note, result.note_kind = note, note_kind
+    if not was_stopped and (result.error or process_state(pid) in STOPPED_STATES):
+        resumed = resume_if_stopped(pid)
+        if resumed:
+            result.note, result.note_kind = resumed, TARGET_RESUMED
+    return result
+
+
+def _run_pyspy(argv: list[str], pid: int, options: DumpOptions, pyspy: str, start: float) -> DumpResult:
     try:
         proc = subprocess.run(argv, capture_output=True, timeout=options.timeout_s, check=False,
                               env={**os.environ, **_PYSPY_ENV_OVERRIDES}, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
-        return DumpResult(pid, error=f"py-spy did not finish within {options.timeout_s:g}s (the "
-                          "process may be in uninterruptible sleep, or the node overloaded)",
+        return DumpResult(pid, error=f"py-spy did not finish within {options.timeout_s:g}s and was killed "
+                          "(the process may be in uninterruptible sleep, or the node overloaded)",
                           seconds=time.monotonic() - start, kind=DUMP_TIMEOUT)
     except PermissionError as exc:
         return DumpResult(pid, error=f"cannot execute py-spy at {pyspy}: {exc}",
@@ -223,6 +258,41 @@ def dump_pid(pid: int, options: DumpOptions, pyspy: str | None = None) -> DumpRe
     for p in processes:
         p.title = read_title(p.pid) if p.pid != pid and p.pid is not None else title
     return DumpResult(pid, processes=processes, seconds=seconds)
+
+
+def process_state(pid: int) -> str | None:
+    """The state letter of /proc/PID/stat (R, S, D, T, t, Z, ...), None when the pid is gone."""
+    return _stat_state(f"/proc/{pid}/stat")
+
+
+def _stat_state(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            fields = fh.read().rsplit(")", 1)[-1].split()
+    except OSError:
+        return None
+    return fields[0] if fields else None
+
+
+def any_thread_stopped(pid: int) -> bool:
+    """True when a thread of `pid` is stopped (T) or in a tracing stop (t)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    return any(_stat_state(f"/proc/{pid}/task/{tid}/stat") in STOPPED_STATES for tid in tids if tid.isdigit())
+
+
+def resume_if_stopped(pid: int) -> str | None:
+    """SIGCONT a target that a killed or failed py-spy left stopped; say so (None if running)."""
+    if process_state(pid) not in STOPPED_STATES and not any_thread_stopped(pid):
+        return None
+    try:
+        os.kill(pid, signal.SIGCONT)
+    except OSError as exc:
+        return f"process was left stopped (state T) after py-spy, and SIGCONT failed: {exc}; resume it with kill -CONT {pid}"
+    return (f"process was left stopped (state T) after py-spy ended; SIGCONT was sent and it runs again "
+            f"(state {process_state(pid) or 'gone'})")
 
 
 def _is_zombie(pid: int) -> bool:

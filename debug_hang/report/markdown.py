@@ -1,7 +1,10 @@
 """Render a Diagnosis as the seed's Markdown report, and stacks as py-spy-like text.
 
 Output is bounded: a responder's chat and an agent's context both truncate, so tables and
-evidence are capped and the full material stays in the output folder.
+evidence are capped and the full material stays in the output folder. Everything the job controls
+(names, titles, frames, log lines) goes in through `redact`'s Markdown helpers: escaped in
+cells and lines, in code spans, or fenced and labelled as job output, so that it can add no
+structure (a heading, a fence, a link) to the report an agent or a person reads.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from debug_hang.analyse.flight_recorder import describe
 from debug_hang.analyse.graph import proc_key
 from debug_hang.analyse.patterns import catalog
 from debug_hang.model import Frame, Process
+from debug_hang.redact import code_span, fence, md_cell, md_inline, strip_controls
 
 if TYPE_CHECKING:
     from debug_hang.analyse.diagnosis import Diagnosis
@@ -34,17 +38,22 @@ def _stack_lines(processes: list[Process]) -> Iterator[str]:
         tags = ", ".join(x for x in (
             proc.role, proc.actor_class, None if proc.rank is None else f"rank {proc.rank}",
             f"node {proc.node_id[:12]}" if proc.node_id else None, f"sample {proc.sample}") if x)
-        yield f"--- PID {proc.pid} ({tags}) ---"
-        yield f"Process {proc.pid}: {proc.title or ''}"
+        yield f"--- PID {proc.pid} ({_line(tags)}) ---"
+        yield f"Process {proc.pid}: {_line(proc.title or '')}"
         for thread in proc.threads:
             state = "active" if thread.active else "idle"
             if thread.owns_gil:
                 state += "+gil"
-            yield f'Thread {thread.os_thread_id or thread.thread_id} ({state}): "{thread.name or ""}"'
+            yield f'Thread {thread.os_thread_id or thread.thread_id} ({state}): "{_line(thread.name or "")}"'
             for frame in thread.frames:
                 where = f"{frame.short_file}:{frame.line}" if frame.line else frame.short_file
-                yield f"    {frame.function} ({where})"
+                yield f"    {_line(frame.function)} ({_line(where)})"
         yield ""
+
+
+def _line(text: str) -> str:
+    """Job-controlled text on one line of 05_stacks.txt: a newline in it would forge a record."""
+    return strip_controls(text, newlines=False)
 
 
 def _user_context(diag: Diagnosis, key: str) -> list[str]:
@@ -62,12 +71,12 @@ def location(frame: Frame | None, user: Frame | None) -> str:
     for f in (user, frame):
         if f is None or (parts and f is user):
             continue
-        text = f"`{f.function}` ({f.short_file}:{f.line})"
+        text = f"{code_span(f.function)} ({md_cell(f.short_file)}:{f.line})"
         if f.code:
-            text += f" `{f.code[:80]}`"
+            text += f" {code_span(f.code, 80)}"
         parts.append(text)
     if user is not None and frame is not None and user is not frame:
-        return f"{parts[0]} → `{frame.function}`"
+        return f"{parts[0]} → {code_span(frame.function)}"
     return parts[0] if parts else "—"
 
 
@@ -96,12 +105,13 @@ def _progress_lines(diag: Diagnosis) -> Iterator[str]:
 
 
 def _cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """Text the tool composed around the job's words, for a line or a cell (see redact.md_inline)."""
+    return md_inline(text)
 
 
 def _finished_text(done: next_steps.FinishedCall) -> str:
-    code = f": `{done.code.strip()[:80]}`" if done.code and done.peers_at else ""
-    return f"{done.describe()}{code}. Read that code, not the culprit's idle stack"
+    code = f": {code_span(done.code.strip(), 80)}" if done.code and done.peers_at else ""
+    return f"{_cell(done.describe())}{code}. Read that code, not the culprit's idle stack"
 
 
 def _read_next(diag: Diagnosis, guide: next_steps.Guide) -> Iterator[str]:
@@ -118,19 +128,19 @@ def _read_next(diag: Diagnosis, guide: next_steps.Guide) -> Iterator[str]:
         done = g.finished_call
         if done is not None:
             line = done.peers_at.split(":", 1)[1].split(" ", 1)[0] if done.peers_at and ":" in done.peers_at else "?"
-            lines.append(f"  - {done.describe()}: read "
-                         + (f"`{done.file}` at line {line}," if done.file else "that call's code,")
+            lines.append(f"  - {_cell(done.describe())}: read "
+                         + (f"{code_span(done.file)} at line {_cell(line)}," if done.file else "that call's code,")
                          + " not the culprit's idle stack")
     code = guide.job_code
     if code is not None and (code.entrypoint or code.working_dir or code.driver_script):
-        parts = [f"entrypoint `{_cell(code.entrypoint)}`" if code.entrypoint else None,
+        parts = [f"entrypoint {code_span(code.entrypoint)}" if code.entrypoint else None,
                  f"driver pid {code.driver_pid} on node {(code.driver_node_id or '?')[:8]}" if code.driver_pid else None,
-                 f"driver script `{code.driver_script}`" if code.driver_script and not code.working_dir else None,
-                 (f"working_dir {code.working_dir_uri or ''} unpacked at `{code.working_dir}` on node(s) "
+                 f"driver script {code_span(code.driver_script)}" if code.driver_script and not code.working_dir else None,
+                 (f"working_dir {_cell(code.working_dir_uri or '')} unpacked at {code_span(code.working_dir)} on node(s) "
                   f"{', '.join(n[:8] for n in code.working_dir_nodes)}") if code.working_dir else None]
         lines.append("- Job code: " + "; ".join(p for p in parts if p))
     if guide.next_command:
-        lines.append(f"- Next command: `{guide.next_command}` — {guide.next_why}")
+        lines.append(f"- Next command: {code_span(guide.next_command)} — {_cell(guide.next_why)}")
     if not lines:
         return
     yield "## Read next"
@@ -149,9 +159,9 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
     cat = catalog()
     snap = diag.snapshot
     guide = next_steps.guide(diag)
-    yield f"# Ray hang diagnosis — job {diag.job_id}: **{diag.verdict}**"
+    yield f"# Ray hang diagnosis — job {md_cell(diag.job_id)}: **{diag.verdict}**"
     yield ""
-    yield diag.summary
+    yield md_inline(diag.summary)
     yield ""
     yield from _read_next(diag, guide)
     yield "## Cluster summary"
@@ -165,18 +175,18 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
                 yield f"- {res} reserved: {used:g} / {total:g} (reserved by tasks and actors, not real load)"
         demands = (snap.cluster_status.get("loadMetricsReport") or {}).get("resourceDemand") or []
         if demands:
-            yield f"- Pending resource demands: {_cell(demands)[:300]}"
+            yield f"- Pending resource demands: {md_inline(demands, 300)}"
         for warning in snap.warnings[:5]:
-            yield f"- ⚠ {warning}"
-    yield f"- Address: {diag.address}; job {diag.job_id} chosen: {diag.job_choice}"
+            yield f"- ⚠ {md_inline(warning)}"
+    yield f"- Address: {md_inline(diag.address)}; job {md_inline(diag.job_id)} chosen: {md_inline(diag.job_choice)}"
     others = [f"{j.get('job_id')} ({j.get('status')})" for j in diag.other_jobs if j.get("job_id")]
     if others:
-        yield f"- Other jobs: {', '.join(others[:10])}{' …' if len(others) > 10 else ''}"
+        yield f"- Other jobs: {md_inline(', '.join(others[:10]))}{' …' if len(others) > 10 else ''}"
     coll = diag.collection
     yield (f"- Collection: {len({(p.node_id, p.pid) for p in coll.processes})} processes on {coll.nodes} node(s), "
            f"{len(coll.processes)} stacks in {coll.seconds:.1f}s; whole diagnosis {diag.seconds:.1f}s")
     if diag.progress:
-        yield f"- Progress seen: {'; '.join(diag.progress[:3])}"
+        yield f"- Progress seen: {md_inline('; '.join(diag.progress[:3]))}"
     yield ""
     yield "## Blocked tasks"
     yield "CPU = real CPU use of the process over the sampling window (a spin shows ~100%, a wait ~0%)."
@@ -194,14 +204,15 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
         shown = v.pattern
         if shown == "unknown" and graph_node is not None and graph_node.pattern:
             shown = graph_node.pattern  # read from more than the stack (a file lock from /proc/locks)
-        yield (f"| {_cell(v.process.label)} | {v.process.pid} | {(v.process.node_id or '?')[:8]} | {v.verdict} | "
-               f"{cpu_text} | {_cell(where)} | {shown or '—'} |")
+        yield (f"| {md_cell(v.process.label)} | {v.process.pid} | {md_cell((v.process.node_id or '?')[:8])} | "
+               f"{v.verdict} | {cpu_text} | {where} | {shown or '—'} |")
     if len(rows) > MAX_TABLE_ROWS:
         yield f"| … {len(rows) - MAX_TABLE_ROWS} more in 05_stacks.txt | | | | | | |"
     for node in diag.graph.nodes.values():
         if node.state in ("dead", "pending", "restarting") and node.kind in ("actor", "rank", "task"):
-            yield (f"| {_cell(node.name)}{'' if node.rank is None else f'[rank {node.rank}]'} | {node.pid or '—'} | "
-                   f"{(node.node_id or '?')[:8]} | {node.state} | — | — | {node.pattern or '—'} |")
+            yield (f"| {md_cell(node.name)}{'' if node.rank is None else f' (rank {node.rank})'} | "
+                   f"{node.pid or '—'} | {md_cell((node.node_id or '?')[:8])} | {node.state} | — | — | "
+                   f"{node.pattern or '—'} |")
     yield from _progress_lines(diag)
     yield ""
     yield "## Blocking chain"
@@ -211,17 +222,17 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
     for i, chain in enumerate(all_chains[:5], 1):
         if len(all_chains) > 1:
             yield f"Chain {i}:"
-        yield "```"
+        lines = []
         for j, (node, why) in enumerate(chain):
             what = node.pattern or node.state
             marker = "  ← root cause" if j == len(chain) - 1 else ""
-            yield f"{node.label()} [{what}]{marker}"
+            lines.append(f"{node.label()} [{what}]{marker}")
             node_ev = diag.evidence.per_node.get(node.key) if diag.evidence is not None else None
             if node_ev is not None and node_ev.highlights:
-                yield f"    log: {node_ev.highlights[-1][:160]}"
+                lines.append(f"    log: {node_ev.highlights[-1][:160]}")
             if why:
-                yield f"  ↓ {why}"
-        yield "```"
+                lines.append(f"  ↓ {why}")
+        yield from fence(lines, "text")
     yield ""
     yield "## Root cause"
     if not diag.causes:
@@ -231,47 +242,44 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
         pattern = cat.get(cause.pattern)
         title = pattern.title if pattern else cause.pattern
         yield f"### {i}. {title} (`{cause.pattern}`, confidence {cause.confidence:.2f})"
-        yield f"- **Culprit**: {', '.join(c.label() for c in cause.culprits)}"
+        yield f"- **Culprit**: {md_inline(', '.join(c.label() for c in cause.culprits))}"
         done = guide.causes[i - 1].finished_call if i <= len(guide.causes) else None
         if done is not None:
             yield f"  - {_finished_text(done)}"
         for c in cause.culprits:
             if c.frame is not None and c.state != "idle":
-                yield f"  - {c.name}: at `{c.frame.function}` ({c.frame.short_file}:{c.frame.line})" + (
-                    f": `{c.frame.code}`" if c.frame.code else "")
+                yield (f"  - {md_cell(c.name)}: at {code_span(c.frame.function)} "
+                       f"({md_cell(c.frame.short_file)}:{c.frame.line})"
+                       + (f": {code_span(c.frame.code)}" if c.frame.code else ""))
             source = _user_context(diag, c.key)
             if source:
-                yield "  ```python"
-                yield from (f"  {line}" for line in source)
-                yield "  ```"
+                yield from fence(source, "python job-source", indent="  ")
         if pattern:
             yield f"- **Mechanism**: {pattern.meaning}"
         yield f"- **Impact**: {len(cause.victims)} process(es) wait on it"
         for ev in cause.evidence[:MAX_EVIDENCE]:
-            yield f"- evidence: {_cell(ev)[:300]}"
+            yield f"- evidence: {md_inline(ev, 300)}"
         if diag.evidence is not None:
             for c in cause.culprits:
                 node_ev = diag.evidence.per_node.get(c.key)
                 if node_ev is None:
                     continue
                 for line in node_ev.history:
-                    yield f"- task history ({c.name}): {_cell(line)[:300]}"
+                    yield f"- task history ({md_cell(c.name)}): {md_inline(line, 300)}"
                 for line in node_ev.highlights:
-                    yield f"- own log ({c.name} pid {c.pid}): `{_cell(line)[:240]}`"
+                    yield f"- own log ({md_cell(c.name)} pid {c.pid}): {code_span(line, 240)}"
         yield ""
     yield from _flight_recorder_lines(diag)
     diffs = locals_differences(diag)
     if diffs:
         yield "## Locals that differ between peers (--locals)"
         for line in diffs[:10]:
-            yield f"- {line}"
+            yield f"- {md_inline(line)}"
         yield ""
     if diag.evidence is not None and diag.evidence.driver_highlights:
         yield "## Driver log (lines that matter)"
-        yield "```"
-        for line in diag.evidence.driver_highlights:
-            yield line
-        yield "```"
+        yield "Printed by the job (not by debug-hang):"
+        yield from fence(diag.evidence.driver_highlights, "text job-output")
         yield ""
     yield "## Fix suggestions"
     seen: set[str] = set()
@@ -291,7 +299,8 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
         yield ""
         yield "## What could not be collected"
         for err in errors[:15]:
-            yield f"- node {(err.node_id or '?')[:12]} pid {err.pid or '—'}: {_cell(err.error)[:300]}"
+            yield (f"- node {md_cell((err.node_id or '?')[:12])} pid {md_cell(err.pid or '—')}: "
+                   f"{md_inline(err.error, 300)}")
         if len(errors) > 15:
             yield f"- … {len(errors) - 15} more in diagnosis.json"
 
@@ -331,7 +340,7 @@ def _flight_recorder_lines(diag: Diagnosis) -> Iterator[str]:
         return
     yield "## Flight Recorder (PyTorch collectives)"
     for note in diag.fr_notes:
-        yield f"- {_cell(note)[:400]}"
+        yield f"- {md_inline(note, 400)}"
     if fr is not None and fr.ranks_dumped:
         yield f"- dumps read: rank(s) {', '.join(str(r) for r in fr.ranks_dumped)}"
         yield ""
@@ -339,16 +348,16 @@ def _flight_recorder_lines(diag: Diagnosis) -> Iterator[str]:
         yield "|---|---|---|---|---|---|---|"
         for g in fr.groups[:MAX_FR_GROUPS]:
             if g.kind == "idle":
-                yield f"| {_cell(g.label)} | {len(g.members)} | none (all completed) | | | | |"
+                yield f"| {md_inline(g.label)} | {len(g.members)} | none (all completed) | | | | |"
                 continue
             never = "; ".join(f"{r} ({describe(g.ranks[r].last, g.ranks[r].last_enqueued)})" for r in g.not_entered)
             desync = "; ".join(f"{r}: {op}" for r, op in sorted(g.desync_ops.items())) if g.desync_seq is not None else ""
-            yield (f"| {_cell(g.label)} | {len(g.members)} | #{g.pending_seq} {_cell(g.pending_op())} | "
-                   f"{', '.join(map(str, g.entered))} | {_cell(never)[:300]} | {', '.join(map(str, g.missing))} | "
-                   f"{_cell(desync)[:200]} |")
+            yield (f"| {md_inline(g.label)} | {len(g.members)} | #{g.pending_seq} {md_inline(g.pending_op())} | "
+                   f"{', '.join(map(str, g.entered))} | {md_inline(never, 300)} | {', '.join(map(str, g.missing))} | "
+                   f"{md_inline(desync, 200)} |")
         if len(fr.groups) > MAX_FR_GROUPS:
             yield f"| … {len(fr.groups) - MAX_FR_GROUPS} more groups in diagnosis.json | | | | | | |"
     if fr is not None:
         for err in fr.errors[:5]:
-            yield f"- not read: {_cell(err)[:300]}"
+            yield f"- not read: {md_inline(err, 300)}"
     yield ""

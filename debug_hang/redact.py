@@ -1,0 +1,552 @@
+"""Untrusted text made safe to write, print and paste: secrets redacted, control characters
+removed, Markdown neutralised.
+
+Everything the tool writes or prints passes through `redact()` once, at the writer
+(`write_text`/`write_json` in the output folder) and at the printer (`SafeStream` around stdout and
+stderr): a secret is caught wherever it came from (a log line, a process title, a source line,
+a State API row). What is redacted:
+
+- known token shapes (`RULES`: AWS access key ids and secret keys, Hugging Face, GitHub, OpenAI /
+  Anthropic style `sk-` keys, Stripe, Google API keys, GitLab, npm, Slack tokens and webhooks,
+  JWTs, PEM private keys);
+- a value after a secret-looking word (`key`, `token`, `secret`, `password`, `authorization`,
+  `api_key`, `credential`, `signature`) and `=`, `:` or `Bearer`, or after a command-line flag
+  naming one (`--hf-token VALUE`, `--db-password=VALUE`);
+- credentials in URLs (`user:pass@host`, `X-Amz-Signature=`, `X-Amz-Credential=`, `sig=`, ...);
+- every value seen under a secret-looking environment variable name (`learn_env`): learnt from
+  the jobs' `runtime_env` env_vars and the targets' `/proc/PID/environ`, redacted wherever it
+  appears afterwards. A node's probe redacts what it reads there with the values themselves and
+  hands back only salted digests (`digests`/`learn_digests`): a value never leaves its node.
+
+`safe_text()` removes control characters (ESC/CSI/OSC sequences, C0 and C1 controls but tab and
+newline, bidi overrides); `md_cell()`, `md_inline()`, `code_span()` and `fence()` put untrusted
+text into Markdown so that it can never add structure (a heading, a fence, a link, HTML).
+Every pass is a handful of linear regex scans with bounded repetitions: O(n) in the input.
+Pure standard library: the node probe may import it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import secrets
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+REDACTED = "[REDACTED]"
+
+# An environment variable (or a JSON key) whose value is a secret, by its name.
+SECRET_NAME = re.compile(
+    r"(?i)(secret|token|passw(?:or)?d|passphrase|api_?key|access_?key|private_?key|credential|"
+    r"auth(?:orization|_?key)?$|signature|^key$|_key$|cookie|sessionid|dsn$|connection_?string)"
+)
+# Values too plain to redact everywhere they appear (a flag, a count, a switch).
+_PLAIN_VALUE = re.compile(r"(?i)^(true|false|yes|no|on|off|none|null|\d{1,6}|[a-z]{1,5})$")
+MIN_LEARNT_LENGTH = 6
+MIN_SECRET_TEXT = 6  # shorter text can hold no rule's match and no learnt value
+CACHED_LENGTH = 200  # strings up to this long are remembered (they repeat across rows)
+CACHE_SIZE = 100_000
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One token shape: `pattern` matches the secret itself; it runs only on text holding one of
+    its `triggers` (lower-case literals; none: text of 40+ characters). `example` is a positive,
+    `near_miss` a look-alike that must stay (both checked by tests/test_redact.py)."""
+
+    id: str
+    pattern: str
+    triggers: tuple[str, ...]
+    example: str
+    near_miss: str
+
+
+_B64 = "A-Za-z0-9+/"
+RULES: tuple[Rule, ...] = (
+    Rule("aws-access-key-id", r"(?<![A-Z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])",
+         ("akia", "asia", "agpa", "aida", "aroa", "aipa", "anpa", "anva", "abia", "acca"),
+         "AKIAZ7EXAMPLEQ4XUJ2D", "AKIA-IS-NOT-A-KEY"),
+    # A bare 40-character base64 run with upper, lower case and digits: an AWS secret access key.
+    # (Ray ids are lower-case hex; a longer or shorter run is some other blob.) Candidates are
+    # found with a plain 40-character class run, the rest is checked in _aws_secret.
+    Rule("aws-secret-access-key", rf"[{_B64}]{{40}}", (),
+         "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLE9KY", "ffffffffffffffffffffffffffffffffffffffff"),
+    Rule("huggingface", r"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{20,}", ("hf_",), "hf_XyZ12abcDEFghiJKLmnoPQRstuVWXyz0", "hf_hub"),
+    Rule("github", r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
+         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+         "ghp_1a2B3c4D5e6F7g8H9i0JkLmNoPqRsTuVwXyZ", "ghp_short"),
+    Rule("sk-key", r"(?<![A-Za-z0-9_-])sk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_-]{20,}", ("sk-",),
+         "sk-proj-4f9Qm2LxT8vN1cR7yB3kZ0aW", "task-worker-assignment-2"),
+    Rule("stripe", r"(?<![A-Za-z0-9_-])[sr]k_(?:live|test)_[A-Za-z0-9]{16,}", ("sk_live_", "sk_test_", "rk_live_", "rk_test_"),
+         "sk_live_4eC39HqLyjWDarjtT1zdp7dc", "task_live_status"),
+    Rule("google-api-key", r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}", ("aiza",),
+         "AIzaSyDdI0hCZtE6vySjMm-WEfRq3CPzqKqqsHI", "AIzaShort"),
+    Rule("gitlab-npm", r"(?<![A-Za-z0-9_-])(?:glpat-[A-Za-z0-9_-]{20,}|npm_[A-Za-z0-9]{36})", ("glpat-", "npm_"),
+         "glpat-xZ81mXv3LpW0aRt5KyQq", "npm_install_cache"),
+    Rule("slack-webhook", r"hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_-]{20,}", ("hooks.slack.com/",),
+         "https://hooks.slack.com/services/T0AAAAAAA/B0BBBBBBB/XXXXXXXXXXXXXXXXXXXXXXXX", "hooks.slack.com/"),
+    Rule("slack", r"(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}", ("xox",), "xoxb-123456789012-abcdefGHIJ", "xox-a"),
+    Rule("jwt", r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", ("eyj",),
+         "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+         "eyJ.not.a.jwt"),
+    Rule("private-key", r"-----BEGIN [A-Z ]{0,20}PRIVATE KEY-----[A-Za-z0-9+/=\s:,]{0,8000}(?:-----END [A-Z ]{0,20}PRIVATE KEY-----)?",
+         ("-----begin ",),
+         "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----", "-----BEGIN CERTIFICATE-----"),
+)
+_COMPILED = tuple((rule, re.compile(rule.pattern)) for rule in RULES)
+_RUN40 = re.compile(rf"[{_B64}]{{40}}")
+_B64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+
+# key=VALUE, "token": "VALUE", Authorization: Bearer VALUE. The keyword may end a longer name
+# (HF_TOKEN, aws_secret_access_key) but not sit inside a word (monkey=); the value must look
+# like a secret (see _assignment). Each pattern starts with a literal or a keyword so that the
+# regex engine skips ahead; the triggers gate them.
+_KEYWORDS = ("key", "token", "secret", "passw", "passphrase", "auth", "credential", "signature")
+_ASSIGN = re.compile(
+    r"(?i)(?P<k>api[_-]?key|apikey|access[_-]?key|secret|token|passw(?:or)?d|passphrase|"
+    r"authorization|auth|credentials?|signature|key)s?"
+    r"(?P<sep>[\"']?[ \t]{0,3}(?:=|:|=>)[ \t]{0,3}[\"']?(?:(?:bearer|basic|token)[ \t]{1,3})?)"
+    r"(?P<v>[^\s\"'`,;&|<>()\[\]{}]{4,})"
+)
+# A command-line flag naming a secret, then its value: `--hf-token hf_...`, `--db-password=x`
+# (entrypoints, process titles). Anchored at `--`.
+_FLAG = re.compile(
+    r"--[A-Za-z0-9_-]{0,40}?(?P<k>api[_-]?key|key|token|secret|passw(?:or)?d|passphrase|credentials?|auth)"
+    r"[ =](?P<v>[^\s\"'`,;&|<>()\[\]{}]{4,})"
+)
+# Whether any check below could match at all (most strings: no).
+_ALL_TRIGGERS = tuple(sorted({t for r in RULES for t in r.triggers} | set(_KEYWORDS)
+                             | {"://", "bearer", "basic", "sig=", "code="}))
+_BEARER = re.compile(r"(?i)(?P<k>bearer|basic)[ \t]{1,3}(?P<v>[A-Za-z0-9._~+/=-]{8,})")
+# scheme://user:password@host
+_URL_USERINFO = re.compile(r"(?P<pre>://[^\s/@:\"'<>]{0,256}:)(?P<v>[^\s/@\"'<>]{1,256})(?=@)")
+# ?X-Amz-Signature=...&sig=...: query parameters that carry credentials.
+_URL_PARAM = re.compile(
+    r"(?i)(?P<pre>[?&;](?:x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|"
+    r"x-goog-credential|sig|signature|token|access_token|id_token|refresh_token|api_key|apikey|key|"
+    r"password|client_secret|code)=)(?P<v>[^&\s\"'<>#]+)"
+)
+_PASSWORDISH = ("secret", "passw", "passphrase", "credential", "auth", "token", "signature")
+
+
+def _looks_secret(value: str, keyword: str) -> bool:
+    """A value after a secret word: a password-like word takes any value of 4+ characters; `key`
+    and the rest need a long or digit-bearing run (not `key=lambda`, `key: value`)."""
+    if value.startswith(("$", "%", "*", "/")) or REDACTED in value or value.isdigit() \
+            or value.lower() in ("bearer", "basic", "token"):
+        return False
+    word = keyword.lower()
+    if any(w in word for w in _PASSWORDISH):
+        return len(value) >= 4 and not _PLAIN_VALUE.match(value) and not _is_code(value)
+    return (len(value) >= 16 or (len(value) >= 8 and any(c.isdigit() for c in value))) and not _is_code(value)
+
+
+_CODE_LIKE = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*\.){1,6}[A-Za-z_][A-Za-z0-9_]*$|^self\.|^os\.|^None$")
+
+
+def _is_code(value: str) -> bool:
+    """`os.environ`, `self.token`, `cfg.api_key`: code that names a secret, not the secret."""
+    return bool(_CODE_LIKE.match(value)) and not any(c.isdigit() for c in value)
+
+
+class Redactor:
+    """The token rules plus the secret values learnt so far (thread-safe, grows only)."""
+
+    def __init__(self) -> None:
+        self._values: set[str] = set()
+        self._ordered: tuple[str, ...] = ()  # longest first
+        self._lock = threading.Lock()
+        # Short strings repeat across State API rows (states, names, event kinds): remembered.
+        self._cache: dict[str, str] = {}
+        self._digests: dict[str, set[str]] = {}  # salt -> digests of values learnt elsewhere
+
+    def learn(self, values: Iterable[str]) -> None:
+        """Redact these exact strings wherever they appear from now on."""
+        fresh = {v for v in values if isinstance(v, str) and worth_learning(v)} - self._values
+        if not fresh:
+            return
+        with self._lock:
+            self._values |= fresh
+            self._ordered = tuple(sorted(self._values, key=len, reverse=True))
+            self._cache = {}
+
+    def learn_env(self, env: Mapping[str, Any] | None) -> None:
+        """Learn every value held under a secret-looking name (an environ, runtime_env env_vars)."""
+        if isinstance(env, Mapping):
+            self.learn(str(v) for k, v in env.items() if isinstance(k, str) and SECRET_NAME.search(k)
+                       and isinstance(v, (str, int)))
+
+    def learn_rows(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Learn the secret env_vars of State API / Job API rows: a job's `runtime_env`, an
+        actor's `serialized_runtime_env`, a task's `runtime_env_info.serialized_runtime_env`."""
+        for row in rows:
+            info = row.get("runtime_env_info")
+            for raw in (row.get("runtime_env"), row.get("serialized_runtime_env"),
+                        info.get("serialized_runtime_env") if isinstance(info, Mapping) else None):
+                self.learn_env(_env_vars(raw))
+
+    def _by_digest(self, m: re.Match[str]) -> str:
+        word = m[0]
+        for salt, known in self._digests.items():
+            if _digest(salt, word) in known:
+                return REDACTED
+        return word
+
+    @property
+    def learnt(self) -> int:
+        return len(self._values) + sum(len(d) for d in self._digests.values())
+
+    def digests(self) -> dict[str, Any]:
+        """The learnt values as salted SHA-256 digests ({"salt", "digests"}), for another process
+        to redact them without ever holding them (see learn_digests)."""
+        salt = secrets.token_hex(16)
+        return {"salt": salt, "digests": sorted(_digest(salt, v) for v in self._values)}
+
+    def learn_digests(self, found: Mapping[str, Any] | None) -> None:
+        """Redact every word whose salted digest is one of these (what `digests()` gave): a
+        secret value seen in a target's environment on a node, known here only by its digest."""
+        if not isinstance(found, Mapping) or not found.get("digests"):
+            return
+        with self._lock:
+            self._digests.setdefault(str(found.get("salt") or ""), set()).update(str(d) for d in found["digests"])
+            self._cache = {}
+
+    def redact(self, text: str) -> str:
+        """`text` with every secret replaced by [REDACTED]; linear in len(text).
+
+        Each check runs only when a literal it needs is in the text (`in` on str runs at memory
+        speed): most strings (ids, states, names) cost a lower() and a few substring tests.
+        """
+        if len(text) < MIN_SECRET_TEXT:
+            return text
+        if len(text) <= CACHED_LENGTH:
+            done = self._cache.get(text)
+            if done is None:
+                done = self._redact(text)
+                if len(self._cache) >= CACHE_SIZE:
+                    self._cache = {}
+                self._cache[text] = done
+            return done
+        return self._redact(text)
+
+    def _redact(self, text: str) -> str:
+        for value in self._ordered:
+            if value in text:
+                text = text.replace(value, REDACTED)
+        if self._digests:
+            text = _WORD.sub(self._by_digest, text)
+        low = text.lower()
+        if not any(t in low for t in _ALL_TRIGGERS) and (len(text) < 40 or _RUN40.search(text) is None):
+            return text  # nothing any rule could match: ids, states, names, most lines
+        for rule, pattern in _COMPILED:
+            if rule.triggers:
+                text, low = _sub_at(text, low, rule.triggers, pattern, _whole)
+            elif len(text) >= 40:
+                text = pattern.sub(_aws_secret, text)
+                low = text.lower()
+        if "@" in text:
+            text, low = _sub_at(text, low, ("://",), _URL_USERINFO, _userinfo)
+        if "=" in text and ("?" in text or "&" in text or ";" in text):
+            text = _URL_PARAM.sub(lambda m: m["pre"] + REDACTED, text)
+            low = text.lower()
+        if "--" in text:
+            text, low = _sub_at(text, low, ("--",), _FLAG, _flag)
+        if "=" in text or ":" in text:
+            text, low = _sub_at(text, low, _KEYWORDS, _ASSIGN, _assignment)
+        text, low = _sub_at(text, low, ("bearer", "basic"), _BEARER, _bearer)
+        return text
+
+    def redact_obj(self, obj: Any) -> Any:
+        """A JSON-able structure with every string redacted, and the value of every secret-named
+        key replaced (`{"AWS_SECRET_ACCESS_KEY": "..."}`); control characters removed."""
+        if isinstance(obj, str):
+            return self.redact(strip_controls(obj))
+        if isinstance(obj, Mapping):
+            out: dict[Any, Any] = {}
+            for key, value in obj.items():
+                name = self.redact(strip_controls(key)) if isinstance(key, str) else key
+                if isinstance(key, str) and SECRET_NAME.search(key) and isinstance(value, (str, int, float)) \
+                        and not isinstance(value, bool) and str(value) and not _PLAIN_VALUE.match(str(value)):
+                    out[name] = REDACTED
+                else:
+                    out[name] = self.redact_obj(value)
+            return out
+        if isinstance(obj, (list, tuple)):
+            return [self.redact_obj(v) for v in obj]
+        if obj is None or isinstance(obj, (bool, int, float)):
+            return obj
+        return self.redact(strip_controls(str(obj)))  # what json.dumps(default=str) would write
+
+
+def _sub_at(text: str, low: str, triggers: tuple[str, ...], pattern: re.Pattern[str],
+            repl: Callable[[re.Match[str]], str]) -> tuple[str, str]:
+    """`pattern.sub(repl, text)`, tried only where a trigger occurs (found in `low`, text.lower(),
+    at memory speed): each pattern starts with its trigger, so it is matched there and nowhere
+    else. Linear; returns the new text and its lower-case form."""
+    if len(low) != len(text):  # lower() changed the length (rare Unicode): scan the plain way
+        new = pattern.sub(repl, text)
+        return new, new.lower()
+    starts: set[int] = set()
+    for trigger in triggers:
+        at = low.find(trigger)
+        while at >= 0:
+            starts.add(at)
+            at = low.find(trigger, at + 1)
+    if not starts:
+        return text, low
+    parts: list[str] = []
+    last = 0
+    for at in sorted(starts):
+        if at < last:
+            continue
+        m = pattern.match(text, at)
+        if m is None or m.end() == at:
+            continue
+        parts += [text[last:at], repl(m)]
+        last = m.end()
+    if not parts:
+        return text, low
+    parts.append(text[last:])
+    new = "".join(parts)
+    return new, new.lower()
+
+
+def _whole(m: re.Match[str]) -> str:
+    return REDACTED
+
+
+def _userinfo(m: re.Match[str]) -> str:
+    return m["pre"] + REDACTED
+
+
+def _inside_word(m: re.Match[str]) -> bool:
+    """The keyword continues a word (`monkey=`): not a secret's name."""
+    start = m.start()
+    return start > 0 and m.string[start - 1].isalpha()
+
+
+def _assignment(m: re.Match[str]) -> str:
+    if _inside_word(m) or not _looks_secret(m["v"], m["k"]):
+        return m[0]
+    return m[0][: m.start("v") - m.start()] + REDACTED
+
+
+def _flag(m: re.Match[str]) -> str:
+    if not _looks_secret(m["v"], m["k"]) or m["v"].startswith("-"):
+        return m[0]
+    return m[0][: m.start("v") - m.start()] + REDACTED
+
+
+def _bearer(m: re.Match[str]) -> str:
+    if _inside_word(m) or not _looks_secret(m["v"], "token"):
+        return m[0]
+    return f"{m['k']} {REDACTED}"
+
+
+def _aws_secret(m: re.Match[str]) -> str:
+    """A 40-character run is an AWS secret key when it stands alone (no base64 character on
+    either side) and mixes upper case, lower case and digits."""
+    text, start, end = m.string, m.start(), m.end()
+    if (start > 0 and text[start - 1] in _B64_CHARS) or (end < len(text) and text[end] in _B64_CHARS):
+        return m[0]
+    run = m[0]
+    if any(c.isupper() for c in run) and any(c.islower() for c in run) and any(c.isdigit() for c in run):
+        return REDACTED
+    return m[0]
+
+
+# A word that may be a whole secret value: what sits between quotes, spaces, `=`, `:`, `@`, `/`,
+# `,`, `;`, brackets (a value holding one of these is found only when learnt literally).
+_WORD = re.compile(r"[^\s\"'`=:,;()\[\]{}<>@/&?|]{6,256}")
+
+
+def _digest(salt: str, value: str) -> str:
+    return hashlib.sha256(f"{salt}\0{value}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def worth_learning(value: str) -> bool:
+    """A learnt value is redacted everywhere: skip ones so plain they would blank the report, and
+    absolute paths (GOOGLE_APPLICATION_CREDENTIALS names a key file; it is not the key)."""
+    return (len(value) >= MIN_LEARNT_LENGTH and not _PLAIN_VALUE.match(value) and value != REDACTED
+            and not (value.startswith("/") and " " not in value))
+
+
+DEFAULT = Redactor()
+
+
+def redact(text: str) -> str:
+    """Redact with the process-wide redactor (token rules + every value learnt so far)."""
+    return DEFAULT.redact(text)
+
+
+def redact_obj(obj: Any) -> Any:
+    return DEFAULT.redact_obj(obj)
+
+
+def learn_env(env: Mapping[str, Any] | None) -> None:
+    DEFAULT.learn_env(env)
+
+
+def learn(values: Iterable[str]) -> None:
+    DEFAULT.learn(values)
+
+
+def learn_digests(found: Mapping[str, Any] | None) -> None:
+    DEFAULT.learn_digests(found)
+
+
+def learn_runtime_envs(rows: Iterable[Mapping[str, Any]]) -> None:
+    DEFAULT.learn_rows(rows)
+
+
+def _env_vars(raw: Any) -> Mapping[str, Any] | None:
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return None
+    if isinstance(raw, Mapping):
+        env = raw.get("env_vars")
+        return env if isinstance(env, Mapping) else None
+    return None
+
+
+# --- control characters -------------------------------------------------------------------------
+
+# ESC sequences: CSI (ESC [ ... final), OSC (ESC ] ... BEL or ST), other two-byte escapes; the C1
+# forms (\x9b CSI, \x9d OSC) too. OSC bodies are bounded so that an unterminated one stays linear.
+_ESCAPES = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]{0,64}[ -/]{0,16}[@-~]?"
+    r"|(?:\x1b[\]PX^_]|[\x9d\x90\x98\x9e\x9f])[^\x07\x1b\x9c]{0,4096}(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[@-Z\\-_ -/]?"
+)
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+_CONTROLS_ONE_LINE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+
+
+def strip_controls(text: str, newlines: bool = True) -> str:
+    """Remove terminal escape sequences and control characters (tab kept; newlines kept when
+    `newlines`, else each becomes a space; CR dropped). Linear."""
+    if not text or text.isprintable():  # no control character at all: the common case
+        return text
+    if _CONTROLS.search(text) is None:  # only newlines (and tabs): a charset scan, fast
+        return text if newlines else text.replace("\r", "").replace("\n", " ")
+    text = _ESCAPES.sub("", text.replace("\r\n", "\n"))
+    if not newlines:
+        text = text.replace("\n", " ")
+    return (_CONTROLS if newlines else _CONTROLS_ONE_LINE).sub("", text)
+
+
+def safe_text(text: object, newlines: bool = True) -> str:
+    """Untrusted text made safe for a terminal or a file: controls stripped, secrets redacted."""
+    return redact(strip_controls(str(text), newlines))
+
+
+# --- Markdown -----------------------------------------------------------------------------------
+
+_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|#~!"})
+
+
+def md_cell(text: object, limit: int | None = None) -> str:
+    """Untrusted text as one Markdown table cell (or list item): one line, every character that
+    could start emphasis, code, a link, an image, HTML or a new column escaped."""
+    flat = strip_controls(str(text), newlines=False)
+    if limit is not None and len(flat) > limit:
+        flat = flat[:limit] + "…"
+    return flat.translate(_MD_SPECIAL)
+
+
+def md_inline(text: object, limit: int | None = None) -> str:
+    """Text the tool composed around untrusted parts (evidence sentences with `code`): one line,
+    no HTML, no link or image, no new column; its own backtick spans kept."""
+    flat = strip_controls(str(text), newlines=False)
+    if limit is not None and len(flat) > limit:
+        flat = flat[:limit] + "…"
+    flat = flat.translate(_MD_INLINE)
+    if flat.count("`") % 2:
+        flat = flat.replace("`", "'")  # an unbalanced backtick would swallow what follows
+    return flat
+
+
+_MD_INLINE = str.maketrans({c: "\\" + c for c in "\\[]<>|!"})
+_BACKTICKS = re.compile("`+")
+
+
+def longest_backtick_run(text: str) -> int:
+    return max((len(m) for m in _BACKTICKS.findall(text)), default=0)
+
+
+def code_span(text: object, limit: int | None = None) -> str:
+    """Untrusted text as inline code: delimited by more backticks than any run inside it."""
+    flat = strip_controls(str(text), newlines=False)
+    if limit is not None and len(flat) > limit:
+        flat = flat[:limit] + "…"
+    ticks = "`" * (longest_backtick_run(flat) + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
+    return f"{ticks}{pad}{flat}{pad}{ticks}".replace("|", "\\|")
+
+
+def fence(lines: Iterable[str], info: str = "text job-output", indent: str = "") -> list[str]:
+    """Untrusted lines as a fenced block labelled `info` (`job-output`: printed by the job, not
+    by this tool), with a fence longer than any backtick run inside so that nothing closes it."""
+    body = [strip_controls(str(line), newlines=False) for line in lines]
+    ticks = "`" * max(3, max((longest_backtick_run(b) for b in body), default=0) + 1)
+    return [f"{indent}{ticks}{info}", *(f"{indent}{b}" for b in body), f"{indent}{ticks}"]
+
+
+# --- the printer --------------------------------------------------------------------------------
+
+
+MAX_PENDING = 1 << 16  # a line longer than this without a newline is passed on in pieces
+
+
+class SafeStream(io.TextIOBase):
+    """A text stream that passes whole lines through strip_controls + redact to `target`.
+
+    Installed over sys.stdout and sys.stderr by the scripts (errors.run_main): what a script
+    prints is redacted there once. A partial line waits for its newline (or flush/close), so
+    that a token is never split across two writes.
+    """
+
+    def __init__(self, target: TextIO, redactor: Redactor = DEFAULT) -> None:
+        super().__init__()
+        self.target = target
+        self.redactor = redactor
+        self._pending = ""
+        self._lock = threading.Lock()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            self._pending += text
+            head, sep, tail = self._pending.rpartition("\n")
+            if sep:
+                self._pending = tail
+                self.target.write(self.redactor.redact(strip_controls(head + sep)))
+            elif len(self._pending) > MAX_PENDING:
+                self.target.write(self.redactor.redact(strip_controls(self._pending)))
+                self._pending = ""
+        return len(text)
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._pending:
+                self.target.write(self.redactor.redact(strip_controls(self._pending)))
+                self._pending = ""
+        self.target.flush()
+
+    def isatty(self) -> bool:
+        return self.target.isatty()
+
+    def fileno(self) -> int:
+        return self.target.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return str(getattr(self.target, "encoding", "utf-8"))
