@@ -25,7 +25,7 @@ from debug_hang.collect.raytrain import worker_ranks
 from debug_hang.collect.stacks import MAX_TARGETS, Target, cap_targets, collect_stacks, select_targets
 from debug_hang.collect.state import DashboardClient, take_snapshot
 from debug_hang.errors import DeadlineError, NotFoundError
-from debug_hang.model import Collection, CollectionError, Evidence, NodeEvidence, Process, process_from_dict, stacks_from_dict
+from debug_hang.model import Collection, CollectionError, Evidence, NodeEvidence, Process, ProcessRef, process_from_dict, stacks_from_dict
 from debug_hang.parse.flight_recorder import from_probe, read_saved
 from debug_hang.probe.pyspy import DumpOptions
 from debug_hang.redact import DEFAULT as redactor
@@ -196,10 +196,10 @@ def _add_train_ranks(dashboard_url: str, job: dict[str, Any], snap: Snapshot, co
     ranks, problems = worker_ranks(client, job.get("job_id"), snap.actors, snap.nodes)
     errors += [CollectionError(p) for p in problems]
     for proc in collection.processes:
-        rank = ranks.get((proc.node_id, proc.pid or -1))
+        rank = ranks.get(proc.ref)
         if rank is not None and proc.rank is None:
             proc.rank = rank
-            collection.info.setdefault((proc.node_id, proc.pid or -1), {})["rank_source"] = "Ray Train controller log"
+            collection.info.setdefault(proc.ref, {})["rank_source"] = "Ray Train controller log"
 
 
 # Ray's own processes: never the job's code, not worth a dump when hunting blindly.
@@ -242,7 +242,7 @@ def _without_state_api(opts: Options, addr: ClusterAddress, snap: Snapshot, dead
             proc.actor_class = cls
             collection.processes.append(proc)
         collection.errors += [CollectionError.from_dict(e, "local") for e in value.get("errors", [])]
-        collection.info = {("local", int(k)): {"node_id": "local", **v} for k, v in (value.get("info") or {}).items()}
+        collection.info = {ProcessRef("local", int(k)): {"node_id": "local", **v} for k, v in (value.get("info") or {}).items()}
         if isinstance(value.get("flight_recorder"), dict):
             collection.flight_recorder.append({**value["flight_recorder"], "node_id": "local"})
         collection.nodes = 1

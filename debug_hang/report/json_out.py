@@ -57,7 +57,7 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
         "chains": chain_json,
         "collection": {
             "nodes": diag.collection.nodes,
-            "processes": len({(p.node_id, p.pid) for p in diag.collection.processes}),
+            "processes": len({p.ref for p in diag.collection.processes}),
             "stacks": len(diag.collection.processes),
             "seconds": round(diag.seconds, 2),
             "timings": diag.timings,

@@ -183,7 +183,7 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
     if others:
         yield f"- Other jobs: {md_inline(', '.join(others[:10]))}{' …' if len(others) > 10 else ''}"
     coll = diag.collection
-    yield (f"- Collection: {len({(p.node_id, p.pid) for p in coll.processes})} processes on {coll.nodes} node(s), "
+    yield (f"- Collection: {len({p.ref for p in coll.processes})} processes on {coll.nodes} node(s), "
            f"{len(coll.processes)} stacks in {coll.seconds:.1f}s; whole diagnosis {diag.seconds:.1f}s")
     if diag.progress:
         yield f"- Progress seen: {md_inline('; '.join(diag.progress[:3]))}"
