@@ -296,7 +296,8 @@ def _verdict(job: dict[str, Any], causes: list[RootCause], progress: list[str], 
     # Activity that need not be work counts on the culprits only: a victim's own threads (a
     # driver forwarding logs) do not say that the culprit will release it.
     culprit_pids = {(c.node_id, c.pid) for cause in causes for c in cause.culprits}
-    active = [s for s in signals if s.strongest() == "activity" and (s.node_id, s.pid) in culprit_pids]
+    active = [s for s in signals if s.strongest() == "activity" and (s.node_id, s.pid) in culprit_pids
+              and not _only_earlier_activity(s, top.pattern)]
     if active and not cycle:
         return "inconclusive", (f"Job {job_id} may be hung ({title[:1].lower() + title[1:]} — culprit {names}), but "
                                 f"{_signal_text(active, 'activity')}: it may still be working. A hang needs it "
@@ -335,3 +336,10 @@ def quote_deaths(diag: Diagnosis) -> None:
         cause.summary += f" — dies of: {reason}"
         if diag.verdict == "hang" and cause is diag.causes[0]:
             diag.summary += f" Each attempt dies of: {reason}."
+
+
+def _only_earlier_activity(signal: ProcessProgress, pattern: str) -> bool:
+    """True when a culprit's only activity was logged before the window and its root cause shows
+    that nothing can release the wait any more (verdict_rules.yaml: proven_stuck)."""
+    r = rules()
+    return pattern in r.proven_stuck and all(f.signal in r.before_window_signals for f in signal.deciding("activity"))
