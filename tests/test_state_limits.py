@@ -59,5 +59,10 @@ def test_truncation_and_several_jobs_are_reported(tmp_path: Path) -> None:
         snapshot = json.loads((tmp_path / "d" / "snapshot.json").read_text())
         assert any("returned 40 of" in w for w in snapshot["warnings"]), snapshot["warnings"]
         assert "returned 40 of" in report
+        # and the job's one blocked task was still read (the first listing holds unfinished rows
+        # only), while its cut history is recorded in diagnosis.json
+        assert any(t.get("name") == "shard" and t.get("state") == "RUNNING" for t in snapshot["tasks"])
+        diagnosis = json.loads((tmp_path / "d" / "diagnosis.json").read_text())
+        assert diagnosis["collection"]["truncated"]["tasks_of_job"]["returned"] == 40, diagnosis["collection"]
     finally:
         localcluster.stop(cluster)
