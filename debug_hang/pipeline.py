@@ -128,6 +128,8 @@ def run(opts: Options) -> Diagnosis:
     after = client.list_state("tasks", [("job_id", "=", str(job.get("job_id")))])
     if after.error:
         errors.append(CollectionError(f"second task listing failed: {after.error}"))
+    if after.truncated:  # a completion past the cut is not seen: progress may be missed
+        snap.truncated["tasks_after"] = after.completeness()
     after.rows = redact_obj(after.rows)
     timer.mark("progress_window")
     diag = analyse(job, snap, collection, None if after.error else after.rows, addr.gcs, why, others,

@@ -67,5 +67,6 @@ def test_truncation_and_several_jobs_are_reported(tmp_path: Path) -> None:
         assert "tasks" not in snapshot["truncated"]
         diagnosis = json.loads((tmp_path / "d" / "diagnosis.json").read_text())
         assert diagnosis["collection"]["truncated"]["tasks_of_job"]["returned"] == 40, diagnosis["collection"]
+        assert diagnosis["collection"]["truncated"]["tasks_after"]["returned"] == 40, diagnosis["collection"]
     finally:
         localcluster.stop(cluster)

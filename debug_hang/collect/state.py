@@ -159,8 +159,9 @@ UNFINISHED_FILTERS: dict[str, list[tuple[str, str, str]]] = {
     "tasks": [("state", "!=", "FINISHED")],
     "actors": [("state", "!=", "DEAD")],
 }
-# Lists whose cut (or dropped events) can hide rows of the diagnosed job.
-JOB_LISTS = ("tasks", "actors", "tasks_of_job", "actors_of_job")
+# Lists whose cut (or dropped events) can hide rows of the diagnosed job (tasks_after: the job's
+# second task listing, that of the progress window).
+JOB_LISTS = ("tasks", "actors", "tasks_of_job", "actors_of_job", "tasks_after")
 
 
 def take_snapshot(dashboard_url: str, job_id: str | None, timeout_s: float = HTTP_TIMEOUT_S) -> Snapshot:
