@@ -90,18 +90,3 @@ def test_a_cut_job_list_is_recorded_and_makes_every_finding_less_sure(tmp_path: 
     assert plain.causes and [round(c.confidence, 6) for c in cut.causes] == [
         round(max(0.0, c.confidence - settings().truncated_penalty), 6) for c in plain.causes]
     assert "truncated" not in to_json(plain)["collection"]
-
-
-def test_ray_dropped_task_events_count_as_incomplete() -> None:
-    # The task list response's funnel (ListApiResponse): total at the source, num_after_truncation,
-    # num_filtered, and the dropped-event counters when the API reports them.
-    data = {"total": 10, "num_after_truncation": 10, "num_filtered": 3, "result": [{}, {}, {}],
-            "num_status_task_events_dropped": 4, "num_profile_task_events_dropped": 1}
-    result = ListResult.from_data(data)
-    assert result.truncated and result.completeness() == {"returned": 3, "total": 10, "matched": 3,
-                                                          "events_dropped": 5}
-    complete = ListResult.from_data({**data, "num_status_task_events_dropped": 0, "num_profile_task_events_dropped": 0})
-    assert not complete.truncated
-    # A source that lost events: total above what came out of it.
-    assert ListResult.from_data({"total": 12, "num_after_truncation": 10, "num_filtered": 3,
-                                 "result": [{}, {}, {}]}).truncated
