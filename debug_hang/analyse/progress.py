@@ -177,6 +177,10 @@ def _job_lines(lines: list[str], lr: LogRules) -> list[str]:
     return [ln for ln in clean if ln.strip() and not any(p.search(ln) for p in lr.ignore)]
 
 
+def _numbers(masked: str) -> list[str]:
+    return re.findall(r"\d+", masked)
+
+
 def _counters(masked: str, lr: LogRules) -> list[str]:
     return [m.group(0) for p in lr.counters for m in p.finditer(masked)]
 
@@ -208,7 +212,10 @@ def log_readings(logs: list[dict[str, Any]], lr: LogRules) -> dict[str, tuple[fl
         age = log.get("age_s")
         if not new and age is not None and float(age) <= lr.recent_s and len(tail) >= 2:
             last, before = _mask_times(tail[-1], lr), _mask_times(tail[-2], lr)
-            if _counters(last, lr) and _shape(last) == _shape(before) and _counters(last, lr) != _counters(before, lr):
+            # Fresh and the same line with other numbers: a loop still counting (a retry or
+            # back-off "attempt N" as much as a "step N"). Activity, not progress: it never
+            # proves work, it only keeps a silent window from reading as a hang.
+            if _shape(last) == _shape(before) and _numbers(last) != _numbers(before):
                 recent = (float(age), f"{tail[-2].strip()[:120]} → {tail[-1].strip()[:120]}")
     out: dict[str, tuple[float, str]] = {}
     if advancing:
