@@ -5,8 +5,11 @@ forwards to an Embedder; the consumer raised on item 3 (KeyError), its asyncio t
 feed() awaits q.put() forever once 4 items pile up. Driver in ray.get(feed). Truth: culprit is the
 Stage actor (its dead consumer coroutine); fix: supervise the task / check task.exception().
 """
-import asyncio, os
+import asyncio
+import os
+
 import ray
+
 
 @ray.remote(num_cpus=0.1)
 class Embedder:

@@ -5,9 +5,13 @@ a flush thread completes futures when the batch reaches 8. Only 5 requests ever 
 is no flush-on-timeout, so fut.result() (no timeout) waits forever in Condition.wait. Driver in
 ray.get. Truth: culprit RequestBatcher (its batching never flushes a partial batch).
 """
-import os, threading, time
 import concurrent.futures as cf
+import os
+import threading
+import time
+
 import ray
+
 
 @ray.remote(num_cpus=0.1)
 class RequestBatcher:

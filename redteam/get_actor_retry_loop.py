@@ -5,8 +5,11 @@ Mechanism: a detached-style 'feature_store' actor is created with namespace='fea
 ValueError, forever. The actor is alive and idle. Truth: culprit = the driver (wrong namespace in
 the lookup); nothing is blocked in Ray; it is a client-side poll loop.
 """
-import os, time
+import os
+import time
+
 import ray
+
 
 @ray.remote(num_cpus=0.1)
 class FeatureStore:

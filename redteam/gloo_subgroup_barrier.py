@@ -5,13 +5,17 @@ dist.barrier(group=eval_group); rank 1, by a bug, dist.barrier() (world); rank 2
 (world). Rank 0 waits for rank 1 in the subgroup; ranks 1,2 wait for rank 0 in the world group.
 Truth: mismatch; culprit rank 1 (called the wrong group) — or at least rank-level mismatch.
 """
-import os, socket
+import os
+import socket
+
 import ray
+
 
 @ray.remote(num_cpus=0.1)
 class Rank:
     def run(self, rank, world, port):
         import datetime
+
         import torch.distributed as dist
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                                 world_size=world, timeout=datetime.timedelta(hours=1))
@@ -23,7 +27,11 @@ class Rank:
         return rank
 
 def free_port():
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
 
 def main():
     ray.init(address=os.environ.get("RAY_ADDRESS", "auto"))

@@ -4,8 +4,11 @@ Mechanism: Fetcher.fetch_all retries a 'rate-limited' fetch with 5 s sleeps, pri
 'attempt N (waiting for quota)' each time, succeeding after 30 attempts (~150 s). Truth: no hang
 (slow; progress only in its log lines).
 """
-import os, time
+import os
+import time
+
 import ray
+
 
 @ray.remote(num_cpus=0.1)
 class Fetcher:

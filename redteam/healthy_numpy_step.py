@@ -3,9 +3,12 @@
 Mechanism: Solver.step runs repeated matmuls for ~20 s (one Python frame, CPU busy), prints
 'step N done', 6 steps in total. Truth: no hang (busy, making progress inside native code).
 """
-import os, time
+import os
+import time
+
 import numpy as np
 import ray
+
 
 @ray.remote(num_cpus=0.1)
 class Solver:

@@ -5,8 +5,11 @@ Evaluator.score(), which waits on a threading.Event set only by Evaluator.ready(
 Ray Data's operators are idle because the consumer does not pull (backpressure). Truth: culprit
 Evaluator (Event never set); the Ray Data streaming executor is a bystander.
 """
-import os, threading
+import os
+import threading
+
 import ray
+
 
 @ray.remote(num_cpus=0.1, max_concurrency=2)
 class Evaluator:

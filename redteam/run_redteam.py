@@ -2,9 +2,13 @@
 
 Usage: python redteam/run_redteam.py PORT NAME [NAME...]   (outputs /tmp/rt_<name>)
 """
-import subprocess, sys, time
+import subprocess
+import sys
+import time
 from pathlib import Path
+
 from ray.job_submission import JobSubmissionClient
+
 from debug_hang import localcluster
 
 HERE = Path(__file__).resolve().parent
@@ -18,8 +22,8 @@ def main() -> None:
         for name in names:
             sub = client.submit_job(entrypoint=f"python {name}.py", runtime_env={"working_dir": str(HERE)})
             try:
-                localcluster.wait_for(lambda: "READY" in client.get_job_logs(sub)
-                                      or client.get_job_status(sub).is_terminal(), 120, name)
+                localcluster.wait_for(lambda s=sub: "READY" in client.get_job_logs(s)
+                                      or client.get_job_status(s).is_terminal(), 120, name)
                 job_id = str(client.get_job_info(sub).job_id)
                 localcluster.wait_quiet(cluster, job_id, quiet_s=3, max_s=20)
                 time.sleep(8 if not name.startswith("healthy") else 25)

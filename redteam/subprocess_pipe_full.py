@@ -5,7 +5,10 @@ proc.wait() before reading stdout. The pipe (64 KiB) fills; the child blocks in 
 in Popen.wait (waitpid). Differs from examples/child_process_hang (child blocked READING stdin).
 Truth: culprit Exporter; fix: proc.communicate() (or read stdout before wait).
 """
-import os, subprocess, sys
+import os
+import subprocess
+import sys
+
 import ray
 
 CHILD = "import sys\nfor i in range(40000): sys.stdout.write('row %06d ' % i + 'x'*40 + '\\n')\n"

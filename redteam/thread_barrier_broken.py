@@ -6,8 +6,11 @@ forever in Barrier.wait (Condition.wait); the method's main thread waits in Thre
 Truth: culprit ShardWriter (a dead thread never arrives); fix: barrier timeout / barrier.abort()
 in an except path.
 """
-import os, threading
+import os
+import threading
+
 import ray
+
 
 @ray.remote(num_cpus=0.1)
 class ShardWriter:

@@ -5,8 +5,11 @@ self.cond.wait_for(lambda: self.version >= 1) with no timeout; publish() is neve
 driver calls get first and only then would publish). Truth: culprit is that actor... the waiter;
 the missing notifier is the driver's call order. Tests name safety in report.md.
 """
-import os, threading
+import os
+import threading
+
 import ray
+
 
 @ray.remote(num_cpus=0.1, max_concurrency=4)
 class ParamCache:
