@@ -471,6 +471,16 @@ def follow_queue(b: Builder, key: str) -> None:
     ray.util.queue by other actors."""
     if _in_process_queue(b.verdicts[key]):
         _check_in_process_producer(b.g.nodes[key], b.verdicts[key])
+        feeders = [t for t, m in b.verdicts[key].threads if m.pattern == "ray-get-wait"]
+        if b.g.nodes[key].pattern == "queue-get-wait" and feeders:
+            # The threads that fill this queue may be waiting on Ray work themselves (a
+            # streaming executor, a prefetcher in ray.wait): the calls this process submitted.
+            follow_submitted(b, key)
+            if b.g.out(key):
+                names = ", ".join(str(t.name or t.os_thread_id) for t in feeders)
+                b.g.nodes[key].evidence.append(
+                    f"its queue.Queue is filled by threads of this process that wait in ray.get/ray.wait ({names}): "
+                    "it waits for the calls they submitted")
     else:
         _edges_queue(b, key)
 
