@@ -4,6 +4,11 @@
 Starts a loopback cluster (own ports, temp dir; killed afterwards, never `ray stop`), submits each
 example, waits until it is hung, then times `scripts/diagnose_ray_hang.sh` as a user runs it (fresh
 interpreter) and `diagnose.run()` in-process, REPEAT times each. Prints a table (or --json).
+
+--poller N instead submits one job of N actors blocked in `ray.get` on one poller actor (N + 2
+processes with the driver) and times, in the same run: the script REPEAT times (median, with the
+median of each phase from diagnosis.json `collection.timings`) and a bare sequential
+`py-spy dump --pid PID` of the same processes; the load average is read before and after.
 """
 
 from __future__ import annotations
@@ -23,9 +28,79 @@ sys.path.insert(0, str(ROOT))
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 
 from debug_hang import localcluster  # noqa: E402
-from debug_hang.pipeline import Options, run  # noqa: E402
+from debug_hang.pipeline import FRESH_TASK_S, Options, run  # noqa: E402
 
 DEFAULT_EXAMPLES = ["producer_never_produces", "actor_call_cycle", "gloo_skipped_allreduce"]
+
+POLLER_JOB = '''
+import os, threading, ray
+ray.init(address=os.environ.get("RAY_ADDRESS", "auto"))
+
+@ray.remote(num_cpus=0)
+class Poller:
+    def wait(self):
+        threading.Event().wait()  # never set: every caller waits on it
+
+@ray.remote(num_cpus=0)
+class Worker:
+    def run(self, poller):
+        return ray.get(poller.wait.remote())
+
+poller = Poller.remote()
+workers = [Worker.remote() for _ in range({n})]
+refs = [w.run.remote(poller) for w in workers]
+print("READY", flush=True)
+ray.get(refs)
+'''
+
+
+def bench_poller(cluster: localcluster.LocalCluster, n: int, repeat: int) -> dict[str, object]:
+    """The whole diagnosis of N actors blocked on one poller, beside bare py-spy of the same processes."""
+    from ray.job_submission import JobSubmissionClient
+
+    from debug_hang.probe.pyspy import find_pyspy
+
+    client = JobSubmissionClient(cluster.dashboard)
+    with tempfile.TemporaryDirectory() as jobdir:
+        (Path(jobdir) / "poller.py").write_text(POLLER_JOB.format(n=n))
+        sub = client.submit_job(entrypoint="python poller.py", runtime_env={"working_dir": jobdir})
+        localcluster.wait_for(lambda: "READY" in client.get_job_logs(sub), 180, "poller job READY")
+        localcluster.wait_for(lambda: _running_calls(cluster) >= n, 180, "every Worker.run call running")
+        time.sleep(FRESH_TASK_S + 1)  # older than the diagnosis' fresh-task window, as a real hang is
+        load_before = os.getloadavg()[0]
+        script, phases, pids, verdicts = [], [], [], set()
+        for i in range(repeat):
+            with tempfile.TemporaryDirectory() as tmp:
+                start = time.monotonic()
+                subprocess.run([str(ROOT / "scripts" / "diagnose_ray_hang.sh"), cluster.gcs, tmp],
+                               check=True, capture_output=True, env=cluster.env(), timeout=300)
+                script.append(time.monotonic() - start)
+                doc = json.loads((Path(tmp) / "diagnosis.json").read_text())
+                verdicts.add(doc["verdict"])
+                phases.append(doc["collection"].get("timings") or {})
+                stacks = json.loads((Path(tmp) / "stacks.json").read_text())
+                pids = sorted({p["pid"] for p in stacks["processes"]})
+            print(f"poller run {i + 1}: script {script[-1]:.2f}s {phases[-1]}", file=sys.stderr)
+        pyspy = find_pyspy()
+        bare = []
+        for pid in pids:
+            start = time.monotonic()
+            subprocess.run([str(pyspy), "dump", "--pid", str(pid)], capture_output=True, timeout=30, check=False)
+            bare.append(time.monotonic() - start)
+        client.stop_job(sub)
+    names = list(dict.fromkeys(k for ph in phases for k in ph))
+    return {"processes": len(pids), "script_median_s": round(statistics.median(script), 2),
+            "script_runs_s": [round(x, 2) for x in script],
+            "phase_medians_s": {k: round(statistics.median(ph.get(k, 0.0) for ph in phases), 2) for k in names},
+            "bare_pyspy_sequential_s": round(sum(bare), 2), "verdicts": sorted(verdicts),
+            "loadavg_before": round(load_before, 1), "loadavg_after": round(os.getloadavg()[0], 1)}
+
+
+def _running_calls(cluster: localcluster.LocalCluster) -> int:
+    from debug_hang.collect.state import DashboardClient
+
+    rows = DashboardClient(cluster.dashboard).list_state("tasks", [("state", "!=", "FINISHED")], detail=False).rows
+    return sum(1 for t in rows if t.get("name") == "Worker.run" and str(t.get("state")).startswith("RUNNING"))
 
 
 def main() -> int:
@@ -34,9 +109,16 @@ def main() -> int:
     p.add_argument("--repeat", type=int, default=3, help="timed runs per example and path (default 3)")
     p.add_argument("--port", type=int, default=6470, help="GCS port of the benchmark cluster (default 6470)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    p.add_argument("--poller", type=int, metavar="N", help="time N actors blocked on one poller instead")
     args = p.parse_args()
     cluster = localcluster.start(args.port, num_cpus=4)
     rows = []
+    if args.poller:
+        try:
+            print(json.dumps(bench_poller(cluster, args.poller, args.repeat), indent=1))
+        finally:
+            localcluster.stop(cluster)
+        return 0
     try:
         for example in args.examples:
             job = localcluster.submit_example(cluster, example)

@@ -9,13 +9,27 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 STACKS_SCHEMA = "debug-hang/stacks/v1"
 
 # Ray sets the process title of a worker to `ray::<Class>.<method>` (actor running a method),
 # `ray::<Class>` (idle actor), `ray::<task_name>` (task) or `ray::IDLE` (pooled worker).
 _RAY_TITLE = re.compile(r"^ray::(?P<rest>[^\s]+)")
+
+
+class ProcessRef(NamedTuple):
+    """Who a process is across the cluster. PIDs repeat across machines and pods, so a process is
+    known by its node and its pid together: the one identity a dump target, a dumped process, its
+    per-process evidence and its graph node share (a plain `(node_id, pid)` tuple compares equal)."""
+
+    node_id: str | None
+    pid: int | None
+
+    @property
+    def key(self) -> str:
+        """The process's key in the wait-for graph."""
+        return f"proc:{self.node_id}:{self.pid}"
 
 
 @dataclass
@@ -83,6 +97,10 @@ class Process:
     def title_parts(self) -> tuple[str | None, str | None]:
         """(actor class or task name, method) from a `ray::...` title; (None, None) otherwise."""
         return split_ray_title(self.title)
+
+    @property
+    def ref(self) -> ProcessRef:
+        return ProcessRef(self.node_id, self.pid)
 
     @property
     def label(self) -> str:
@@ -224,7 +242,7 @@ class Collection:
     processes: list[Process] = field(default_factory=list)
     # Per-process evidence read on its node (title, ppid, child_of, env, cpu_percent), keyed by
     # (node_id, pid): PIDs repeat across machines and pods.
-    info: dict[tuple[str | None, int], dict[str, Any]] = field(default_factory=dict)
+    info: dict[ProcessRef, dict[str, Any]] = field(default_factory=dict)
     errors: list[CollectionError] = field(default_factory=list)
     nodes: int = 0
     targets: int = 0
@@ -236,23 +254,23 @@ class Collection:
 
     def info_of(self, proc: Process) -> dict[str, Any]:
         """The node-side evidence of one process ({} when none was read)."""
-        return self.info.get((proc.node_id, proc.pid or -1), {})
+        return self.info.get(proc.ref, {})
 
     def info_to_json(self) -> list[dict[str, Any]]:
         return [{"pid": pid, **value} for (_, pid), value in self.info.items()]
 
     @staticmethod
-    def info_from_json(raw: Any) -> dict[tuple[str | None, int], dict[str, Any]]:
+    def info_from_json(raw: Any) -> dict[ProcessRef, dict[str, Any]]:
         """Read `info_to_json` output; also the older {pid: {...}} form of early recordings."""
         rows = [{"pid": int(k), **v} for k, v in raw.items()] if isinstance(raw, dict) else list(raw or [])
-        return {(row.get("node_id"), int(row["pid"])): {k: v for k, v in row.items() if k != "pid"}
+        return {ProcessRef(row.get("node_id"), int(row["pid"])): {k: v for k, v in row.items() if k != "pid"}
                 for row in rows}
 
     def latest(self) -> list[Process]:
         """The last sample of each process."""
-        last: dict[tuple[str | None, int | None], Process] = {}
+        last: dict[ProcessRef, Process] = {}
         for proc in self.processes:
-            key = (proc.node_id, proc.pid)
+            key = proc.ref
             if key not in last or proc.sample >= last[key].sample:
                 last[key] = proc
         return list(last.values())

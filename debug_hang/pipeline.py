@@ -17,15 +17,16 @@ from typing import Any
 from debug_hang.analyse.diagnosis import Diagnosis
 from debug_hang.analyse.flight_recorder import analyse as analyse_fr
 from debug_hang.analyse.fr_join import attach
+from debug_hang.analyse.patterns import settings
 from debug_hang.analyse.rootcause import chains
 from debug_hang.analyse.verdict import analyse, quote_deaths, youngest_task_age_s
 from debug_hang.collect.address import ClusterAddress, check_reachable, parse_address, resolve_dashboard
 from debug_hang.collect.evidence import gather
 from debug_hang.collect.raytrain import worker_ranks
 from debug_hang.collect.stacks import MAX_TARGETS, Target, cap_targets, collect_stacks, select_targets
-from debug_hang.collect.state import DashboardClient, take_snapshot
+from debug_hang.collect.state import JOB_LISTS, DashboardClient, job_rows, merge_job_rows, take_snapshot
 from debug_hang.errors import DeadlineError, NotFoundError
-from debug_hang.model import Collection, CollectionError, Evidence, NodeEvidence, Process, process_from_dict, stacks_from_dict
+from debug_hang.model import Collection, CollectionError, Evidence, NodeEvidence, Process, ProcessRef, process_from_dict, stacks_from_dict
 from debug_hang.parse.flight_recorder import from_probe, read_saved
 from debug_hang.probe.pyspy import DumpOptions
 from debug_hang.redact import DEFAULT as redactor
@@ -92,6 +93,8 @@ def run(opts: Options) -> Diagnosis:
         # The State API is down (dashboard dead or overloaded): partial results beat none.
         return _without_state_api(opts, addr, snap, deadline, started)
     job, why, others = pick_job(snap.jobs, opts.job_id, own_job=_own_job_id())
+    # The job's own rows in every state (its history), read while the stacks are taken.
+    own_rows = job_rows(addr.dashboard_url, str(job.get("job_id")), timeout_s=deadline.remaining(cap=10.0))
     targets, cut = cap_targets(select_targets(job, snap.actors, snap.tasks, snap.nodes), job, snap.tasks,
                                opts.max_targets)
     collection = collect_stacks(
@@ -99,8 +102,10 @@ def run(opts: Options) -> Diagnosis:
                                    timeout_s=min(10.0, deadline.remaining())),
         deadline, samples=opts.samples, interval_s=opts.interval_s,
     )
-    if redactor.learnt > learnt_before:
-        scrub_snapshot(snap)  # values first seen in the targets' environments: out of the rows too
+    if not own_rows.join(deadline.remaining(cap=10.0)):
+        snap.warnings.append("the job's own tasks and actors were not read in time: only its unfinished ones are used")
+    if merge_job_rows(snap, own_rows) or redactor.learnt > learnt_before:
+        scrub_snapshot(snap)  # the job's rows read since, and values first seen in the targets' environments
     timer.mark("stacks")
     errors: list[CollectionError] = []
     if cut:
@@ -123,11 +128,14 @@ def run(opts: Options) -> Diagnosis:
     after = client.list_state("tasks", [("job_id", "=", str(job.get("job_id")))])
     if after.error:
         errors.append(CollectionError(f"second task listing failed: {after.error}"))
+    if after.truncated:  # a completion past the cut is not seen: progress may be missed
+        snap.truncated["tasks_after"] = after.completeness()
     after.rows = redact_obj(after.rows)
     timer.mark("progress_window")
     diag = analyse(job, snap, collection, None if after.error else after.rows, addr.gcs, why, others,
                    errors + [CollectionError(e) for e in snap.errors], started)
     add_flight_recorder(diag)
+    weigh_truncation(diag, snap.truncated)
     timer.mark("analysis")
     missing = [e for e in snap.errors if "/api/v0/tasks" in e or "/api/v0/actors" in e]
     if missing and diag.verdict == "no-hang":
@@ -148,6 +156,15 @@ def run(opts: Options) -> Diagnosis:
                       include_runtime_env=opts.include_runtime_env)
         timer.mark("write")
     return diag
+
+
+def weigh_truncation(diag: Diagnosis, truncated: dict[str, dict[str, int]]) -> None:
+    """Record the State API lists that came back incomplete; when one could hold the job's rows,
+    every finding is less sure by the catalog's `truncated_penalty` (a missing row can be a link)."""
+    diag.truncated = dict(truncated)
+    if any(name in JOB_LISTS for name in truncated):
+        for cause in diag.causes:
+            cause.confidence = max(0.0, cause.confidence - settings().truncated_penalty)
 
 
 def scrub_snapshot(snap: Snapshot) -> None:
@@ -196,10 +213,10 @@ def _add_train_ranks(dashboard_url: str, job: dict[str, Any], snap: Snapshot, co
     ranks, problems = worker_ranks(client, job.get("job_id"), snap.actors, snap.nodes)
     errors += [CollectionError(p) for p in problems]
     for proc in collection.processes:
-        rank = ranks.get((proc.node_id, proc.pid or -1))
+        rank = ranks.get(proc.ref)
         if rank is not None and proc.rank is None:
             proc.rank = rank
-            collection.info.setdefault((proc.node_id, proc.pid or -1), {})["rank_source"] = "Ray Train controller log"
+            collection.info.setdefault(proc.ref, {})["rank_source"] = "Ray Train controller log"
 
 
 # Ray's own processes: never the job's code, not worth a dump when hunting blindly.
@@ -242,7 +259,7 @@ def _without_state_api(opts: Options, addr: ClusterAddress, snap: Snapshot, dead
             proc.actor_class = cls
             collection.processes.append(proc)
         collection.errors += [CollectionError.from_dict(e, "local") for e in value.get("errors", [])]
-        collection.info = {("local", int(k)): {"node_id": "local", **v} for k, v in (value.get("info") or {}).items()}
+        collection.info = {ProcessRef("local", int(k)): {"node_id": "local", **v} for k, v in (value.get("info") or {}).items()}
         if isinstance(value.get("flight_recorder"), dict):
             collection.flight_recorder.append({**value["flight_recorder"], "node_id": "local"})
         collection.nodes = 1
@@ -307,6 +324,7 @@ def reanalyse(folder: Path) -> Diagnosis:
                    str(meta.get("job_choice") or ""), [j for j in snap.jobs if j is not job], [], time.monotonic())
     diag.seconds = float(meta.get("diagnosis_seconds") or diag.seconds)
     add_flight_recorder(diag)
+    weigh_truncation(diag, snap.truncated)
     ev_path = folder / "evidence.json"
     if ev_path.exists():
         raw = json.loads(ev_path.read_text())

@@ -61,6 +61,8 @@ class Snapshot:
     cluster_status_text: str | None = None
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # Lists the State API cut or Ray dropped events of: {list: {returned, total[, matched][, events_dropped]}}.
+    truncated: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -76,6 +78,7 @@ class Snapshot:
             "cluster_status_text": self.cluster_status_text,
             "warnings": self.warnings,
             "errors": self.errors,
+            "truncated": self.truncated,
         }
 
     @classmethod

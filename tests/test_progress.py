@@ -242,3 +242,31 @@ def test_an_actor_restarted_once_is_a_loop_only_while_it_is_down() -> None:
     down = [{**a, "num_restarts": "1", "state": "RESTARTING"} for a in snap.actors]
     (loop,) = find_crash_loops(down, one_death).values()
     assert not loop.confirmed  # died once, being restarted: not yet a loop
+
+
+@pytest.mark.parametrize("case", ["stdlib_queue_no_producer", "queue_producer_gone"])
+def test_counter_logged_before_the_window_does_not_doubt_a_proven_dead_producer(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recorded real runs diagnosed ~6-8 s after the producer's last progress line: the producer is
+    gone (its thread died / its task failed), so that earlier line does not make the hang doubtful."""
+    from debug_hang.analyse import verdict
+
+    folder = ROOT / "tests" / "data" / "cases" / case
+    report = (folder / "report.md").read_text()
+    assert "before the window" in report  # the capture really holds a recent counter
+    assert to_json(reanalyse(folder))["verdict"] == "hang"
+    # Without the rule (the same capture), the earlier counter would make it inconclusive.
+    shipped = rules()
+    import dataclasses
+
+    monkeypatch.setattr(verdict, "rules", lambda: dataclasses.replace(shipped, proven_stuck=frozenset()))
+    assert to_json(reanalyse(folder))["verdict"] == "inconclusive"
+
+
+def test_proven_stuck_patterns_are_root_causes_of_the_catalog() -> None:
+    from debug_hang.analyse.patterns import catalog
+
+    r = rules()
+    assert r.proven_stuck and r.before_window_signals
+    for pattern in r.proven_stuck:
+        assert catalog()[pattern].kind == "root-cause", pattern
+    assert r.before_window_signals <= {s.id for s in r.signals}

@@ -23,14 +23,16 @@ def shard(i):
     time.sleep(3600 if i == 0 else 0)
     return i
 
-refs = [shard.remote(i) for i in range({n})]
+ray.get([shard.remote(i) for i in range(1, {n})])  # finished history
+blocked = shard.remote(0)
 print("READY", flush=True)
-ray.get(refs)
+ray.get(blocked)
 '''
 
 
 def test_truncation_and_several_jobs_are_reported(tmp_path: Path) -> None:
-    # GIVEN a head whose State API returns at most 40 rows, and two running jobs, one with 120 tasks
+    # GIVEN a head whose State API returns at most 40 rows, and two running jobs, one with 60 tasks
+    # of which one is blocked and the others finished
     os.environ["RAY_MAX_LIMIT_FROM_API_SERVER"] = "40"
     try:
         cluster = localcluster.start(int(os.environ.get("DEBUG_HANG_TEST_PORT", "6400")) + 6, num_cpus=2)
@@ -40,7 +42,7 @@ def test_truncation_and_several_jobs_are_reported(tmp_path: Path) -> None:
         from ray.job_submission import JobSubmissionClient
 
         client = JobSubmissionClient(cluster.dashboard)
-        for name, n in (("older.py", 3), ("many.py", 120)):
+        for name, n in (("older.py", 3), ("many.py", 60)):
             (tmp_path / "job").mkdir(exist_ok=True)
             (tmp_path / "job" / name).write_text(MANY_TASKS_JOB.format(n=n))
             sub = client.submit_job(entrypoint=f"python {name}", runtime_env={"working_dir": str(tmp_path / "job")})
@@ -59,5 +61,12 @@ def test_truncation_and_several_jobs_are_reported(tmp_path: Path) -> None:
         snapshot = json.loads((tmp_path / "d" / "snapshot.json").read_text())
         assert any("returned 40 of" in w for w in snapshot["warnings"]), snapshot["warnings"]
         assert "returned 40 of" in report
+        # and the job's one blocked task was still read (the first listing holds unfinished rows
+        # only), while its cut history is recorded in diagnosis.json
+        assert any(t.get("name") == "shard" and t.get("state") == "RUNNING" for t in snapshot["tasks"]), snapshot["truncated"]
+        assert "tasks" not in snapshot["truncated"]
+        diagnosis = json.loads((tmp_path / "d" / "diagnosis.json").read_text())
+        assert diagnosis["collection"]["truncated"]["tasks_of_job"]["returned"] == 40, diagnosis["collection"]
+        assert diagnosis["collection"]["truncated"]["tasks_after"]["returned"] == 40, diagnosis["collection"]
     finally:
         localcluster.stop(cluster)

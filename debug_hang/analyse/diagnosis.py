@@ -49,6 +49,8 @@ class Diagnosis:
     flight_recorder: FRAnalysis | None = None
     fr_notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase of the run, in order
+    # State API lists that came back incomplete: {list: {returned, total[, matched][, events_dropped]}}.
+    truncated: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.chains:

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from debug_hang.analyse.crashloop import CrashLoop, find_crash_loops
 from debug_hang.analyse.holders import Holder, bundle_total, idle_actors, leaked_placement_groups, status_reserved_line
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, is_library, settings
-from debug_hang.model import Frame, Process, Thread
+from debug_hang.model import Frame, Process, ProcessRef, Thread
 from debug_hang.snapshot import (
     BARRIER_TASK,
     DONE_STATES,
@@ -62,6 +62,10 @@ class GNode:
     user_frame: Frame | None = None  # the innermost frame of the job's own code on that stack
     lock_wait: Frame | None = None  # another thread of the process waiting at a lock line
     demand: dict[str, float] = field(default_factory=dict)  # what a pending request asks for
+
+    @property
+    def ref(self) -> ProcessRef:
+        return ProcessRef(self.node_id, self.pid)
 
     def label(self) -> str:
         where = f"pid {self.pid}" if self.pid else self.state
@@ -150,7 +154,7 @@ class GraphInputs:
     node_totals: list[dict[str, float]]
     verdicts: list[ProcessVerdict]
     available: dict[str, float] | None = None  # cluster-wide free resources, when known
-    info: dict[tuple[str | None, int], dict[str, Any]] = field(default_factory=dict)  # (node_id, pid) -> evidence
+    info: dict[ProcessRef, dict[str, Any]] = field(default_factory=dict)  # per-process evidence read on its node
     jobs: list[dict[str, Any]] = field(default_factory=list)  # every job (creators of resource holders)
     now_s: float = 0.0  # when the state was read (epoch seconds): ages of holders
     usage: dict[str, tuple[float, float]] = field(default_factory=dict)  # {resource: (used, total)}, ray status's
@@ -178,7 +182,7 @@ _IDLE_READINGS = frozenset({"event-wait", "queue-get-wait"})
 
 
 def proc_key(proc: Process) -> str:
-    return f"proc:{proc.node_id}:{proc.pid}"
+    return proc.ref.key
 
 
 def _frame_text(frame: Frame | None) -> str:
@@ -212,7 +216,7 @@ class Builder:
     tasks: list[dict[str, Any]]  # the job's tasks, and its calls into other jobs' actors
     index: TaskIndex
     verdicts: dict[str, ProcessVerdict] = field(default_factory=dict)  # graph key -> stack verdict
-    by_pid: dict[tuple[str | None, int | None], str] = field(default_factory=dict)  # (node, pid) -> key
+    by_pid: dict[ProcessRef, str] = field(default_factory=dict)  # a dumped process -> its key
     actor_node: dict[str, str] = field(default_factory=dict)  # actor id -> key
     running: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # key -> its RUNNING tasks
 
@@ -255,7 +259,7 @@ def add_process_nodes(b: Builder) -> None:
         node = _process_node(b, verdict)
         b.g.nodes[node.key] = node
         b.verdicts[node.key] = verdict
-        b.by_pid[(verdict.process.node_id, verdict.process.pid)] = node.key
+        b.by_pid[verdict.process.ref] = node.key
         if verdict.process.actor_id:
             b.actor_node[verdict.process.actor_id] = node.key
 
@@ -281,7 +285,7 @@ def _process_node(b: Builder, verdict: ProcessVerdict) -> GNode:
         where = verdict.main.user_frame or verdict.main.frame
         node.evidence.append(f"stack: {verdict.main.pattern} at {_frame_text(where)}")
     _note_lock_across_call(node, verdict)
-    cpu = b.inp.info.get((proc.node_id, proc.pid or -1), {}).get("cpu_percent")
+    cpu = b.inp.info.get(proc.ref, {}).get("cpu_percent")
     if cpu is not None and (verdict.verdict == "busy" or cpu >= settings().cpu_evidence_percent):
         node.evidence.append(f"real CPU use {cpu:.0f}% over the sampling window")
     return node
@@ -340,7 +344,7 @@ def index_running_tasks(b: Builder) -> None:
     """The RUNNING calls of each dumped process; a call that no thread shows is not idleness."""
     for task in b.tasks:
         if task.get("state") == "RUNNING" and task.get("worker_pid"):
-            key = b.by_pid.get((task.get("node_id"), int(task["worker_pid"])))
+            key = b.by_pid.get(ProcessRef(task.get("node_id"), int(task["worker_pid"])))
             if key:
                 b.running.setdefault(key, []).append(task)
     for key, running in b.running.items():
@@ -706,7 +710,7 @@ def _node_for_task(b: Builder, task: dict[str, Any]) -> str | None:
             _mark_crash_loop(g.nodes[key], loop)
         return key
     if task.get("state") == "RUNNING" and task.get("worker_pid"):
-        return b.by_pid.get((task.get("node_id"), int(task["worker_pid"])))
+        return b.by_pid.get(ProcessRef(task.get("node_id"), int(task["worker_pid"])))
     if task.get("state") in PENDING_SCHED:
         pg = _pending_pg_of(task, b.inp.placement_groups)
         if pg is not None:
@@ -798,7 +802,7 @@ def _edges_children(b: Builder, key: str, proc: Process) -> None:
             continue
         if _HELPER_CHILD.search(str(info.get("title") or "")):
             continue  # multiprocessing's own helpers (resource tracker, fork server) wait by design
-        child_key = b.by_pid.get((proc.node_id, pid))
+        child_key = b.by_pid.get(ProcessRef(proc.node_id, pid))
         if child_key is None:
             child_key = f"proc:{proc.node_id}:{pid}"
             g.nodes[child_key] = GNode(key=child_key, kind="process", name=str(info.get("title") or f"pid {pid}"),
@@ -1254,7 +1258,7 @@ def detect_file_lock_waits(b: Builder) -> None:
 
 def _info(b: Builder, key: str) -> dict[str, Any]:
     proc = b.verdicts[key].process
-    return b.inp.info.get((proc.node_id, proc.pid or -1)) or {}
+    return b.inp.info.get(proc.ref) or {}
 
 
 def _leads_nowhere(node: GNode) -> bool:
@@ -1290,7 +1294,7 @@ def _edges_file_locks_of(b: Builder, key: str, frame: Frame | None = None) -> No
         if not lock.get("waiting"):
             continue
         for holder in lock.get("holders") or []:
-            dst = b.by_pid.get((node.node_id, holder.get("pid"))) or _lock_holder_node(b.g, node.node_id, holder)
+            dst = b.by_pid.get(ProcessRef(node.node_id, holder.get("pid"))) or _lock_holder_node(b.g, node.node_id, holder)
             b.g.add_edge(key, dst, "file-lock-wait",
                          f"waits at {_frame_text(frame)} for the {lock.get('type')} "
                          f"{lock.get('access')} lock on {_lock_path(lock)}, held by pid {holder.get('pid')} (/proc/locks)")

@@ -117,6 +117,7 @@ class Settings:
     unrecognised_end_confidence: float = 0.4
     confident: float = 0.8
     noise_below: float = 0.5
+    truncated_penalty: float = 0.15  # taken off every finding when the job's State API rows were cut
 
 
 @dataclass

@@ -65,6 +65,8 @@ class Rules:
     confidence: dict[str, float]
     crash_loop: CrashLoopRules
     inconclusive_when_silent: dict[str, str] = field(default_factory=dict)
+    proven_stuck: frozenset[str] = frozenset()  # root causes that earlier activity does not make doubtful
+    before_window_signals: frozenset[str] = frozenset()  # signals that read the log before the window
 
 
 def _compile(items: Any, where: str) -> tuple[re.Pattern[str], ...]:
@@ -107,6 +109,8 @@ def load_rules(path: Path | str = RULES_PATH) -> Rules:
             death_error_types=tuple(str(t) for t in crash.get("death_error_types") or ()),
             death_reasons=_compile(crash.get("death_reasons"), f"{path}: crash_loop.death_reasons")),
         inconclusive_when_silent={str(k): str(v) for k, v in (doc.get("inconclusive_when_silent") or {}).items()},
+        proven_stuck=frozenset(str(p) for p in doc.get("proven_stuck") or ()),
+        before_window_signals=frozenset(str(p) for p in doc.get("before_window_signals") or ()),
     )
 
 

@@ -13,7 +13,7 @@ from debug_hang.analyse.graph import GraphInputs, WaitGraph, build_graph
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, match_process, settings
 from debug_hang.analyse.progress import ProcessProgress, assess, loop_moved, progress_confidence, rules, summary_text
 from debug_hang.analyse.rootcause import RootCause, chains, root_causes
-from debug_hang.model import Collection, CollectionError, Process
+from debug_hang.model import Collection, CollectionError, Process, ProcessRef
 from debug_hang.redact import strip_controls
 from debug_hang.snapshot import POLLING_TASKS, Snapshot, available_resources, node_totals, resource_usage
 
@@ -44,7 +44,7 @@ def stuck_processes(collection: Collection) -> dict[tuple[str | None, int | None
             tuple((f.function, f.line) for f in t.frames if not f.native)
             for t in proc.threads if t.name not in ("PythonGCThread", "ray_print_logs", "ray_listen_error_messages")
         ))
-        sigs.setdefault((proc.node_id, proc.pid), set()).add(sig)
+        sigs.setdefault(proc.ref, set()).add(sig)
     return {key: len(values) == 1 for key, values in sigs.items()}
 
 
@@ -69,7 +69,7 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
     since_ms = snap.taken_at * 1000.0
     progress = detect_progress(snap.tasks, tasks_after, since_ms) if tasks_after is not None else []
     stuck = stuck_processes(collection)
-    moving = [p for p in latest if not stuck.get((p.node_id, p.pid), True)
+    moving = [p for p in latest if not stuck.get(p.ref, True)
               and any(v.process is p and v.verdict in ("blocked", "busy") for v in verdicts)]
     signals = progress_signals(graph, causes, verdicts, collection)
     verdict, summary = _verdict(job, causes, progress, moving, graph, verdicts, signals)
@@ -178,16 +178,17 @@ def progress_signals(graph: WaitGraph, causes: list[RootCause], verdicts: list[P
                   for v in verdicts if v.verdict in ("blocked", "busy") and v.process.pid]
     samples: dict[tuple[str | None, int | None], list[Process]] = {}
     for proc in collection.processes:
-        samples.setdefault((proc.node_id, proc.pid), []).append(proc)
+        samples.setdefault(proc.ref, []).append(proc)
     out: list[ProcessProgress] = []
-    seen: set[tuple[str | None, int]] = set()
+    seen: set[ProcessRef] = set()
     for node_id, pid, name, pattern in wanted:
-        if (node_id, pid) in seen or (node_id, pid) not in collection.info:
+        ref = ProcessRef(node_id, pid)
+        if ref in seen or ref not in collection.info:
             continue
-        seen.add((node_id, pid))
-        info = collection.info[(node_id, pid)]
+        seen.add(ref)
+        info = collection.info[ref]
         out.append(assess(node_id, pid, name, info.get("progress"), info.get("cpu_percent"), pattern,
-                          loop_moved(sorted(samples.get((node_id, pid), []), key=lambda p: p.sample))))
+                          loop_moved(sorted(samples.get(ref, []), key=lambda p: p.sample))))
     return out
 
 
@@ -197,11 +198,11 @@ def _weigh_confidence(causes: list[RootCause], signals: list[ProcessProgress], t
     if not signals:
         return
     conf = rules().confidence
-    by_pid = {(s.node_id, s.pid): s for s in signals}
+    by_pid = {ProcessRef(s.node_id, s.pid): s for s in signals}
     for cause in causes:
         # Live culprits only: a dead or restarting process has no window to be silent in.
-        read = [by_pid[(c.node_id, c.pid)] for c in cause.culprits
-                if (c.node_id, c.pid) in by_pid and c.state in ("blocked", "busy", "idle", "unknown")]
+        read = [by_pid[c.ref] for c in cause.culprits
+                if c.ref in by_pid and c.state in ("blocked", "busy", "idle", "unknown")]
         if not read:
             continue
         if not all(s.read for s in read):
@@ -322,7 +323,8 @@ def _verdict(job: dict[str, Any], causes: list[RootCause], progress: list[str], 
     # Activity that need not be work counts on the culprits only: a victim's own threads (a
     # driver forwarding logs) do not say that the culprit will release it.
     culprit_pids = {(c.node_id, c.pid) for cause in causes for c in cause.culprits}
-    active = [s for s in signals if s.strongest() == "activity" and (s.node_id, s.pid) in culprit_pids]
+    active = [s for s in signals if s.strongest() == "activity" and (s.node_id, s.pid) in culprit_pids
+              and not _only_earlier_activity(s, top.pattern)]
     if active and not cycle:
         return "inconclusive", (f"Job {job_id} may be hung ({title[:1].lower() + title[1:]} — culprit {names}), but "
                                 f"{_signal_text(active, 'activity')}: it may still be working. A hang needs it "
@@ -361,3 +363,10 @@ def quote_deaths(diag: Diagnosis) -> None:
         cause.summary += f" — dies of: {reason}"
         if diag.verdict == "hang" and cause is diag.causes[0]:
             diag.summary += f" Each attempt dies of: {reason}."
+
+
+def _only_earlier_activity(signal: ProcessProgress, pattern: str) -> bool:
+    """True when a culprit's only activity was logged before the window and its root cause shows
+    that nothing can release the wait any more (verdict_rules.yaml: proven_stuck)."""
+    r = rules()
+    return pattern in r.proven_stuck and all(f.signal in r.before_window_signals for f in signal.deciding("activity"))

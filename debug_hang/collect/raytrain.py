@@ -19,6 +19,7 @@ from typing import Any
 
 from debug_hang.collect.state import DashboardClient
 from debug_hang.errors import UnreachableError
+from debug_hang.model import ProcessRef
 from debug_hang.snapshot import CONTROLLER_CLASS, WORKER_CLASS
 
 CONTROLLER_LOG_LINES = 2000  # the worker-group line comes early; the controller logs little after it
@@ -34,7 +35,7 @@ def parse_worker_ranks(text: str) -> dict[tuple[str, int], int]:
 
 
 def worker_ranks(client: DashboardClient, job_id: str | None, actors: list[dict[str, Any]],
-                 nodes: list[dict[str, Any]]) -> tuple[dict[tuple[str | None, int], int], list[str]]:
+                 nodes: list[dict[str, Any]]) -> tuple[dict[ProcessRef, int], list[str]]:
     """(node_id, pid) -> world rank of the job's Ray Train workers, read from its controllers'
     logs by the dashboard; ({}, []) when the job runs no Ray Train. Errors are returned, not raised."""
     controllers = [a for a in actors if a.get("job_id") == job_id and a.get("class_name") == CONTROLLER_CLASS
@@ -43,7 +44,7 @@ def worker_ranks(client: DashboardClient, job_id: str | None, actors: list[dict[
         return {}, []
     workers = [a for a in actors if a.get("job_id") == job_id and a.get("class_name") == WORKER_CLASS]
     ip_of_node = {n.get("node_id"): str(n.get("node_ip")) for n in nodes}
-    ranks: dict[tuple[str | None, int], int] = {}
+    ranks: dict[ProcessRef, int] = {}
     errors: list[str] = []
     for actor in controllers:
         try:
@@ -57,5 +58,5 @@ def worker_ranks(client: DashboardClient, job_id: str | None, actors: list[dict[
             if len(same_pid) > 1:
                 same_pid = [w for w in same_pid if ip_of_node.get(w.get("node_id")) == ip]
             if len(same_pid) == 1:
-                ranks[(same_pid[0].get("node_id"), pid)] = rank
+                ranks[ProcessRef(same_pid[0].get("node_id"), pid)] = rank
     return ranks, errors

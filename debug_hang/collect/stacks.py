@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from debug_hang.collect.address import ClusterAddress
-from debug_hang.model import Collection, CollectionError, Process, process_from_dict
+from debug_hang.model import Collection, CollectionError, Process, ProcessRef, process_from_dict
 from debug_hang.probe.node_probe import local_raylets, probe_node
 from debug_hang.probe.pyspy import DumpOptions
 from debug_hang.redact import learn_digests
@@ -35,6 +35,10 @@ class Target:
     actor_name: str | None = None
     task_id: str | None = None
     task_name: str | None = None
+
+    @property
+    def ref(self) -> ProcessRef:
+        return ProcessRef(self.node_id, self.pid)
 
 
 def select_targets(job: dict[str, Any], actors: list[dict[str, Any]],
@@ -159,14 +163,14 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
                 results[node_id] = future.result(timeout=deadline.remaining())
             except Exception as exc:  # noqa: BLE001 - one node's failure is data
                 coll.errors.append(CollectionError(f"local dump failed: {exc}", node_id=node_id, kind="helper-failed"))
-    targets_by_key = {(t.node_id, t.pid): t for t in targets}
+    targets_by_key = {t.ref: t for t in targets}
     for node_id, value in results.items():
         # The targets' secret env values, read on their node: redacted from here on (logs, rows).
         learn_digests(value.pop("redact_digests", None))
         for err in value.get("errors", []):
             coll.errors.append(CollectionError.from_dict(err, node_id))
         for pid_text, info in (value.get("info") or {}).items():
-            coll.info[(node_id, int(pid_text))] = {"node_id": node_id, **info}
+            coll.info[ProcessRef(node_id, int(pid_text))] = {"node_id": node_id, **info}
         if isinstance(value.get("flight_recorder"), dict):
             coll.flight_recorder.append({**value["flight_recorder"], "node_id": node_id})
         for raw in value.get("processes", []):
@@ -196,16 +200,16 @@ def _run_remote(address: ClusterAddress, remote: dict[str, tuple[Any, ...]], dea
             results[node_id] = run.value
 
 
-def _tag(proc: Process, targets: dict[tuple[str | None, int], Target],
-         info: dict[tuple[str | None, int], dict[str, Any]]) -> None:
+def _tag(proc: Process, targets: dict[ProcessRef, Target],
+         info: dict[ProcessRef, dict[str, Any]]) -> None:
     """Attach Ray identity (actor, task, job) and rank evidence to a dumped process."""
-    pinfo = info.get((proc.node_id, proc.pid or -1), {})
-    target = targets.get((proc.node_id, proc.pid or -1))
+    pinfo = info.get(proc.ref, {})
+    target = targets.get(proc.ref)
     parent = pinfo.get("child_of")
     if target is None and parent is not None:
         proc.role = "child"
         proc.parent_pid = parent
-        target_parent = targets.get((proc.node_id, parent))
+        target_parent = targets.get(ProcessRef(proc.node_id, parent))
         if target_parent:
             proc.job_id = target_parent.job_id
     elif target is not None:

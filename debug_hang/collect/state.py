@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -34,10 +35,41 @@ class ListResult:
     rows: list[dict[str, Any]] = field(default_factory=list)
     total: int | None = None
     error: str | None = None
+    # Ray's funnel (ListApiResponse): `total` at the source, `after_source` once the source's own
+    # limit cut it (tasks: minus the status events Ray dropped), `matched` after the filters.
+    after_source: int | None = None
+    matched: int | None = None
+    events_dropped: int | None = None  # num_status/profile_task_events_dropped, when the API says
 
     @property
     def truncated(self) -> bool:
+        """Rows exist that this list did not return (cut by a limit, or events dropped by Ray)."""
+        if self.events_dropped:
+            return True
+        if self.matched is not None and self.after_source is not None:
+            return self.matched > len(self.rows) or self.total is not None and self.total > self.after_source
         return self.total is not None and self.total > len(self.rows)
+
+    def completeness(self) -> dict[str, int]:
+        """{returned, total[, matched][, events_dropped]}: what `collection.truncated` records."""
+        out = {"returned": len(self.rows), "total": int(self.total or 0)}
+        if self.matched is not None:
+            out["matched"] = int(self.matched)
+        if self.events_dropped:
+            out["events_dropped"] = int(self.events_dropped)
+        return out
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> ListResult:
+        """A ListResult from the `data.result` object of a State API list response."""
+        def num(key: str) -> int | None:
+            value = data.get(key)
+            return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+        dropped = [n for n in (num("num_status_task_events_dropped"), num("num_profile_task_events_dropped"))
+                   if n is not None]
+        return cls(rows=list(data.get("result") or []), total=num("total"), after_source=num("num_after_truncation"),
+                   matched=num("num_filtered"), events_dropped=sum(dropped) if dropped else None)
 
 
 class DashboardClient:
@@ -98,7 +130,7 @@ class DashboardClient:
         if not body.get("result", False):
             return ListResult(error=f"State API {resource}: {body.get('msg', 'failed')[:300]}")
         data = body.get("data", {}).get("result", {})
-        result = ListResult(rows=list(data.get("result") or []), total=data.get("total"))
+        result = ListResult.from_data(data)
         if data.get("partial_failure_warning"):
             result.error = f"State API {resource} partial: {data['partial_failure_warning'][:300]}"
         return result
@@ -119,19 +151,33 @@ def _error_message(exc: urllib.error.HTTPError) -> str:
         return raw.strip().splitlines()[0][:300] if raw.strip() else ""
 
 
+# Without a job id the first reading lists what can still be waited on, across jobs (a call into
+# another job's detached actor is filed under that job): the server filters, so a cluster's
+# finished tasks and dead actors never fill the limit. The chosen job's own rows, in every state,
+# come in a second reading (`job_rows`), merged with `merge_job_rows`.
+UNFINISHED_FILTERS: dict[str, list[tuple[str, str, str]]] = {
+    "tasks": [("state", "!=", "FINISHED")],
+    "actors": [("state", "!=", "DEAD")],
+}
+# Lists whose cut (or dropped events) can hide rows of the diagnosed job (tasks_after: the job's
+# second task listing, that of the progress window).
+JOB_LISTS = ("tasks", "actors", "tasks_of_job", "actors_of_job", "tasks_after")
+
+
 def take_snapshot(dashboard_url: str, job_id: str | None, timeout_s: float = HTTP_TIMEOUT_S) -> Snapshot:
-    """Read jobs, nodes, the job's actors and tasks, placement groups, events and cluster status.
+    """Read jobs, nodes, actors and tasks, placement groups, events and cluster status.
 
     The requests run in parallel; a failed one is recorded in `errors`, the rest still count.
-    Without `job_id`, actors and tasks of every job are read (the caller picks the job later).
+    With `job_id`, that job's actors and tasks; without, the unfinished ones of every job
+    (UNFINISHED_FILTERS; the caller picks the job and reads its own rows with `job_rows`).
     """
     client = DashboardClient(dashboard_url, timeout_s)
     job_filter = [("job_id", "=", job_id)] if job_id else []
     requests: dict[str, Any] = {
         "jobs": lambda: client.get("/api/jobs/"),
         "nodes": lambda: client.list_state("nodes"),
-        "actors": lambda: client.list_state("actors", job_filter),
-        "tasks": lambda: client.list_state("tasks", job_filter),
+        "actors": lambda: client.list_state("actors", job_filter or UNFINISHED_FILTERS["actors"]),
+        "tasks": lambda: client.list_state("tasks", job_filter or UNFINISHED_FILTERS["tasks"]),
         "placement_groups": lambda: client.list_state("placement_groups"),
         "events": lambda: client.list_state("cluster_events"),
         "cluster_status": lambda: client.get("/api/cluster_status"),
@@ -153,19 +199,86 @@ def take_snapshot(dashboard_url: str, job_id: str | None, timeout_s: float = HTT
     return snap
 
 
+@dataclass
+class JobRows:
+    """The chosen job's own tasks and actors in every state, read in a thread while stacks are taken."""
+
+    tasks: ListResult = field(default_factory=ListResult)
+    actors: ListResult = field(default_factory=ListResult)
+    _thread: threading.Thread | None = None
+
+    def join(self, timeout_s: float) -> bool:
+        """Wait for the reading; False when it did not finish in time (the rows stay empty)."""
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+            return not self._thread.is_alive()
+        return True
+
+
+def job_rows(dashboard_url: str, job_id: str, timeout_s: float = HTTP_TIMEOUT_S) -> JobRows:
+    """Start reading one job's tasks and actors (all states) in a daemon thread; `join` it later."""
+    client = DashboardClient(dashboard_url, timeout_s)
+    out = JobRows()
+    job_filter = [("job_id", "=", job_id)]
+
+    def read() -> None:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            tasks = pool.submit(client.list_state, "tasks", job_filter)
+            actors = pool.submit(client.list_state, "actors", job_filter)
+            out.tasks, out.actors = tasks.result(), actors.result()
+
+    out._thread = threading.Thread(target=read, name="debug-hang-job-rows", daemon=True)
+    out._thread.start()
+    return out
+
+
+def merge_job_rows(snap: Snapshot, rows: JobRows) -> int:
+    """Add the job's own rows to the snapshot's unfinished ones, without duplicates; returns how many.
+
+    A task is one row per (task_id, attempt_number), an actor one per actor_id. A row already read
+    stays as it was read (the snapshot is of one moment: `taken_at`); of the later reading only
+    tasks that had ended by then (end_time_ms <= taken_at) and actors that had died are added, so
+    the snapshot holds what one unfiltered reading would have held.
+    """
+    taken_ms = snap.taken_at * 1000.0
+    seen_tasks = {(t.get("task_id"), t.get("attempt_number")) for t in snap.tasks}
+    seen_actors = {a.get("actor_id") for a in snap.actors}
+    added = 0
+    for name, result in (("tasks_of_job", rows.tasks), ("actors_of_job", rows.actors)):
+        _store(snap, name, result)
+    for task in rows.tasks.rows:
+        key = (task.get("task_id"), task.get("attempt_number"))
+        end = task.get("end_time_ms")
+        if key in seen_tasks or task.get("state") != "FINISHED" or (isinstance(end, (int, float)) and end > taken_ms):
+            continue
+        seen_tasks.add(key)
+        snap.tasks.append(task)
+        added += 1
+    for actor in rows.actors.rows:
+        if actor.get("actor_id") in seen_actors or actor.get("state") != "DEAD":
+            continue
+        seen_actors.add(actor.get("actor_id"))
+        snap.actors.append(actor)
+        added += 1
+    return added
+
+
 def _store(snap: Snapshot, name: str, value: Any) -> None:
     if isinstance(value, ListResult):
         if value.error:
             # Cluster events only add context: their loss is a warning, not a collection error.
-            optional = name == "events" or bool(value.rows)
+            optional = name in ("events", "tasks_of_job", "actors_of_job") or bool(value.rows)
             (snap.warnings if optional else snap.errors).append(value.error)
         if value.truncated:
+            snap.truncated[name] = value.completeness()
+            of = value.matched if value.matched is not None and value.matched > len(value.rows) else value.total
             snap.warnings.append(
-                f"{name}: the State API returned {len(value.rows)} of {value.total} rows; "
-                "the rest are missing from this diagnosis (filter by job, or raise "
-                "RAY_MAX_LIMIT_FROM_API_SERVER on the head)"
+                f"{name}: the State API returned {len(value.rows)} of {of} rows"
+                + (f" ({value.events_dropped} task events dropped by Ray)" if value.events_dropped else "")
+                + "; the rest are missing from this diagnosis (raise RAY_MAX_LIMIT_FROM_API_SERVER on the head)"
             )
-        setattr(snap, name, value.rows)
+        if name not in ("tasks_of_job", "actors_of_job"):
+            setattr(snap, name, value.rows)
     elif name == "jobs":
         snap.jobs = list(value) if isinstance(value, list) else []
     elif name == "cluster_status":

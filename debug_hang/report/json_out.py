@@ -57,7 +57,7 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
         "chains": chain_json,
         "collection": {
             "nodes": diag.collection.nodes,
-            "processes": len({(p.node_id, p.pid) for p in diag.collection.processes}),
+            "processes": len({p.ref for p in diag.collection.processes}),
             "stacks": len(diag.collection.processes),
             "seconds": round(diag.seconds, 2),
             "timings": diag.timings,
@@ -67,6 +67,8 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
         "next_step": {"command": guide.next_command, "why": guide.next_why} if guide.next_command else None,
         "references_root": guide.references_root,
     }
+    if diag.truncated:
+        doc["collection"]["truncated"] = diag.truncated
     if diag.signals:
         doc["progress"] = {"processes": [s.to_dict() for s in diag.signals],
                            "confidence": progress_confidence(diag.signals) if diag.verdict == "no-hang" else None}

@@ -22,9 +22,12 @@ from debug_hang.redact import code_span, fence, md_cell, md_inline, strip_contro
 
 if TYPE_CHECKING:
     from debug_hang.analyse.diagnosis import Diagnosis
+    from debug_hang.analyse.patterns import ProcessVerdict
 
 MAX_TABLE_ROWS = 40
 MAX_EVIDENCE = 8
+ODD_GROUP = 3  # in a folded table, a group this small is listed process by process (the odd ones out)
+MAX_CULPRITS = 10  # culprits named in a root cause's line (all are in diagnosis.json)
 MAX_FR_GROUPS = 8  # process groups shown in the Flight Recorder table (all are in diagnosis.json)
 
 
@@ -89,7 +92,13 @@ def _progress_lines(diag: Diagnosis) -> Iterator[str]:
     yield ("Read on each process's node between the first and the last stack sample: bytes read and written "
            "(/proc/PID/io), log lines (progress counters compared with the line before), CPU, whether a loop moved.")
     yield ""
-    for sig in diag.signals:
+    shown = diag.signals
+    if len(shown) > MAX_TABLE_ROWS:
+        # Many processes: those that moved or were not read first; the silent rest are counted.
+        shown = sorted(shown, key=lambda s: (not s.read or bool([f for f in s.findings if f.strength != "info"])),
+                       reverse=True)[:MAX_TABLE_ROWS]
+        yield f"{len(diag.signals) - len(shown)} more process(es) not listed (diagnosis.json `progress` has all)."
+    for sig in shown:
         window = f" ({sig.window_s:.1f}s)" if sig.window_s else ""
         if not sig.read:
             yield f"- {_cell(sig.name)}: not read{window}" + (f" — {_cell('; '.join(sig.errors))[:200]}" if sig.errors else "")
@@ -102,6 +111,65 @@ def _progress_lines(diag: Diagnosis) -> Iterator[str]:
             yield (f"- {_cell(sig.name)}{window}: silent — wrote {r.get('wchar_beyond_logs', 0):.0f} B, logged "
                    f"{r.get('log_lines', 0):.0f} line(s), CPU {r.get('cpu_percent', 0):.0f}% "
                    f"({', '.join(sig.silent) or 'nothing read'})")
+
+
+def _row_cells(diag: Diagnosis, v: ProcessVerdict) -> tuple[str, str, str]:
+    """(blocking location, CPU, pattern) of one process's row in the Blocked tasks table."""
+    where = "—"
+    if v.main is not None and v.verdict != "idle":
+        where = location(v.main.frame, v.main.user_frame)
+    cpu = diag.collection.info_of(v.process).get("cpu_percent")
+    cpu_text = "—" if cpu is None else f"{cpu:.0f}%"
+    graph_node = diag.graph.nodes.get(proc_key(v.process))
+    shown = v.pattern
+    if shown == "unknown" and graph_node is not None and graph_node.pattern:
+        shown = graph_node.pattern  # read from more than the stack (a file lock from /proc/locks)
+    return where, cpu_text, shown or "—"
+
+
+def _folded_rows(rows: list[ProcessVerdict], cells: list[tuple[str, str, str]]) -> Iterator[str]:
+    """Many processes: one row per group of processes of one kind blocked at one place (with
+    counts, rank ranges, nodes), then the odd ones out (groups of at most ODD_GROUP) one by one."""
+    groups: dict[tuple[str, str, str, str], list[tuple[ProcessVerdict, str]]] = {}
+    for v, (where, cpu_text, shown) in zip(rows, cells, strict=True):
+        kind = v.process.actor_class or v.process.task_name or v.process.label
+        groups.setdefault((kind if v.process.rank is not None or v.process.actor_class else v.process.label,
+                           v.verdict, where, shown), []).append((v, cpu_text))
+    big = sorted((g for g in groups.items() if len(g[1]) > ODD_GROUP), key=lambda g: -len(g[1]))
+    odd = [m for g in groups.items() if len(g[1]) <= ODD_GROUP for m in g[1]]
+    cell_of = {id(v): c for v, c in zip(rows, cells, strict=True)}
+    for (kind, verdict, where, shown), members in big:
+        procs = [v.process for v, _ in members]
+        ranks = sorted({p.rank for p in procs if p.rank is not None})
+        nodes = {p.node_id for p in procs}
+        cpus = sorted(c for _, c in members if c != "—")
+        name = f"{kind} × {len(procs)}" + (f" (ranks {rank_ranges(ranks)})" if ranks else "")
+        node_text = (nodes.pop() or "?")[:8] if len(nodes) == 1 else f"{len(nodes)} nodes"
+        cpu_text = "—" if not cpus else cpus[0] if cpus[0] == cpus[-1] else f"{cpus[0]}–{cpus[-1]}"
+        yield (f"| {md_cell(name)} | {len({p.pid for p in procs})} pids | {md_cell(node_text)} | {verdict} | "
+               f"{cpu_text} | {where} | {shown} |")
+    room = max(MAX_TABLE_ROWS - len(big), 10)
+    for v, cpu_text in odd[:room]:
+        where, _, shown = cell_of[id(v)]
+        yield (f"| {md_cell(v.process.label)} (odd one out) | {v.process.pid} | "
+               f"{md_cell((v.process.node_id or '?')[:8])} | {v.verdict} | {cpu_text} | {where} | {shown} |")
+    if len(odd) > room:
+        yield f"| … {len(odd) - room} more odd ones out in 05_stacks.txt and stacks.json | | | | | | |"
+    yield ""
+    yield (f"{len(rows)} processes folded: {len(big)} group(s) of processes of one kind blocked at one place, "
+           f"{len(odd)} odd one(s) out listed alone; every stack is in stacks.json and 05_stacks.txt.")
+
+
+def rank_ranges(ranks: list[int], most: int = 6) -> str:
+    """Sorted ranks as ranges: `0-1, 3-1336, 1338-1999` (at most `most`, then how many more)."""
+    spans: list[tuple[int, int]] = []
+    for r in ranks:
+        if spans and r == spans[-1][1] + 1:
+            spans[-1] = (spans[-1][0], r)
+        else:
+            spans.append((r, r))
+    text = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans[:most])
+    return text + (f", … {len(spans) - most} more ranges" if len(spans) > most else "")
 
 
 def _cell(text: object) -> str:
@@ -183,7 +251,7 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
     if others:
         yield f"- Other jobs: {md_inline(', '.join(others[:10]))}{' …' if len(others) > 10 else ''}"
     coll = diag.collection
-    yield (f"- Collection: {len({(p.node_id, p.pid) for p in coll.processes})} processes on {coll.nodes} node(s), "
+    yield (f"- Collection: {len({p.ref for p in coll.processes})} processes on {coll.nodes} node(s), "
            f"{len(coll.processes)} stacks in {coll.seconds:.1f}s; whole diagnosis {diag.seconds:.1f}s")
     if diag.progress:
         yield f"- Progress seen: {md_inline('; '.join(diag.progress[:3]))}"
@@ -194,25 +262,21 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
     yield "| Process | PID | Node | State | CPU | Blocking location | Pattern |"
     yield "|---|---|---|---|---|---|---|"
     rows = sorted(diag.verdicts, key=lambda v: (v.verdict == "idle", v.process.pid or 0))
-    for v in rows[:MAX_TABLE_ROWS]:
-        where = "—"
-        if v.main is not None and v.verdict != "idle":
-            where = location(v.main.frame, v.main.user_frame)
-        cpu = diag.collection.info_of(v.process).get("cpu_percent")
-        cpu_text = "—" if cpu is None else f"{cpu:.0f}%"
-        graph_node = diag.graph.nodes.get(proc_key(v.process))
-        shown = v.pattern
-        if shown == "unknown" and graph_node is not None and graph_node.pattern:
-            shown = graph_node.pattern  # read from more than the stack (a file lock from /proc/locks)
-        yield (f"| {md_cell(v.process.label)} | {v.process.pid} | {md_cell((v.process.node_id or '?')[:8])} | "
-               f"{v.verdict} | {cpu_text} | {where} | {shown or '—'} |")
+    cells = [_row_cells(diag, v) for v in rows]
     if len(rows) > MAX_TABLE_ROWS:
-        yield f"| … {len(rows) - MAX_TABLE_ROWS} more in 05_stacks.txt | | | | | | |"
-    for node in diag.graph.nodes.values():
-        if node.state in ("dead", "pending", "restarting") and node.kind in ("actor", "rank", "task"):
-            yield (f"| {md_cell(node.name)}{'' if node.rank is None else f' (rank {node.rank})'} | "
-                   f"{node.pid or '—'} | {md_cell((node.node_id or '?')[:8])} | {node.state} | — | — | "
-                   f"{node.pattern or '—'} |")
+        yield from _folded_rows(rows, cells)
+    else:
+        for v, (where, cpu_text, shown) in zip(rows, cells, strict=True):
+            yield (f"| {md_cell(v.process.label)} | {v.process.pid} | {md_cell((v.process.node_id or '?')[:8])} | "
+                   f"{v.verdict} | {cpu_text} | {where} | {shown} |")
+    stopped = [n for n in diag.graph.nodes.values()
+               if n.state in ("dead", "pending", "restarting") and n.kind in ("actor", "rank", "task")]
+    for node in stopped[:MAX_TABLE_ROWS]:
+        yield (f"| {md_cell(node.name)}{'' if node.rank is None else f' (rank {node.rank})'} | "
+               f"{node.pid or '—'} | {md_cell((node.node_id or '?')[:8])} | {node.state} | — | — | "
+               f"{node.pattern or '—'} |")
+    if len(stopped) > MAX_TABLE_ROWS:
+        yield f"| … {len(stopped) - MAX_TABLE_ROWS} more dead or pending in diagnosis.json | | | | | | |"
     yield from _progress_lines(diag)
     yield ""
     yield "## Blocking chain"
@@ -242,11 +306,13 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
         pattern = cat.get(cause.pattern)
         title = pattern.title if pattern else cause.pattern
         yield f"### {i}. {title} (`{cause.pattern}`, confidence {cause.confidence:.2f})"
-        yield f"- **Culprit**: {md_inline(', '.join(c.label() for c in cause.culprits))}"
+        named = ", ".join(c.label() for c in cause.culprits[:MAX_CULPRITS])
+        more = len(cause.culprits) - MAX_CULPRITS
+        yield f"- **Culprit**: {md_inline(named)}" + (f" and {more} more (in diagnosis.json)" if more > 0 else "")
         done = guide.causes[i - 1].finished_call if i <= len(guide.causes) else None
         if done is not None:
             yield f"  - {_finished_text(done)}"
-        for c in cause.culprits:
+        for c in cause.culprits[:MAX_CULPRITS]:
             if c.frame is not None and c.state != "idle":
                 yield (f"  - {md_cell(c.name)}: at {code_span(c.frame.function)} "
                        f"({md_cell(c.frame.short_file)}:{c.frame.line})"
@@ -260,7 +326,7 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
         for ev in cause.evidence[:MAX_EVIDENCE]:
             yield f"- evidence: {md_inline(ev, 300)}"
         if diag.evidence is not None:
-            for c in cause.culprits:
+            for c in cause.culprits[:MAX_CULPRITS]:
                 node_ev = diag.evidence.per_node.get(c.key)
                 if node_ev is None:
                     continue
