@@ -56,6 +56,7 @@ EXPLAINS = {
     "run_dir_file_lock": ["/proc/locks", "/.lock", "fcntl.flock(fh, fcntl.LOCK_EX)"],  # the file and the line
     "crash_loop_actor": ["Bus error", "restarted"],  # the death reason from a dead worker's log
     "crash_loop_task": ["Segmentation fault", "attempt(s) FAILED"],
+    "prefetcher_feeds_from_calls": ["sock.recv", "waits for ShardLoader.load_shard"],  # the driver reaches the task
 }
 # Healthy jobs kept out of `hang` by what their processes did in the window (issue 20): text
 # the summary must contain.

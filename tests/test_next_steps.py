@@ -165,7 +165,8 @@ def test_inconclusive_gives_a_command_whose_flags_exist(case: str) -> None:
 
 
 def test_a_hang_or_no_hang_has_no_next_command() -> None:
-    for case in CASES:
-        diag = reanalyse(CAPTURES / case)
+    decided = [diag for diag in (reanalyse(CAPTURES / case) for case in CASES) if diag.verdict != "inconclusive"]
+    assert decided
+    for diag in decided:
         assert next_steps.next_command(diag) == (None, None)
         assert "next:" not in "\n".join(summary_lines(diag))

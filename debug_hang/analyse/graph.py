@@ -475,6 +475,16 @@ def follow_queue(b: Builder, key: str) -> None:
     ray.util.queue by other actors."""
     if _in_process_queue(b.verdicts[key]):
         _check_in_process_producer(b.g.nodes[key], b.verdicts[key])
+        feeders = [t for t, m in b.verdicts[key].threads if m.pattern == "ray-get-wait"]
+        if b.g.nodes[key].pattern == "queue-get-wait" and feeders:
+            # The threads that fill this queue may be waiting on Ray work themselves (a
+            # streaming executor, a prefetcher in ray.wait): the calls this process submitted.
+            follow_submitted(b, key)
+            if b.g.out(key):
+                names = ", ".join(str(t.name or t.os_thread_id) for t in feeders)
+                b.g.nodes[key].evidence.append(
+                    f"its queue.Queue is filled by threads of this process that wait in ray.get/ray.wait ({names}): "
+                    "it waits for the calls they submitted")
     else:
         _edges_queue(b, key)
 
@@ -636,13 +646,27 @@ def _detect_event_wait(g: WaitGraph, key: str, verdict: ProcessVerdict, index: T
         node.evidence.append(f"waits at {where} inside {doing}, while {len(queued)} call(s) to this actor are queued "
                              f"behind it ({names}): they cannot start until it returns, so none of them can signal it")
         return
-    others = other_threads_in_job_code(verdict, _deciding_thread(verdict))
+    waiter = _deciding_thread(verdict)
+    others = [t for t in other_threads_in_job_code(verdict, waiter) if not _cannot_signal(t, verdict.main.user_frame)]
     if others:
         return
     node.pattern, node.state = "event-never-set", "blocked"
     node.evidence.append(f"waits at {where} inside {doing}; no other thread of this process runs job code, no call to it "
                          "is queued and it waits on no Ray task: nothing here will set it (a setter thread that died "
                          "leaves its traceback in this worker's .err log)")
+
+
+def _cannot_signal(thread: Thread, waited_at: Frame | None) -> bool:
+    """A thread that cannot set the event another thread waits on: idle at the same job line (a
+    peer at the same barrier or condition), or idle in Thread.join (it moves only once a thread it
+    joins ends, and the threads that could end are the ones counted elsewhere)."""
+    if thread.active:
+        return False
+    frames = [f for f in thread.frames if not f.native]
+    if any(f.function.endswith("Thread.join") and f.file.endswith("threading.py") for f in frames):
+        return True
+    return waited_at is not None and any(f.file == waited_at.file and f.line == waited_at.line
+                                         and f.function == waited_at.function for f in frames)
 
 
 def _death_text(cause: Any) -> str:

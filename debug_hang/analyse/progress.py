@@ -181,6 +181,10 @@ def _job_lines(lines: list[str], lr: LogRules) -> list[str]:
     return [ln for ln in clean if ln.strip() and not any(p.search(ln) for p in lr.ignore)]
 
 
+def _numbers(masked: str) -> list[str]:
+    return re.findall(r"\d+", masked)
+
+
 def _counters(masked: str, lr: LogRules) -> list[str]:
     return [m.group(0) for p in lr.counters for m in p.finditer(masked)]
 
@@ -211,9 +215,14 @@ def log_readings(logs: list[dict[str, Any]], lr: LogRules) -> dict[str, tuple[fl
                 seen[shape] = (masked, line)
         age = log.get("age_s")
         if not new and age is not None and float(age) <= lr.recent_s and len(tail) >= 2:
-            last, before = _mask_times(tail[-1], lr), _mask_times(tail[-2], lr)
-            if _counters(last, lr) and _shape(last) == _shape(before) and _counters(last, lr) != _counters(before, lr):
-                recent = (float(age), f"{tail[-2].strip()[:120]} → {tail[-1].strip()[:120]}")
+            # Fresh, and the last line repeats an earlier line of the tail (other lines may come
+            # between) with other numbers: a loop still counting (a retry or back-off "attempt
+            # N" as much as a "step N"). Activity, not progress: it never proves work, it only
+            # keeps a silent window from reading as a hang.
+            last = _mask_times(tail[-1], lr)
+            before = next((ln for ln in reversed(tail[:-1]) if _shape(_mask_times(ln, lr)) == _shape(last)), None)
+            if before is not None and _numbers(last) != _numbers(_mask_times(before, lr)):
+                recent = (float(age), f"{before.strip()[:120]} → {tail[-1].strip()[:120]}")
     out: dict[str, tuple[float, str]] = {}
     if advancing:
         out["advancing_counters"] = (float(len(advancing)), advancing[-1])

@@ -73,6 +73,10 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
               and any(v.process is p and v.verdict in ("blocked", "busy") for v in verdicts)]
     signals = progress_signals(graph, causes, verdicts, collection)
     verdict, summary = _verdict(job, causes, progress, moving, graph, verdicts, signals)
+    if verdict == "hang":
+        young = busy_call_younger_than_before(causes, snap.tasks, snap.taken_at * 1000.0)
+        if young:
+            verdict, summary = "inconclusive", f"Job {job.get('job_id')} may be hung, but {young}"
     blind = uninspected(job, snap.tasks, collection)
     moving_now = progress or any(sig.strongest() == "progress" for sig in signals)
     if blind and (verdict == "inconclusive" or (verdict == "no-hang" and not moving_now
@@ -238,6 +242,29 @@ def _match_with_cpu(proc: Process, collection: Collection) -> ProcessVerdict:
         verdict = match_process(idle)
         verdict.process = proc
     return verdict
+
+
+def busy_call_younger_than_before(causes: list[RootCause], tasks: list[dict[str, Any]], now_ms: float) -> str:
+    """A busy culprit (burning CPU, no cycle) whose running call has run for less time than an
+    earlier call of the same function took to finish: a long computation, not yet a hang ("" if
+    not so). Without an earlier finished call nothing is said."""
+    if not causes or causes[0].cycle:
+        return ""
+    culprit = causes[0].culprits[0]
+    if culprit.state != "busy" or not culprit.task_id:
+        return ""
+    running = next((t for t in tasks if t.get("task_id") == culprit.task_id and t.get("state") == "RUNNING"), None)
+    if running is None or not running.get("start_time_ms"):
+        return ""
+    took = [float(t["end_time_ms"]) - float(t["start_time_ms"]) for t in tasks
+            if t.get("state") == "FINISHED" and t.get("name") == running.get("name")
+            and t.get("actor_id") == running.get("actor_id") and t.get("start_time_ms") and t.get("end_time_ms")]
+    ran_s = (now_ms - float(running["start_time_ms"])) / 1000.0
+    if not took or ran_s >= max(took) / 1000.0:
+        return ""
+    return (f"{culprit.label()} is busy in {running.get('name')}, which has run {ran_s:.1f}s, while an earlier "
+            f"{running.get('name')} finished after {max(took) / 1000.0:.1f}s: a long computation this young is no "
+            "hang yet. Diagnose again once it has run longer than that.")
 
 
 def youngest_task_age_s(job: dict[str, Any], tasks: list[dict[str, Any]], now_s: float) -> float | None:
