@@ -164,6 +164,14 @@ class Redactor:
         self._cache: dict[str, str] = {}
         self._digests: dict[str, set[str]] = {}  # salt -> digests of values learnt elsewhere
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (shipped to a node inside the node probe): the rules only. The secret values
+        learnt here never leave this machine, and a lock does not travel."""
+        return {}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        Redactor.__init__(self)
+
     def learn(self, values: Iterable[str]) -> None:
         """Redact these exact strings wherever they appear from now on."""
         fresh = {v for v in values if isinstance(v, str) and worth_learning(v)} - self._values

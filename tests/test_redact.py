@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import io
 import json
+import pickle
 import re
 from pathlib import Path
 from typing import Any
@@ -251,3 +252,25 @@ def test_values_known_only_by_digest_are_redacted_and_never_carried() -> None:
     # THEN the password printed after `db_pass=` and inside the tracking URL is gone
     assert DRIVER_ENV["MLFLOW_TRACKING_PASSWORD"] not in out
     assert "db_pass=[REDACTED]" in out and "Connecting to existing Ray cluster" in out
+
+
+def test_the_node_probe_pickles_by_value_without_the_secrets_learnt_here() -> None:
+    """The node probe is shipped to remote nodes pickled by value: the module-level redactor goes
+    with it. It must pickle (no lock), and carry none of the secret values learnt on this machine."""
+    from ray import cloudpickle
+
+    import debug_hang
+    from debug_hang import redact as redact_module
+    from debug_hang.probe.node_probe import probe_node
+
+    secret = "plainvalue-9f8e7d6c5b4a-learnt-here"  # no token shape: redacted only once learnt
+    redact_module.DEFAULT.learn([secret])
+    assert secret not in redact_module.redact(f"dsn is {secret}")
+    cloudpickle.register_pickle_by_value(debug_hang)
+    try:
+        blob = cloudpickle.dumps(probe_node)
+    finally:
+        cloudpickle.unregister_pickle_by_value(debug_hang)
+    assert secret.encode() not in blob
+    shipped = pickle.loads(pickle.dumps(redact_module.DEFAULT))
+    assert secret in shipped.redact(f"dsn is {secret}")  # the copy learnt nothing
