@@ -270,3 +270,29 @@ def test_proven_stuck_patterns_are_root_causes_of_the_catalog() -> None:
     for pattern in r.proven_stuck:
         assert catalog()[pattern].kind == "root-cause", pattern
     assert r.before_window_signals <= {s.id for s in r.signals}
+
+
+def test_a_blocked_victims_own_writes_do_not_make_the_job_progress(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ray Tune's driver (blocked, waiting on its trials) writes its experiment state to disk while
+    the trials' Simulator is stuck: seen live, 132 KiB in the window. Made from recorded rows: the
+    Tune capture, with the disk reading of the throttled-upload Trainer (256 KiB written, recorded
+    live) on the driver. Writes of a blocked victim do not release anything."""
+    import time
+
+    from debug_hang.analyse import verdict
+    from debug_hang.pipeline import load_capture
+
+    cases = ROOT / "tests" / "data" / "cases"
+    writer = next(i["progress"] for i in load_capture(cases / "throttled_checkpoint_upload").collection.info.values()
+                  if i.get("progress") and i["progress"]["io"]["write_bytes"] > 0)
+    cap = load_capture(cases / "tune_trials_share_simulator")
+    driver = next(p for p in cap.collection.processes if p.role == "driver")
+    info = cap.collection.info[driver.ref]
+    info["progress"] = {**info["progress"], "io": dict(writer["io"])}
+
+    def run() -> str:
+        return verdict.analyse(cap.job, cap.snapshot, cap.collection, cap.tasks_after, "", "", [], [], time.monotonic()).verdict
+
+    assert run() == "hang"
+    monkeypatch.setattr(verdict, "_can_move_the_job", lambda *_args: True)
+    assert run() == "no-hang"  # the same input, with any process's writes counted as progress

@@ -289,7 +289,7 @@ def _verdict(job: dict[str, Any], causes: list[RootCause], progress: list[str], 
                            "Its processes wait only for work in flight.")
     signals = signals or []
     cycle = any(c.cycle for c in causes)
-    working = [s for s in signals if s.strongest() == "progress"]
+    working = [s for s in signals if s.strongest() == "progress" and _can_move_the_job(s, causes, graph)]
     if working and not cycle:
         looked = (f" The stacks alone read as {causes[0].pattern} in {causes[0].culprits[0].label()}: it is working "
                   "between those waits." if causes else "")
@@ -370,3 +370,14 @@ def _only_earlier_activity(signal: ProcessProgress, pattern: str) -> bool:
     that nothing can release the wait any more (verdict_rules.yaml: proven_stuck)."""
     r = rules()
     return pattern in r.proven_stuck and all(f.signal in r.before_window_signals for f in signal.deciding("activity"))
+
+
+def _can_move_the_job(signal: ProcessProgress, causes: list[RootCause], graph: WaitGraph) -> bool:
+    """Progress counts where it can release the waits: on a culprit, or on a process that is not
+    itself blocked waiting on others. A blocked victim's writes (a library's periodic checkpoint of
+    its own state, say Ray Tune's driver) do not move the job while what it waits on is stuck."""
+    ref = ProcessRef(signal.node_id, signal.pid)
+    if any(c.ref == ref for cause in causes for c in cause.culprits):
+        return True
+    node = graph.nodes.get(ref.key)
+    return node is None or node.state != "blocked"
