@@ -32,7 +32,14 @@ WORKER_CLASS = "RayTrainWorker"
 # One RUNNING call per rank that reached a barrier every rank must join (ray.train.report).
 BARRIER_TASK = "SynchronizationActor.broadcast_from_rank_zero"
 # Calls Ray's libraries make on a timer whether the job moves or not.
-POLLING_TASKS = frozenset({"RayTrainWorker.poll_status"})
+POLLING_TASKS = frozenset({
+    "RayTrainWorker.poll_status",
+    # Ray Data's autoscaling coordinator (ray/data/_internal/cluster_autoscaler/
+    # default_autoscaling_coordinator.py), called on a timer by Ray Train V2 and Ray Data.
+    "_AutoscalingCoordinatorActor.request_resources",
+    "_AutoscalingCoordinatorActor.get_reserved_resources",
+    "_AutoscalingCoordinatorActor.cancel_request",
+})
 # The actor behind ray.util.queue.Queue: its waits are followed to the queue's producers/consumers.
 QUEUE_ACTOR_CLASS = "_QueueActor"
 

@@ -149,3 +149,16 @@ def test_a_training_thread_waits_on_calls_whose_parent_is_any_task_of_its_actor(
     diag = reanalyse(BARRIER_CASE)
     rank0 = next(k for k, n in diag.graph.nodes.items() if n.class_name == "RayTrainWorker" and n.rank == 0)
     assert [diag.graph.nodes[e.dst].class_name for e in diag.graph.out(rank0)] == ["SynchronizationActor"]
+
+
+def test_ray_data_autoscaling_coordinator_calls_are_not_progress() -> None:
+    """Seen live: `_AutoscalingCoordinatorActor.request_resources`, which Ray Train V2 calls on a
+    timer, finished during a diagnosis of this hang and made it `no-hang`. From the capture's rows."""
+    snap = Snapshot.from_dict(json.loads((CASE / "snapshot.json").read_text()))
+    after = json.loads((CASE / "tasks_after.json").read_text())
+    rows = [t for t in after if str(t.get("name")).startswith("_AutoscalingCoordinatorActor.")
+            and t.get("state") == "FINISHED"]
+    assert rows, "the capture holds the coordinator's calls"
+    newest = max(rows, key=lambda t: t.get("end_time_ms") or 0)
+    before = [t for t in snap.tasks if t.get("task_id") != newest["task_id"]] + [dict(newest, state="RUNNING")]
+    assert detect_progress(before, after, since_ms=0) == []
