@@ -402,12 +402,13 @@ def test_script_from_a_checkout_prints_only_its_own_output(multinode: MultiNode)
 
 
 def test_seed_usage_as_a_ray_job_with_working_dir(multinode: MultiNode) -> None:
-    # GIVEN the repo as the job's working dir WHEN the seed's command line is submitted
+    # GIVEN the repo as the job's working dir WHEN the seed's command line is submitted (a per-node
+    # timeout above the 30 s default: the pod's first worker may start slowly on a loaded CI machine)
     ray_bin = str(Path(sys.executable).parent / "ray")
     proc = subprocess.run(
         [ray_bin, "job", "submit", "--address", multinode.dashboard, "--working-dir", str(ROOT), "--",
-         "python", "scripts/run_on_each_ray_node.py", "-n", multinode.pod[:8], "--json",
-         "cat /proc/1/cmdline"], capture_output=True, text=True, timeout=120, cwd=ROOT,
+         "python", "scripts/run_on_each_ray_node.py", "-n", multinode.pod[:8], "--json", "--timeout", "90",
+         "cat /proc/1/cmdline"], capture_output=True, text=True, timeout=180, cwd=ROOT,
         env={**os.environ, "RAY_ADDRESS": ""})
     # THEN the job succeeds and the address came from the job's own environment
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
