@@ -2,6 +2,7 @@
 method holds (`acquire(timeout=2)` fails and it raises TimeoutError); the driver's ray.get raises
 the RayTaskError, and its uncaught traceback ends the driver."""
 
+import os
 import threading
 import time
 
@@ -24,7 +25,9 @@ class ParameterStore:
 
 
 def main() -> None:
-    ray.init()
+    # Submitted as a job to the recorder's loopback cluster (127.0.0.1, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0):
+    # attach to it, never start a cluster of its own.
+    ray.init(address=os.environ.get("RAY_ADDRESS", "auto"))
     store = ParameterStore.remote()
     store.hold.remote()
     time.sleep(1)
