@@ -8,7 +8,9 @@ interpreter) and `diagnose.run()` in-process, REPEAT times each. Prints a table 
 --poller N instead submits one job of N actors blocked in `ray.get` on one poller actor (N + 2
 processes with the driver) and times, in the same run: the script REPEAT times (median, with the
 median of each phase from diagnosis.json `collection.timings`) and a bare sequential
-`py-spy dump --pid PID` of the same processes; the load average is read before and after.
+`py-spy dump --pid PID` of the same processes, and the seed's path (one `ray job submit` of
+run_on_each_ray_node.py per process) on --seed-subset of them, extrapolated to all; the load
+average is read before and after.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ ray.get(refs)
 '''
 
 
-def bench_poller(cluster: localcluster.LocalCluster, n: int, repeat: int) -> dict[str, object]:
+def bench_poller(cluster: localcluster.LocalCluster, n: int, repeat: int, seed_subset: int = 4) -> dict[str, object]:
     """The whole diagnosis of N actors blocked on one poller, beside bare py-spy of the same processes."""
     from ray.job_submission import JobSubmissionClient
 
@@ -80,6 +82,8 @@ def bench_poller(cluster: localcluster.LocalCluster, n: int, repeat: int) -> dic
                 phases.append(doc["collection"].get("timings") or {})
                 stacks = json.loads((Path(tmp) / "stacks.json").read_text())
                 pids = sorted({p["pid"] for p in stacks["processes"]})
+                nodes = {p["pid"]: p.get("node_id") for p in stacks["processes"]}
+                blocked = sorted({p["pid"] for p in stacks["processes"] if "Worker.run" in str(p.get("title"))})
             print(f"poller run {i + 1}: script {script[-1]:.2f}s {phases[-1]}", file=sys.stderr)
         pyspy = find_pyspy()
         bare = []
@@ -87,13 +91,35 @@ def bench_poller(cluster: localcluster.LocalCluster, n: int, repeat: int) -> dic
             start = time.monotonic()
             subprocess.run([str(pyspy), "dump", "--pid", str(pid)], capture_output=True, timeout=30, check=False)
             bare.append(time.monotonic() - start)
+        seed = seed_path(cluster, [(pid, nodes[pid]) for pid in blocked[:seed_subset]])
         client.stop_job(sub)
     names = list(dict.fromkeys(k for ph in phases for k in ph))
+    median = statistics.median(script)
+    seed_total = statistics.mean(seed) * len(pids) if seed else None
     return {"processes": len(pids), "script_median_s": round(statistics.median(script), 2),
             "script_runs_s": [round(x, 2) for x in script],
             "phase_medians_s": {k: round(statistics.median(ph.get(k, 0.0) for ph in phases), 2) for k in names},
             "bare_pyspy_sequential_s": round(sum(bare), 2), "verdicts": sorted(verdicts),
+            "seed_path_s": {"measured_processes": len(seed), "runs": [round(x, 2) for x in seed],
+                            "extrapolated_total": round(seed_total, 1) if seed_total else None,
+                            "speedup_vs_script_median": round(seed_total / median) if seed_total else None},
             "loadavg_before": round(load_before, 1), "loadavg_after": round(os.getloadavg()[0], 1)}
+
+
+def seed_path(cluster: localcluster.LocalCluster, targets: list[tuple[int, str | None]]) -> list[float]:
+    """The seed's way, timed: one `ray job submit` running run_on_each_ray_node.py per process."""
+    ray_bin = str(Path(sys.executable).parent / "ray")
+    runs = []
+    for pid, node_id in targets:
+        argv = [ray_bin, "job", "submit", "--address", cluster.dashboard, "--working-dir", str(ROOT), "--",
+                "python", "scripts/run_on_each_ray_node.py", "-n", str(node_id), f"py-spy dump --pid {pid}"]
+        start = time.monotonic()
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=ROOT, env=cluster.env(), check=False)
+        runs.append(time.monotonic() - start)
+        if proc.returncode != 0 or "Worker.run" not in proc.stdout:
+            raise RuntimeError(f"seed path failed for pid {pid}: {(proc.stdout + proc.stderr)[-800:]}")
+        print(f"seed path, pid {pid}: {runs[-1]:.2f}s", file=sys.stderr)
+    return runs
 
 
 def _running_calls(cluster: localcluster.LocalCluster) -> int:
@@ -110,12 +136,15 @@ def main() -> int:
     p.add_argument("--port", type=int, default=6470, help="GCS port of the benchmark cluster (default 6470)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.add_argument("--poller", type=int, metavar="N", help="time N actors blocked on one poller instead")
+    p.add_argument("--seed-subset", type=int, default=4, metavar="K",
+                   help="with --poller: processes also dumped the seed's way (one `ray job submit` each), "
+                        "extrapolated to all (default 4; 0 skips)")
     args = p.parse_args()
     cluster = localcluster.start(args.port, num_cpus=4)
     rows = []
     if args.poller:
         try:
-            print(json.dumps(bench_poller(cluster, args.poller, args.repeat), indent=1))
+            print(json.dumps(bench_poller(cluster, args.poller, args.repeat, args.seed_subset), indent=1))
         finally:
             localcluster.stop(cluster)
         return 0

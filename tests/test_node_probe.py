@@ -370,3 +370,20 @@ def test_a_parked_process_shows_a_silent_window(target: subprocess.Popen[str]) -
     window = value["info"][str(target.pid)]["progress"]
     assert window["io"]["wchar"] == 0 and window["io"]["write_bytes"] == 0
     assert all(entry["bytes"] == 0 for entry in window["logs"])
+
+
+@needs_pyspy
+def test_samples_start_the_interval_apart_so_dump_time_is_not_added(target: subprocess.Popen[str]) -> None:
+    # GIVEN three samples 0.6 s apart of a live process
+    start = time.monotonic()
+    result = probe_node("n1", [target.pid], {}, samples=3, interval_s=0.6, children=False)
+    elapsed = time.monotonic() - start
+    offsets = result["sample_offsets_s"]
+    # THEN each sample starts 0.6 s after the previous one started, never sooner ...
+    assert len(offsets) == 3 == result["samples_taken"]
+    gaps = [b - a for a, b in zip(offsets, offsets[1:])]
+    assert all(gap >= 0.6 - 0.002 for gap in gaps), gaps
+    # ... and the dump of a round is inside the wait, not after it: a sample's dump time counts
+    # once (the last), where waiting after each round would add every round's
+    last_round = elapsed - offsets[-1]
+    assert all(gap < 0.6 + last_round + 0.25 for gap in gaps), (gaps, last_round)

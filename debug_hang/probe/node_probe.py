@@ -201,7 +201,8 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     dicts, one per pid and sample], "info": {pid: {title, ppid, env, cpu_percent, child_of,
     progress, file_locks?, wchan?}} (`progress`: what moved between the first and the last sample,
     probe/progress.py),
-    "errors": [{"pid", "error", "kind", "sample"}], "samples_taken", "seconds"}, plus
+    "errors": [{"pid", "error", "kind", "sample"}], "samples_taken", "sample_offsets_s" (when each
+    sample started: `interval_s` apart, start to start), "seconds"}, plus
     "flight_recorder" (probe.flight_recorder.collect_dumps) when a target sets a Flight Recorder
     dump path or enables the recorder.
     Never raises for a process-level problem: a missing py-spy, a pid that is gone or a
@@ -263,11 +264,17 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     t_before = time.monotonic()
     processes: list[dict[str, Any]] = []
     taken = 0
+    sample_start = time.monotonic()
+    offsets: list[float] = []  # when each sample started, seconds after the probe started
     for sample in range(max(1, samples) if pyspy else 0):
         if sample:
-            if budget is not None and _left(start, budget) < interval_s + 1.0:
+            # Samples start `interval_s` apart: the previous round's dumps and their source
+            # lines count towards the wait instead of adding to it.
+            wait = max(0.0, interval_s - (time.monotonic() - sample_start))
+            if budget is not None and _left(start, budget) < wait + 1.0:
                 break  # no time for another sample: keep what we have
-            time.sleep(interval_s)
+            time.sleep(wait)
+            sample_start = time.monotonic()
         sample_opts = opts
         if budget is not None:
             left = _left(start, budget)
@@ -276,6 +283,7 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
             sample_opts = DumpOptions(native=opts.native, nonblocking=opts.nonblocking,
                                       locals=opts.locals, timeout_s=min(opts.timeout_s, left))
         taken += 1
+        offsets.append(round(sample_start - start, 3))
         for result in dump_pids(all_pids, sample_opts):
             if result.note and not any(e["pid"] == result.pid and e["kind"] == result.note_kind for e in errors):
                 errors.append({"pid": result.pid, "error": result.note, "kind": result.note_kind, "sample": sample})
@@ -313,6 +321,7 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
         "info": {str(pid): value for pid, value in info.items()},
         "errors": errors,
         "samples_taken": taken,
+        "sample_offsets_s": offsets,
         # The targets' secret env values as salted digests, for the caller to redact them in
         # what it reads elsewhere (logs); the values themselves never leave the node.
         "redact_digests": redactor.digests(),
