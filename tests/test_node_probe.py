@@ -381,7 +381,7 @@ def test_samples_start_the_interval_apart_so_dump_time_is_not_added(target: subp
     offsets = result["sample_offsets_s"]
     # THEN each sample starts 0.6 s after the previous one started, never sooner ...
     assert len(offsets) == 3 == result["samples_taken"]
-    gaps = [b - a for a, b in zip(offsets, offsets[1:])]
+    gaps = [b - a for a, b in zip(offsets, offsets[1:], strict=False)]
     assert all(gap >= 0.6 - 0.002 for gap in gaps), gaps
     # ... and the dump of a round is inside the wait, not after it: a sample's dump time counts
     # once (the last), where waiting after each round would add every round's
