@@ -113,3 +113,16 @@ def test_a_task_in_an_infeasible_placement_group_leads_to_the_group() -> None:
     assert [c.name for c in top.culprits] == ["placement group eval_pg"]
     assert any("accelerator_x" in e for e in top.culprits[0].evidence)
     assert "_group_" not in diag.summary
+
+
+def test_named_actors_are_called_by_their_names() -> None:
+    # GIVEN two actors of one class created with .options(name=...) that deadlock on each other's locks
+    diag = reanalyse(ROOT / "tests" / "data" / "cases" / "lock_held_across_remote_call")
+    cause = diag.causes[0]
+    # THEN the culprits carry the names a user gave them, in the summary and in diagnosis.json
+    assert {c.actor_name for c in cause.culprits} == {"shard_a", "shard_b"}
+    assert 'Shard "shard_a"' in diag.summary and 'Shard "shard_b"' in diag.summary
+    doc = to_json(diag)
+    assert doc["root_causes"][0]["culprit"]["actor_name"] in ("shard_a", "shard_b")
+    assert {c["actor_name"] for c in doc["root_causes"][0]["culprits"]} == {"shard_a", "shard_b"}
+    jsonschema.validate(doc, SCHEMA)

@@ -54,6 +54,7 @@ class GNode:
     actor_id: str | None = None
     task_id: str | None = None
     class_name: str | None = None
+    actor_name: str | None = None  # a named actor's name (ray.remote(...).options(name=...))
     task_name: str | None = None
     rank: int | None = None
     pattern: str | None = None  # what this node is doing / why it is stuck
@@ -70,7 +71,8 @@ class GNode:
     def label(self) -> str:
         where = f"pid {self.pid}" if self.pid else self.state
         rank = f"[rank {self.rank}]" if self.rank is not None else ""
-        return f"{self.name}{rank} ({where})"
+        named = f' "{self.actor_name[:60]}"' if self.actor_name else ""
+        return f"{self.name}{rank}{named} ({where})"
 
 
 @dataclass
@@ -275,7 +277,7 @@ def _process_node(b: Builder, verdict: ProcessVerdict) -> GNode:
     node = GNode(
         key=proc_key(proc), kind="rank" if rank is not None else kind, name=name, pid=proc.pid,
         node_id=proc.node_id, actor_id=proc.actor_id, task_id=proc.task_id, class_name=proc.actor_class,
-        task_name=proc.task_name, rank=rank,
+        actor_name=proc.actor_name or (actor or {}).get("name") or None, task_name=proc.task_name, rank=rank,
         state=_PROCESS_STATE.get(verdict.verdict, "unknown"),
         pattern=verdict.pattern if verdict.pattern != "unknown" else None,
         frame=verdict.main.frame if verdict.main else None,
@@ -313,7 +315,7 @@ def add_actor_nodes(b: Builder) -> None:
         node = GNode(
             key=f"actor:{actor_id}", kind="actor", name=str(actor.get("class_name")),
             state="dead" if state == "DEAD" else "pending", actor_id=actor_id,
-            class_name=actor.get("class_name"), node_id=actor.get("node_id"),
+            class_name=actor.get("class_name"), actor_name=actor.get("name") or None, node_id=actor.get("node_id"),
             pid=int(actor.get("pid") or 0) or None,
         )
         node.rank = _rank_of(None, actor)

@@ -12,7 +12,7 @@ from debug_hang.analyse.progress import progress_confidence
 DIAGNOSIS_SCHEMA = "debug-hang/diagnosis/v1"
 # Additive revisions of v1 (new optional fields only): 2 adds root_causes[].next, job_code,
 # next_step and references_root.
-SCHEMA_REVISION = 2
+SCHEMA_REVISION = 3
 
 
 def to_json(diag: Diagnosis) -> dict[str, Any]:
@@ -28,11 +28,11 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
             "summary": cause.summary,
             "culprit": {
                 "kind": first.kind,
-                "class_name": first.class_name, "task_name": first.task_name,
+                "class_name": first.class_name, "actor_name": first.actor_name, "task_name": first.task_name,
                 "actor_id": first.actor_id, "task_id": first.task_id, "pid": first.pid,
                 "node_id": first.node_id, "rank": first.rank,
             },
-            "culprits": [{"kind": c.kind, "class_name": c.class_name, "pid": c.pid,
+            "culprits": [{"kind": c.kind, "class_name": c.class_name, "actor_name": c.actor_name, "pid": c.pid,
                           "actor_id": c.actor_id, "node_id": c.node_id, "rank": c.rank,
                           "name": c.name} for c in cause.culprits],
             "confidence": round(cause.confidence, 2),
