@@ -107,6 +107,8 @@ def _cycle_causes(g: WaitGraph) -> list[RootCause]:
         has_resource = any(n.kind in ("resource", "placement_group") for n in members)
         pattern = _cycle_pattern(g, cycle, has_resource)
         culprits = [n for n in members if n.kind != "resource"] if has_resource else members
+        if pattern == "pipe-full-deadlock":  # the parent's code is what to change: it must read while it waits
+            culprits = sorted(culprits, key=lambda n: n.pattern == "pipe-write-wait")
         outside = [g.nodes[e.dst] for e in g.edges if e.why == "train-barrier" and e.src in cycle and e.dst in cycle]
         if outside:
             # Ranks in Ray Train's barrier and ranks still in a DDP step wait on each other. The
@@ -134,6 +136,8 @@ def _cycle_pattern(g: WaitGraph, cycle: list[str], has_resource: bool) -> str:
         return "resource-starvation"
     if any(e.why == "file-lock-wait" for e in g.edges if e.src in cycle and e.dst in cycle):
         return "file-lock-deadlock"  # a member holds an OS file lock (/proc/locks) another waits for
+    if any(e.why == "pipe-write-wait" for e in g.edges if e.src in cycle and e.dst in cycle):
+        return "pipe-full-deadlock"  # a child writes a full pipe its parent waits on instead of reading
     members = [g.nodes[k] for k in cycle]
     if any(n.pattern == "lock-order-deadlock" for n in members) or all(
             n.lock_wait is not None for n in members if n.kind != "driver"):

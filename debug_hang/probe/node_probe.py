@@ -24,6 +24,7 @@ from debug_hang.model import Process, process_to_dict
 from debug_hang.probe import progress
 from debug_hang.probe.file_locks import locks_of, read_locks, thread_wchans
 from debug_hang.probe.flight_recorder import collect_dumps, dump_prefixes, read_fr_env
+from debug_hang.probe.pipes import child_pipes
 from debug_hang.probe.pyspy import (
     NOT_PYTHON,
     PROCESS_EXITED,
@@ -337,7 +338,8 @@ def add_kernel_waits(info: dict[int, dict[str, Any]], pids: list[int], errors: l
     """Per process, after the last sample: the OS file locks it holds or waits for (`file_locks`,
     from /proc/locks, with each file's path and the holders' pids) and, for a process waiting for
     one, the kernel function each of its threads sleeps in (`wchan`: {tid: name}), which tells the
-    waiting thread — what py-spy cannot see. /proc/locks is read once; wchans only of waiters."""
+    waiting thread — what py-spy cannot see. /proc/locks is read once; wchans only of waiters and
+    of child processes with a pipe on a standard descriptor (`std_pipes`, probe/pipes.py)."""
     rows, cut = read_locks()
     if cut:
         errors.append({"pid": None, "kind": LOCKS_TRUNCATED, "sample": 0,
@@ -347,6 +349,15 @@ def add_kernel_waits(info: dict[int, dict[str, Any]], pids: list[int], errors: l
         wchans = thread_wchans(pid) if any(lock["waiting"] for lock in locks) else {}
         if wchans:
             info[pid]["wchan"] = wchans
+    for pid in pids:
+        # A child with a pipe on stdin/stdout/stderr: where its threads sleep in the kernel and
+        # which end of each pipe its parent holds (probe/pipes.py), for a pipe-full deadlock.
+        parent = info[pid].get("child_of")
+        pipes = child_pipes(pid, parent) if parent is not None else None
+        if pipes is not None:
+            info[pid]["std_pipes"] = pipes["std_pipes"]
+            if pipes["wchan"]:
+                info[pid].setdefault("wchan", pipes["wchan"])
 
 
 def _left(start: float, budget_s: float) -> float:

@@ -1,0 +1,75 @@
+"""Pipes between a child process and its parent, read from /proc (node side, stdlib only).
+
+A child blocked writing its stdout into a pipe that its parent never reads (the parent is in
+`Popen.wait()`) is stuck in the kernel: py-spy shows only the `print`/`write` line. What decides
+is the kernel function its threads sleep in (/proc/PID/task/TID/wchan: `pipe_write`, or
+`anon_pipe_write` on newer kernels) and who holds the other end of that pipe. This module reads
+both facts; the analysis (analyse/graph.py, catalog `pipe-write-wait`) decides from them.
+Nothing is stat'ed or opened but /proc entries; every scan is bounded.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from debug_hang.probe.file_locks import MAX_FDS, thread_wchans
+
+_PIPE = re.compile(r"^pipe:\[(\d+)\]$")
+STD_FDS = ("0", "1", "2")
+
+
+def std_pipes(pid: int) -> dict[str, int]:
+    """{fd: pipe inode} for those of stdin/stdout/stderr of `pid` that are pipes."""
+    found: dict[str, int] = {}
+    for fd in STD_FDS:
+        try:
+            match = _PIPE.match(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:
+            continue
+        if match:
+            found[fd] = int(match.group(1))
+    return found
+
+
+def pipe_ends(pid: int, inodes: set[int], max_fds: int = MAX_FDS) -> dict[int, list[str]]:
+    """{inode: ["read"|"write", ...]}: which ends of the pipes `inodes` process `pid` holds open
+    (from the access mode in /proc/PID/fdinfo), scanning at most `max_fds` descriptors."""
+    held: dict[int, list[str]] = {}
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")[:max_fds]
+    except OSError:
+        return held
+    for fd in fds:
+        try:
+            match = _PIPE.match(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:
+            continue
+        if not match or int(match.group(1)) not in inodes:
+            continue
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}", encoding="ascii", errors="replace") as fh:
+                flags_line = next((ln for ln in fh.read(4096).splitlines() if ln.startswith("flags:")), "")
+        except OSError:
+            continue
+        flags = int(flags_line.split()[1], 8) if flags_line.split()[1:] else 0
+        end = "read" if flags & os.O_ACCMODE == os.O_RDONLY else "write"
+        held.setdefault(int(match.group(1)), []).append(end)
+    return held
+
+
+def child_pipes(child: int, parent: int | None) -> dict[str, Any] | None:
+    """For a child process: the kernel functions its threads sleep in and, for each of its
+    standard descriptors that is a pipe, whether its parent holds the pipe's read or write end:
+    {"wchan": {tid: name}, "std_pipes": {fd: {"inode", "parent_ends": [...]}}}; None when the
+    child has no pipe on 0/1/2."""
+    pipes = std_pipes(child)
+    if not pipes:
+        return None
+    ends = pipe_ends(parent, set(pipes.values())) if parent else {}
+    return {
+        "wchan": thread_wchans(child),
+        "std_pipes": {fd: {"inode": inode, "parent_ends": sorted(set(ends.get(inode, [])))}
+                      for fd, inode in pipes.items()},
+    }
