@@ -111,6 +111,34 @@ def test_symlinked_or_foreign_folders_are_refused(tmp_path: Path) -> None:
         prepare_output_dir(link)
 
 
+def test_missing_parents_are_made_private_and_a_foreign_parent_is_refused(tmp_path: Path) -> None:
+    # GIVEN an output folder two levels under a missing folder: every folder made is 0700
+    out = prepare_output_dir(tmp_path / "watch" / "runs" / "job-1")
+    for folder in (tmp_path / "watch", tmp_path / "watch" / "runs", out):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+    # GIVEN a folder planted by another user where ours would go (as /tmp/ray_hang_watch could be)
+    if os.getuid() != 0:
+        pytest.skip("needs root to plant a folder owned by another uid")
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    os.chown(planted, 65534, 65534)
+    with pytest.raises(UsageError, match="belongs to uid 65534"):
+        prepare_output_dir(planted / "job-1")
+    assert not (planted / "job-1").exists()
+    # ... or a symlink of theirs to a folder of ours
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "watch")
+    os.lchown(link, 65534, 65534)
+    with pytest.raises(UsageError, match="belongs to uid 65534"):
+        prepare_output_dir(link / "job-2")
+    # ... or a folder everyone may write in, without the sticky bit
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    with pytest.raises(UsageError, match="writable by everyone"):
+        prepare_output_dir(shared / "sub" / "job-3")
+
+
 def test_default_folder_is_a_fresh_private_mkdtemp() -> None:
     first, second = prepare_output_dir(None), prepare_output_dir(None)
     try:

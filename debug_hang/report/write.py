@@ -16,6 +16,7 @@ import builtins
 import json
 import os
 import re
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,27 @@ _HEX = re.compile(r"^[0-9a-f]{1,64}$")
 _KINDS = frozenset({"driver", "actor", "task", "rank", "process", "worker", "child"})
 
 
+def _make_parents(parent: Path) -> None:
+    """Create the missing folders above an output folder, each 0700, after checking the nearest
+    existing one: it must not be another user's (a folder planted in /tmp under the name we use,
+    or a symlink of theirs, would let them swap what we write) nor writable by all without the
+    sticky bit. Root's and your own folders pass, as does /tmp itself (sticky)."""
+    missing: list[Path] = []
+    here = parent
+    while not os.path.lexists(here):
+        missing.append(here)
+        here = here.parent
+    link, st = os.lstat(here), os.stat(here)
+    for owner in {link.st_uid, st.st_uid} - {0, os.getuid()}:
+        raise UsageError(f"{here} (above the output folder) belongs to uid {owner}, not to you or root: "
+                         "give an output folder under one of your own")
+    if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
+        raise UsageError(f"{here} (above the output folder) is writable by everyone: give an output folder "
+                         "under one of your own")
+    for folder in reversed(missing):
+        os.mkdir(folder, 0o700)
+
+
 def prepare_output_dir(path: Path | None, force: bool = False) -> Path:
     """The output folder, private and empty: a fresh `mkdtemp` one when `path` is None.
 
@@ -52,7 +74,7 @@ def prepare_output_dir(path: Path | None, force: bool = False) -> Path:
     if path.is_symlink():
         raise UsageError(f"output folder {path} is a symbolic link: give the real folder, or a new one")
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _make_parents(path.parent)
         os.mkdir(path, 0o700)
         return path
     if not path.is_dir():
