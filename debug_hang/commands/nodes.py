@@ -101,7 +101,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                       help="never pause the targets (stacks may be torn; see below)")
     dump.add_argument("--locals", action="store_true", help="include frame locals (may hold data)")
     dump.add_argument("--samples", type=int, default=1, help="dumps per process, to tell stuck from moving (default 1)")
-    dump.add_argument("--interval", type=float, default=0.5, help="seconds between samples (default 0.5)")
+    dump.add_argument("--interval", type=float, default=0.5, help="seconds from one sample's start to the next (default 0.5)")
     dump.add_argument("--no-children", action="store_true", help="do not dump the pids' child processes")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="COMMAND...",
                    help='command to run on each node: `-- prog args...` or one quoted string "prog args"')
