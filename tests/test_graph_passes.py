@@ -227,3 +227,38 @@ def test_detect_file_lock_waits_reads_the_kernel_not_the_stack() -> None:
     assert writer.pattern == "file-lock-wait" and G.edge_of(b, writer.key) == "lock-holder"
     G.follow_edges(b)
     assert ("MetricsWriter", "CheckpointManager") in edges(b)
+
+
+def _pipe_child_info(b: G.Builder) -> dict[str, object]:
+    return next(i for i in b.inp.info.values() if i.get("std_pipes"))
+
+
+def test_follow_edges_closes_a_pipe_full_cycle_from_the_childs_kernel_wait() -> None:
+    b = run_before(builder("subprocess_pipe_full"), G.follow_edges)
+    assert not any(e.why == "pipe-write-wait" for e in b.g.edges)
+    G.follow_edges(b)
+    back = [e for e in b.g.edges if e.why == "pipe-write-wait"]
+    assert len(back) == 1 and b.g.nodes[back[0].dst].class_name == "Evaluator"
+    child = b.g.nodes[back[0].src]
+    assert child.pattern == "pipe-write-wait" and child.state == "blocked"
+    assert any("no byte written" in e for e in child.evidence)
+
+
+@pytest.mark.parametrize("change", ["drained", "not-parents", "not-asleep"])
+def test_a_pipe_the_child_writes_on_or_the_parent_does_not_read_closes_no_cycle(change: str) -> None:
+    # The recorded capture with one of the facts the rule reads changed: the child wrote during the
+    # window (someone drains the pipe), the parent does not hold the read end, the child is not
+    # asleep in a pipe write. Each alone means no pipe-full deadlock: the child stays the chain's end.
+    b = builder("subprocess_pipe_full")
+    info = _pipe_child_info(b)
+    if change == "drained":
+        info["progress"]["io"]["wchar"] = 65536  # type: ignore[index]
+    elif change == "not-parents":
+        for pipe in info["std_pipes"].values():  # type: ignore[attr-defined]
+            pipe["parent_ends"] = []
+    else:
+        info["wchan"] = {tid: "do_select" for tid in info["wchan"]}  # type: ignore[attr-defined]
+    for step in G.PASSES[:G.PASSES.index(G.follow_edges) + 1]:
+        step(b)
+    assert not any(e.why == "pipe-write-wait" for e in b.g.edges)
+    assert any(n.pattern == "child-process-hang" for n in b.g.nodes.values())

@@ -93,3 +93,19 @@ def test_a_process_without_pipes_on_its_standard_descriptors_has_no_pipe_facts()
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_child_whose_pipe_is_drained_slowly_writes_during_the_window() -> None:
+    # GIVEN a parent reading its child's output slowly, line by line: the child is often asleep
+    # writing a full pipe, but the pipe drains, so it writes bytes over any window
+    from debug_hang.probe.pyspy import find_pyspy
+
+    if find_pyspy() is None:
+        pytest.skip("py-spy not installed (the window needs two samples)")
+    slow = "import time\nfor line in proc.stdout:\n    time.sleep(0.002)\n"
+    for parent, child in _family(slow):
+        time.sleep(0.3)
+        value = probe_node("n1", [parent], {}, samples=2, interval_s=0.5, children=True)
+        io = value["info"][str(child)]["progress"]["io"]
+        # THEN the probe sees its writes (wchar), which is what tells it from a deadlock
+        assert io["wchar"] > 0, io

@@ -834,21 +834,25 @@ def _edges_children(b: Builder, key: str, proc: Process) -> None:
 
 def _edge_pipe_back(b: Builder, parent_key: str, child_key: str, info: dict[str, Any]) -> None:
     """A child asleep in the kernel writing its stdout/stderr pipe (catalog `pipe-write-wait`:
-    its wchan), whose read end its parent holds while it waits for the child to exit: the pipe
-    is full and only the parent could empty it. The wait closes into a cycle (pipe-full-deadlock)."""
+    its wchan) and silent over the sampling window (no byte written), whose read end its parent
+    holds while it waits for the child to exit: the pipe is full and only the parent could empty
+    it. The wait closes into a cycle (pipe-full-deadlock)."""
     pattern = catalog().get("pipe-write-wait")
     waits = pattern.kernel_waits if pattern is not None else ()
     asleep = sorted({str(name) for name in (info.get("wchan") or {}).values() if any(r.search(str(name)) for r in waits)})
     read_by_parent = [fd for fd, pipe in sorted((info.get("std_pipes") or {}).items())
                       if fd in ("1", "2") and "read" in (pipe.get("parent_ends") or [])]
-    if not asleep or not read_by_parent:
+    # Asleep at the end, and not one byte written over the whole sampling window: nobody drained
+    # the pipe (a parent reading it, in communicate() or a loop, lets the child write on).
+    wrote = ((info.get("progress") or {}).get("io") or {}).get("wchar")
+    if not asleep or not read_by_parent or wrote != 0:
         return
     child, parent = b.g.nodes[child_key], b.g.nodes[parent_key]
     streams = " and ".join({"1": "stdout", "2": "stderr"}[fd] + f" (fd {fd}, pipe:[{info['std_pipes'][fd]['inode']}])"
                            for fd in read_by_parent)
     child.pattern, child.state = "pipe-write-wait", "blocked"  # the kernel says so, whatever py-spy shows
-    child.evidence.append(f"asleep in the kernel writing to a full pipe ({', '.join(asleep)}): its {streams}, "
-                          f"whose read end its parent {parent.label()} holds")
+    child.evidence.append(f"asleep in the kernel writing to a full pipe ({', '.join(asleep)}), no byte written in "
+                          f"the sampling window: its {streams}, whose read end its parent {parent.label()} holds")
     b.g.add_edge(child_key, parent_key, "pipe-write-wait",
                  f"blocked writing its {streams}: the pipe is full and only the parent holds its read end, "
                  "but the parent waits for this child to exit instead of reading")
