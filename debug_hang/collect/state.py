@@ -42,6 +42,25 @@ class ListResult:
     events_dropped: int | None = None  # num_status/profile_task_events_dropped, when the API says
 
     @property
+    def cut(self) -> bool:
+        """Whether a limit cut this list (the API server's, or the data source's 10,000), as opposed
+        to `total` counting task records that Ray dropped (see `infer_task_drops`)."""
+        if self.matched is not None and self.matched > len(self.rows):
+            return True
+        if self.after_source is not None and self.total is not None and self.total > self.after_source:
+            return self.after_source >= LIST_LIMIT or not self.events_dropped
+        return self.matched is None and self.total is not None and self.total > len(self.rows)
+
+    def infer_task_drops(self) -> None:
+        """Task lists: the dashboard folds the GCS's dropped task records (`num_status_task_events
+        _dropped`: attempts evicted past RAY_task_events_max_num_task_in_gcs or lost in workers'
+        buffers, in the list's scope — the job's with a job filter, else the cluster's) into `total`
+        and returns no separate count. Below the source's limit the difference is those drops."""
+        if (self.events_dropped is None and self.total is not None and self.after_source is not None
+                and self.after_source < LIST_LIMIT and self.total > self.after_source):
+            self.events_dropped = self.total - self.after_source
+
+    @property
     def truncated(self) -> bool:
         """Rows exist that this list did not return (cut by a limit, or events dropped by Ray)."""
         if self.events_dropped:
@@ -131,6 +150,8 @@ class DashboardClient:
             return ListResult(error=f"State API {resource}: {body.get('msg', 'failed')[:300]}")
         data = body.get("data", {}).get("result", {})
         result = ListResult.from_data(data)
+        if resource == "tasks":
+            result.infer_task_drops()
         if data.get("partial_failure_warning"):
             result.error = f"State API {resource} partial: {data['partial_failure_warning'][:300]}"
         return result
@@ -263,6 +284,89 @@ def merge_job_rows(snap: Snapshot, rows: JobRows) -> int:
     return added
 
 
+# The progress window's second task reading asks for at most this many tasks by id (one indexed
+# GCS lookup each, MAX_PARALLEL_BY_ID at a time): those unfinished at the first reading and gone
+# from the unfinished list at the second. Past it, the rest are counted, not read.
+MAX_BY_ID = 64
+MAX_PARALLEL_BY_ID = 8
+
+
+@dataclass
+class ProgressReading:
+    """The job's tasks at the end of the progress window (what `tasks_after` replays).
+
+    `mode` "full": every task row of the job (one listing, as long as it fits the limit).
+    `mode` "by-id": the job's unfinished tasks (filtered on the server) plus, read one by one
+    by task id, the tasks that were unfinished at the first reading and have left that list
+    since — every row the progress comparison can use, whatever the job's finished history.
+    """
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    mode: str = "full"
+    error: str | None = None
+    cut: dict[str, int] | None = None  # ListResult.completeness() of a list that came back cut
+    notes: list[str] = field(default_factory=list)
+    open_now: int = 0  # by-id: the job's unfinished tasks at the second reading
+    ended: int = 0  # by-id: tasks unfinished at the first reading, no longer unfinished
+    read_by_id: int = 0  # of those, how many were read by id (at most MAX_BY_ID)
+    not_found: int = 0  # read by id, no record left (evicted by the GCS's task-event cap)
+
+
+def progress_reading(client: DashboardClient, job_id: str, before: list[dict[str, Any]],
+                     history_cut: bool) -> ProgressReading:
+    """Read the job's tasks again for the progress comparison (analyse.verdict.detect_progress).
+
+    While the job's history fits one listing (`history_cut` False: the first reading of its rows
+    was whole), list every task of the job, as always. Otherwise — or when that listing comes
+    back cut — a job-filtered listing holds an arbitrary 10,000 of its records (the GCS returns
+    its per-job index in hash order; the dashboard sorts by task id), so a RUNNING task or one
+    that just finished can be missing: read by state and by id instead.
+    """
+    job_filter = [("job_id", "=", job_id)]
+    if not history_cut:
+        full = client.list_state("tasks", job_filter)
+        if not full.truncated or full.error:
+            return ProgressReading(rows=full.rows, error=full.error, cut=full.completeness() if full.truncated else None)
+    return _by_id(client, job_id, before)
+
+
+def _by_id(client: DashboardClient, job_id: str, before: list[dict[str, Any]]) -> ProgressReading:
+    out = ProgressReading(mode="by-id")
+    unfinished = client.list_state("tasks", [("job_id", "=", job_id), ("state", "!=", "FINISHED")])
+    if unfinished.error:
+        out.error = unfinished.error
+        return out
+    if unfinished.cut:
+        out.cut = unfinished.completeness()  # more unfinished tasks than one answer holds
+    out.rows = list(unfinished.rows)
+    out.open_now = len(unfinished.rows)
+    now_open = {(t.get("task_id"), t.get("attempt_number")) for t in unfinished.rows}
+    ended = {(t.get("task_id"), t.get("attempt_number")) for t in before
+             if t.get("job_id") == job_id and t.get("state") != "FINISHED"} - now_open
+    out.ended = len(ended)
+    ids = sorted({str(tid) for tid, _ in ended if tid})[:MAX_BY_ID]
+    out.read_by_id = len(ids)
+    if not ids:
+        return out
+    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_BY_ID, len(ids))) as pool:
+        answers = list(pool.map(lambda tid: client.list_state("tasks", [("task_id", "=", tid)]), ids))
+    for tid, answer in zip(ids, answers, strict=True):
+        if answer.error:
+            out.notes.append(f"task {tid} not read by id: {answer.error[:200]}")
+            continue
+        rows = [t for t in answer.rows if (t.get("task_id"), t.get("attempt_number")) in ended]
+        out.not_found += not rows
+        out.rows += rows
+    if out.ended > len(ids):
+        out.notes.append(f"{out.ended} tasks of the job ended during the progress window; {len(ids)} of them "
+                         "were read by id")
+    if out.not_found:
+        out.notes.append(f"{out.not_found} tasks of the job left the unfinished list during the progress window "
+                         "but have no record left (the GCS evicts finished tasks past "
+                         "RAY_task_events_max_num_task_in_gcs): whether they finished is unknown")
+    return out
+
+
 def _store(snap: Snapshot, name: str, value: Any) -> None:
     if isinstance(value, ListResult):
         if value.error:
@@ -272,11 +376,16 @@ def _store(snap: Snapshot, name: str, value: Any) -> None:
         if value.truncated:
             snap.truncated[name] = value.completeness()
             of = value.matched if value.matched is not None and value.matched > len(value.rows) else value.total
-            snap.warnings.append(
-                f"{name}: the State API returned {len(value.rows)} of {of} rows"
-                + (f" ({value.events_dropped} task events dropped by Ray)" if value.events_dropped else "")
-                + "; the rest are missing from this diagnosis (raise RAY_MAX_LIMIT_FROM_API_SERVER on the head)"
-            )
+            if value.cut:
+                snap.warnings.append(
+                    f"{name}: the State API returned {len(value.rows)} of {of} rows"
+                    + (f" ({value.events_dropped} task events dropped by Ray)" if value.events_dropped else "")
+                    + "; the rest are missing from this diagnosis (raise RAY_MAX_LIMIT_FROM_API_SERVER on the head)")
+            else:
+                snap.warnings.append(
+                    f"{name}: all {len(value.rows)} matching rows read, but Ray dropped {value.events_dropped} task "
+                    "records in this list's scope (finished ones first, evicted past RAY_task_events_max_num_task_in_gcs, "
+                    "100,000 by default): a dropped row is missing from this diagnosis")
         if name not in ("tasks_of_job", "actors_of_job"):
             setattr(snap, name, value.rows)
     elif name == "jobs":
