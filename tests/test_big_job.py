@@ -49,8 +49,8 @@ def test_blocked_tasks_of_a_job_with_a_long_history_are_all_read_again(tmp_path:
 
         # THEN it is a hang on Gate.wait, whose waiters (tasks) and the driver were dumped,
         assert diagnosis["verdict"] == "hang", diagnosis["summary"]
-        culprits = [c for cause in diagnosis["causes"] for c in cause["culprits"]]
-        assert culprits and culprits[0]["class_name"] == "Gate", diagnosis["causes"]
+        culprits = [c for cause in diagnosis["root_causes"] for c in cause["culprits"]]
+        assert culprits and culprits[0]["class_name"] == "Gate", diagnosis["root_causes"]
         dumped = {p["pid"] for p in json.loads((out / "stacks.json").read_text())["processes"]}
         running = {int(t["worker_pid"]) for t in open_now if t.get("state") == "RUNNING"}
         assert len(running) == BLOCKED + 1 and running <= dumped, (running, dumped)
