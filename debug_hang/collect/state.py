@@ -79,16 +79,19 @@ class ListResult:
         return out
 
     @classmethod
-    def from_data(cls, data: dict[str, Any]) -> ListResult:
-        """A ListResult from the `data.result` object of a State API list response."""
+    def from_data(cls, data: dict[str, Any], resource: str = "") -> ListResult:
+        """A ListResult from the `data.result` object of a State API list response of `resource`."""
         def num(key: str) -> int | None:
             value = data.get(key)
             return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
         dropped = [n for n in (num("num_status_task_events_dropped"), num("num_profile_task_events_dropped"))
                    if n is not None]
-        return cls(rows=list(data.get("result") or []), total=num("total"), after_source=num("num_after_truncation"),
-                   matched=num("num_filtered"), events_dropped=sum(dropped) if dropped else None)
+        result = cls(rows=list(data.get("result") or []), total=num("total"), after_source=num("num_after_truncation"),
+                     matched=num("num_filtered"), events_dropped=sum(dropped) if dropped else None)
+        if resource == "tasks":
+            result.infer_task_drops()
+        return result
 
 
 class DashboardClient:
@@ -149,9 +152,7 @@ class DashboardClient:
         if not body.get("result", False):
             return ListResult(error=f"State API {resource}: {body.get('msg', 'failed')[:300]}")
         data = body.get("data", {}).get("result", {})
-        result = ListResult.from_data(data)
-        if resource == "tasks":
-            result.infer_task_drops()
+        result = ListResult.from_data(data, resource)
         if data.get("partial_failure_warning"):
             result.error = f"State API {resource} partial: {data['partial_failure_warning'][:300]}"
         return result
