@@ -110,7 +110,8 @@ def run(opts: Options) -> Diagnosis:
                                    timeout_s=min(10.0, deadline.remaining())),
         deadline, samples=opts.samples, interval_s=opts.interval_s,
     )
-    if not own_rows.join(deadline.remaining(cap=10.0)):
+    history_read = own_rows.join(deadline.remaining(cap=10.0))
+    if not history_read:
         snap.warnings.append("the job's own tasks and actors were not read in time: only its unfinished ones are used")
     if merge_job_rows(snap, own_rows) or redactor.learnt > learnt_before:
         scrub_snapshot(snap)  # the job's rows read since, and values first seen in the targets' environments
@@ -135,16 +136,19 @@ def run(opts: Options) -> Diagnosis:
     client = DashboardClient(addr.dashboard_url, timeout_s=deadline.remaining(cap=10.0))
     # A job whose history passes the listing limit is read again by state and task id: a job-wide
     # listing would hold an arbitrary 10,000 of its rows and could miss the tasks that matter.
-    history_cut = "tasks_of_job" in snap.truncated or own_rows.tasks.error is not None
+    # (A history not read in time or at all is as good as cut: a job-wide listing would be as slow.)
+    history_cut = not history_read or "tasks_of_job" in snap.truncated or own_rows.tasks.error is not None
     after = progress_reading(client, str(job.get("job_id")), snap.tasks, history_cut)
     if after.error:
         errors.append(CollectionError(f"second task listing failed: {after.error}"))
     if after.cut:  # a completion past the cut is not seen: progress may be missed
         snap.truncated["tasks_after"] = after.cut
     if after.mode == "by-id":
-        snap.warnings.append(f"the job has more task records than one State API answer holds: the progress window "
-                             f"compared its unfinished tasks ({after.open_now} now) "
-                             f"and read the {after.read_by_id} that ended since the first reading by task id")
+        snap.warnings.append(
+            "the job has more task records than one State API answer holds: the progress window "
+            + ("listed its unfinished tasks and " if after.listed else "")
+            + f"read {after.read_by_id} tasks unfinished at the first reading again by task id "
+            f"({after.ended} ended since, {after.open_now} rows not finished)")
     snap.warnings += after.notes
     after.rows = redact_obj(after.rows)
     timer.mark("progress_window")

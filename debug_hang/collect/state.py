@@ -297,9 +297,10 @@ class ProgressReading:
     """The job's tasks at the end of the progress window (what `tasks_after` replays).
 
     `mode` "full": every task row of the job (one listing, as long as it fits the limit).
-    `mode` "by-id": the job's unfinished tasks (filtered on the server) plus, read one by one
-    by task id, the tasks that were unfinished at the first reading and have left that list
-    since — every row the progress comparison can use, whatever the job's finished history.
+    `mode` "by-id": the tasks unfinished at the first reading, read again one by one by task id
+    (with more than MAX_BY_ID of them: the job's unfinished tasks, filtered on the server, and
+    those that left that list since, by id) — every row the progress comparison can use,
+    whatever the job's finished history.
     """
 
     rows: list[dict[str, Any]] = field(default_factory=list)
@@ -307,8 +308,9 @@ class ProgressReading:
     error: str | None = None
     cut: dict[str, int] | None = None  # ListResult.completeness() of a list that came back cut
     notes: list[str] = field(default_factory=list)
-    open_now: int = 0  # by-id: the job's unfinished tasks at the second reading
-    ended: int = 0  # by-id: tasks unfinished at the first reading, no longer unfinished
+    listed: bool = False  # by-id: the job's unfinished tasks were listed first (more than MAX_BY_ID)
+    open_now: int = 0  # by-id: rows read that are not FINISHED
+    ended: int = 0  # by-id: tasks unfinished at the first reading, now FINISHED or without a record
     read_by_id: int = 0  # of those, how many were read by id (at most MAX_BY_ID)
     not_found: int = 0  # read by id, no record left (evicted by the GCS's task-event cap)
 
@@ -319,52 +321,64 @@ def progress_reading(client: DashboardClient, job_id: str, before: list[dict[str
 
     While the job's history fits one listing (`history_cut` False: the first reading of its rows
     was whole), list every task of the job, as always. Otherwise — or when that listing comes
-    back cut — a job-filtered listing holds an arbitrary 10,000 of its records (the GCS returns
+    back cut or fails — a job-filtered listing holds an arbitrary 10,000 of its records (the GCS returns
     its per-job index in hash order; the dashboard sorts by task id), so a RUNNING task or one
     that just finished can be missing: read by state and by id instead.
     """
-    job_filter = [("job_id", "=", job_id)]
     if not history_cut:
-        full = client.list_state("tasks", job_filter)
-        if not full.truncated or full.error:
-            return ProgressReading(rows=full.rows, error=full.error, cut=full.completeness() if full.truncated else None)
-    return _by_id(client, job_id, before)
+        full = client.list_state("tasks", [("job_id", "=", job_id)])
+        if not full.truncated and not full.error:
+            return ProgressReading(rows=full.rows)
+    return _by_id(client, job_id, before)  # also when the listing failed (timed out on a loaded head)
+
+
+def _key(task: dict[str, Any]) -> tuple[Any, Any]:
+    return task.get("task_id"), task.get("attempt_number")
 
 
 def _by_id(client: DashboardClient, job_id: str, before: list[dict[str, Any]]) -> ProgressReading:
+    """The job's tasks unfinished at the first reading, read again by task id (an indexed GCS
+    lookup each). With more than MAX_BY_ID of them, the job's unfinished tasks are listed first
+    (the GCS scans every record of the job) and only those that left that list are read by id."""
     out = ProgressReading(mode="by-id")
-    unfinished = client.list_state("tasks", [("job_id", "=", job_id), ("state", "!=", "FINISHED")])
-    if unfinished.error:
-        out.error = unfinished.error
-        return out
-    if unfinished.cut:
-        out.cut = unfinished.completeness()  # more unfinished tasks than one answer holds
-    out.rows = list(unfinished.rows)
-    out.open_now = len(unfinished.rows)
-    now_open = {(t.get("task_id"), t.get("attempt_number")) for t in unfinished.rows}
-    ended = {(t.get("task_id"), t.get("attempt_number")) for t in before
-             if t.get("job_id") == job_id and t.get("state") != "FINISHED"} - now_open
-    out.ended = len(ended)
-    ids = sorted({str(tid) for tid, _ in ended if tid})[:MAX_BY_ID]
-    out.read_by_id = len(ids)
-    if not ids:
-        return out
-    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_BY_ID, len(ids))) as pool:
-        answers = list(pool.map(lambda tid: client.list_state("tasks", [("task_id", "=", tid)]), ids))
-    for tid, answer in zip(ids, answers, strict=True):
-        if answer.error:
-            out.notes.append(f"task {tid} not read by id: {answer.error[:200]}")
-            continue
-        rows = [t for t in answer.rows if (t.get("task_id"), t.get("attempt_number")) in ended]
-        out.not_found += not rows
-        out.rows += rows
-    if out.ended > len(ids):
-        out.notes.append(f"{out.ended} tasks of the job ended during the progress window; {len(ids)} of them "
+    was_open = {_key(t) for t in before if t.get("job_id") == job_id and t.get("state") != "FINISHED"}
+    candidates = was_open
+    if len({tid for tid, _ in was_open}) > MAX_BY_ID:
+        unfinished = client.list_state("tasks", [("job_id", "=", job_id), ("state", "!=", "FINISHED")])
+        if unfinished.error:
+            out.error = unfinished.error
+            return out
+        if unfinished.cut:
+            out.cut = unfinished.completeness()  # more unfinished tasks than one answer holds
+        out.listed = True
+        out.rows = list(unfinished.rows)
+        candidates = was_open - {_key(t) for t in unfinished.rows}
+    ids = sorted({str(tid) for tid, _ in candidates if tid})
+    out.read_by_id = min(len(ids), MAX_BY_ID)
+    if len(ids) > MAX_BY_ID:
+        out.notes.append(f"{len(ids)} tasks of the job ended during the progress window; {MAX_BY_ID} of them "
                          "were read by id")
+        ids = ids[:MAX_BY_ID]
+    seen = {_key(t) for t in out.rows}
+    if ids:
+        with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_BY_ID, len(ids))) as pool:
+            answers = list(pool.map(lambda tid: client.list_state("tasks", [("task_id", "=", tid)]), ids))
+        if not out.listed and all(a.error for a in answers):
+            out.error = answers[0].error  # no second reading at all
+            return out
+        for tid, answer in zip(ids, answers, strict=True):
+            if answer.error:
+                out.notes.append(f"task {tid} not read by id: {answer.error[:200]}")
+                continue
+            out.not_found += not any(_key(t) in candidates for t in answer.rows)
+            out.rows += [t for t in answer.rows if _key(t) not in seen]  # every attempt: a retry is news too
+    now = {_key(t): t.get("state") for t in out.rows}
+    out.ended = sum(1 for k in was_open if now.get(k) in (None, "FINISHED"))
+    out.open_now = sum(1 for t in out.rows if t.get("state") != "FINISHED")
     if out.not_found:
-        out.notes.append(f"{out.not_found} tasks of the job left the unfinished list during the progress window "
-                         "but have no record left (the GCS evicts finished tasks past "
-                         "RAY_task_events_max_num_task_in_gcs): whether they finished is unknown")
+        out.notes.append(f"{out.not_found} tasks of the job unfinished at the first reading have no record left "
+                         "(the GCS evicts finished tasks first past RAY_task_events_max_num_task_in_gcs): "
+                         "whether they finished is unknown")
     return out
 
 
