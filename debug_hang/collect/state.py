@@ -341,7 +341,8 @@ def _by_id(client: DashboardClient, job_id: str, before: list[dict[str, Any]]) -
     lookup each). With more than MAX_BY_ID of them, the job's unfinished tasks are listed first
     (the GCS scans every record of the job) and only those that left that list are read by id."""
     out = ProgressReading(mode="by-id")
-    was_open = {_key(t) for t in before if t.get("job_id") == job_id and t.get("state") != "FINISHED"}
+    # Tasks that can still finish: a FAILED attempt never will (its retry is a new attempt of the same id).
+    was_open = {_key(t) for t in before if t.get("job_id") == job_id and t.get("state") not in ("FINISHED", "FAILED")}
     candidates = was_open
     if len({tid for tid, _ in was_open}) > MAX_BY_ID:
         unfinished = client.list_state("tasks", [("job_id", "=", job_id), ("state", "!=", "FINISHED")])
