@@ -24,7 +24,15 @@ from debug_hang.collect.address import ClusterAddress, check_reachable, parse_ad
 from debug_hang.collect.evidence import gather
 from debug_hang.collect.raytrain import worker_ranks
 from debug_hang.collect.stacks import MAX_TARGETS, Target, cap_targets, collect_stacks, select_targets
-from debug_hang.collect.state import JOB_LISTS, DashboardClient, job_rows, merge_job_rows, take_snapshot
+from debug_hang.collect.state import (
+    JOB_LISTS,
+    DashboardClient,
+    ProgressReading,
+    job_rows,
+    merge_job_rows,
+    progress_reading,
+    take_snapshot,
+)
 from debug_hang.errors import DeadlineError, NotFoundError
 from debug_hang.model import Collection, CollectionError, Evidence, NodeEvidence, Process, ProcessRef, process_from_dict, stacks_from_dict
 from debug_hang.parse.flight_recorder import from_probe, read_saved
@@ -102,7 +110,8 @@ def run(opts: Options) -> Diagnosis:
                                    timeout_s=min(10.0, deadline.remaining())),
         deadline, samples=opts.samples, interval_s=opts.interval_s,
     )
-    if not own_rows.join(deadline.remaining(cap=10.0)):
+    history_read = own_rows.join(deadline.remaining(cap=10.0))
+    if not history_read:
         snap.warnings.append("the job's own tasks and actors were not read in time: only its unfinished ones are used")
     if merge_job_rows(snap, own_rows) or redactor.learnt > learnt_before:
         scrub_snapshot(snap)  # the job's rows read since, and values first seen in the targets' environments
@@ -125,11 +134,22 @@ def run(opts: Options) -> Diagnosis:
         if wait > 0:
             time.sleep(wait)
     client = DashboardClient(addr.dashboard_url, timeout_s=deadline.remaining(cap=10.0))
-    after = client.list_state("tasks", [("job_id", "=", str(job.get("job_id")))])
+    # A job whose history passes the listing limit is read again by state and task id: a job-wide
+    # listing would hold an arbitrary 10,000 of its rows and could miss the tasks that matter.
+    # (A history not read in time or at all is as good as cut: a job-wide listing would be as slow.)
+    history_cut = not history_read or "tasks_of_job" in snap.truncated or own_rows.tasks.error is not None
+    after = progress_reading(client, str(job.get("job_id")), snap.tasks, history_cut)
     if after.error:
         errors.append(CollectionError(f"second task listing failed: {after.error}"))
-    if after.truncated:  # a completion past the cut is not seen: progress may be missed
-        snap.truncated["tasks_after"] = after.completeness()
+    if after.cut:  # a completion past the cut is not seen: progress may be missed
+        snap.truncated["tasks_after"] = after.cut
+    if after.mode == "by-id":
+        snap.warnings.append(
+            "the job has more task records than one State API answer holds: the progress window "
+            + ("listed its unfinished tasks and " if after.listed else "")
+            + f"read {after.read_by_id} tasks unfinished at the first reading again by task id "
+            f"({after.ended} ended since, {after.open_now} rows not finished)")
+    snap.warnings += after.notes
     after.rows = redact_obj(after.rows)
     timer.mark("progress_window")
     diag = analyse(job, snap, collection, None if after.error else after.rows, addr.gcs, why, others,
@@ -144,7 +164,7 @@ def run(opts: Options) -> Diagnosis:
     if diag.causes and not deadline.expired:
         try:
             diag.evidence = gather(DashboardClient(addr.dashboard_url, timeout_s=deadline.remaining(cap=8.0)),
-                                   diag.graph, diag.chain_keys(), after.rows or snap.tasks, job)
+                                   diag.graph, diag.chain_keys(), _history(snap.tasks, after), job)
         except Exception as exc:  # noqa: BLE001 - evidence is a bonus: report and go on
             diag.errors.append(CollectionError(f"evidence gathering failed: {exc}"))
         quote_deaths(diag)
@@ -156,6 +176,16 @@ def run(opts: Options) -> Diagnosis:
                       include_runtime_env=opts.include_runtime_env)
         timer.mark("write")
     return diag
+
+
+def _history(before: list[dict[str, Any]], after: ProgressReading) -> list[dict[str, Any]]:
+    """The task rows evidence reads histories from: the second reading when it holds the whole
+    job, else the first reading's rows updated by the second (by task id and attempt)."""
+    if after.mode == "full" and after.rows:
+        return after.rows
+    rows = {(t.get("task_id"), t.get("attempt_number")): t for t in before}
+    rows.update({(t.get("task_id"), t.get("attempt_number")): t for t in after.rows})
+    return list(rows.values())
 
 
 def weigh_truncation(diag: Diagnosis, truncated: dict[str, dict[str, int]]) -> None:

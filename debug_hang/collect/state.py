@@ -42,6 +42,25 @@ class ListResult:
     events_dropped: int | None = None  # num_status/profile_task_events_dropped, when the API says
 
     @property
+    def cut(self) -> bool:
+        """Whether a limit cut this list (the API server's, or the data source's 10,000), as opposed
+        to `total` counting task records that Ray dropped (see `infer_task_drops`)."""
+        if self.matched is not None and self.matched > len(self.rows):
+            return True
+        if self.after_source is not None and self.total is not None and self.total > self.after_source:
+            return self.after_source >= LIST_LIMIT or not self.events_dropped
+        return self.matched is None and self.total is not None and self.total > len(self.rows)
+
+    def infer_task_drops(self) -> None:
+        """Task lists: the dashboard folds the GCS's dropped task records (`num_status_task_events
+        _dropped`: attempts evicted past RAY_task_events_max_num_task_in_gcs or lost in workers'
+        buffers, in the list's scope — the job's with a job filter, else the cluster's) into `total`
+        and returns no separate count. Below the source's limit the difference is those drops."""
+        if (self.events_dropped is None and self.total is not None and self.after_source is not None
+                and self.after_source < LIST_LIMIT and self.total > self.after_source):
+            self.events_dropped = self.total - self.after_source
+
+    @property
     def truncated(self) -> bool:
         """Rows exist that this list did not return (cut by a limit, or events dropped by Ray)."""
         if self.events_dropped:
@@ -60,16 +79,19 @@ class ListResult:
         return out
 
     @classmethod
-    def from_data(cls, data: dict[str, Any]) -> ListResult:
-        """A ListResult from the `data.result` object of a State API list response."""
+    def from_data(cls, data: dict[str, Any], resource: str = "") -> ListResult:
+        """A ListResult from the `data.result` object of a State API list response of `resource`."""
         def num(key: str) -> int | None:
             value = data.get(key)
             return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
         dropped = [n for n in (num("num_status_task_events_dropped"), num("num_profile_task_events_dropped"))
                    if n is not None]
-        return cls(rows=list(data.get("result") or []), total=num("total"), after_source=num("num_after_truncation"),
-                   matched=num("num_filtered"), events_dropped=sum(dropped) if dropped else None)
+        result = cls(rows=list(data.get("result") or []), total=num("total"), after_source=num("num_after_truncation"),
+                     matched=num("num_filtered"), events_dropped=sum(dropped) if dropped else None)
+        if resource == "tasks":
+            result.infer_task_drops()
+        return result
 
 
 class DashboardClient:
@@ -130,7 +152,7 @@ class DashboardClient:
         if not body.get("result", False):
             return ListResult(error=f"State API {resource}: {body.get('msg', 'failed')[:300]}")
         data = body.get("data", {}).get("result", {})
-        result = ListResult.from_data(data)
+        result = ListResult.from_data(data, resource)
         if data.get("partial_failure_warning"):
             result.error = f"State API {resource} partial: {data['partial_failure_warning'][:300]}"
         return result
@@ -263,6 +285,104 @@ def merge_job_rows(snap: Snapshot, rows: JobRows) -> int:
     return added
 
 
+# The progress window's second task reading asks for at most this many tasks by id (one indexed
+# GCS lookup each, MAX_PARALLEL_BY_ID at a time): those unfinished at the first reading and gone
+# from the unfinished list at the second. Past it, the rest are counted, not read.
+MAX_BY_ID = 64
+MAX_PARALLEL_BY_ID = 8
+
+
+@dataclass
+class ProgressReading:
+    """The job's tasks at the end of the progress window (what `tasks_after` replays).
+
+    `mode` "full": every task row of the job (one listing, as long as it fits the limit).
+    `mode` "by-id": the tasks unfinished at the first reading, read again one by one by task id
+    (with more than MAX_BY_ID of them: the job's unfinished tasks, filtered on the server, and
+    those that left that list since, by id) — every row the progress comparison can use,
+    whatever the job's finished history.
+    """
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    mode: str = "full"
+    error: str | None = None
+    cut: dict[str, int] | None = None  # ListResult.completeness() of a list that came back cut
+    notes: list[str] = field(default_factory=list)
+    listed: bool = False  # by-id: the job's unfinished tasks were listed first (more than MAX_BY_ID)
+    open_now: int = 0  # by-id: rows read that are not FINISHED
+    ended: int = 0  # by-id: tasks unfinished at the first reading, now FINISHED or without a record
+    read_by_id: int = 0  # of those, how many were read by id (at most MAX_BY_ID)
+    not_found: int = 0  # read by id, no record left (evicted by the GCS's task-event cap)
+
+
+def progress_reading(client: DashboardClient, job_id: str, before: list[dict[str, Any]],
+                     history_cut: bool) -> ProgressReading:
+    """Read the job's tasks again for the progress comparison (analyse.verdict.detect_progress).
+
+    While the job's history fits one listing (`history_cut` False: the first reading of its rows
+    was whole), list every task of the job, as always. Otherwise — or when that listing comes
+    back cut or fails — a job-filtered listing holds an arbitrary 10,000 of its records (the GCS returns
+    its per-job index in hash order; the dashboard sorts by task id), so a RUNNING task or one
+    that just finished can be missing: read by state and by id instead.
+    """
+    if not history_cut:
+        full = client.list_state("tasks", [("job_id", "=", job_id)])
+        if not full.truncated and not full.error:
+            return ProgressReading(rows=full.rows)
+    return _by_id(client, job_id, before)  # also when the listing failed (timed out on a loaded head)
+
+
+def _key(task: dict[str, Any]) -> tuple[Any, Any]:
+    return task.get("task_id"), task.get("attempt_number")
+
+
+def _by_id(client: DashboardClient, job_id: str, before: list[dict[str, Any]]) -> ProgressReading:
+    """The job's tasks unfinished at the first reading, read again by task id (an indexed GCS
+    lookup each). With more than MAX_BY_ID of them, the job's unfinished tasks are listed first
+    (the GCS scans every record of the job) and only those that left that list are read by id."""
+    out = ProgressReading(mode="by-id")
+    # Tasks that can still finish: a FAILED attempt never will (its retry is a new attempt of the same id).
+    was_open = {_key(t) for t in before if t.get("job_id") == job_id and t.get("state") not in ("FINISHED", "FAILED")}
+    candidates = was_open
+    if len({tid for tid, _ in was_open}) > MAX_BY_ID:
+        unfinished = client.list_state("tasks", [("job_id", "=", job_id), ("state", "!=", "FINISHED")])
+        if unfinished.error:
+            out.error = unfinished.error
+            return out
+        if unfinished.cut:
+            out.cut = unfinished.completeness()  # more unfinished tasks than one answer holds
+        out.listed = True
+        out.rows = list(unfinished.rows)
+        candidates = was_open - {_key(t) for t in unfinished.rows}
+    ids = sorted({str(tid) for tid, _ in candidates if tid})
+    out.read_by_id = min(len(ids), MAX_BY_ID)
+    if len(ids) > MAX_BY_ID:
+        out.notes.append(f"{len(ids)} tasks of the job ended during the progress window; {MAX_BY_ID} of them "
+                         "were read by id")
+        ids = ids[:MAX_BY_ID]
+    seen = {_key(t) for t in out.rows}
+    if ids:
+        with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_BY_ID, len(ids))) as pool:
+            answers = list(pool.map(lambda tid: client.list_state("tasks", [("task_id", "=", tid)]), ids))
+        if not out.listed and all(a.error for a in answers):
+            out.error = answers[0].error  # no second reading at all
+            return out
+        for tid, answer in zip(ids, answers, strict=True):
+            if answer.error:
+                out.notes.append(f"task {tid} not read by id: {answer.error[:200]}")
+                continue
+            out.not_found += not any(_key(t) in candidates for t in answer.rows)
+            out.rows += [t for t in answer.rows if _key(t) not in seen]  # every attempt: a retry is news too
+    now = {_key(t): t.get("state") for t in out.rows}
+    out.ended = sum(1 for k in was_open if now.get(k) in (None, "FINISHED"))
+    out.open_now = sum(1 for t in out.rows if t.get("state") != "FINISHED")
+    if out.not_found:
+        out.notes.append(f"{out.not_found} tasks of the job unfinished at the first reading have no record left "
+                         "(the GCS evicts finished tasks first past RAY_task_events_max_num_task_in_gcs): "
+                         "whether they finished is unknown")
+    return out
+
+
 def _store(snap: Snapshot, name: str, value: Any) -> None:
     if isinstance(value, ListResult):
         if value.error:
@@ -272,11 +392,16 @@ def _store(snap: Snapshot, name: str, value: Any) -> None:
         if value.truncated:
             snap.truncated[name] = value.completeness()
             of = value.matched if value.matched is not None and value.matched > len(value.rows) else value.total
-            snap.warnings.append(
-                f"{name}: the State API returned {len(value.rows)} of {of} rows"
-                + (f" ({value.events_dropped} task events dropped by Ray)" if value.events_dropped else "")
-                + "; the rest are missing from this diagnosis (raise RAY_MAX_LIMIT_FROM_API_SERVER on the head)"
-            )
+            if value.cut:
+                snap.warnings.append(
+                    f"{name}: the State API returned {len(value.rows)} of {of} rows"
+                    + (f" ({value.events_dropped} task events dropped by Ray)" if value.events_dropped else "")
+                    + "; the rest are missing from this diagnosis (raise RAY_MAX_LIMIT_FROM_API_SERVER on the head)")
+            else:
+                snap.warnings.append(
+                    f"{name}: all {len(value.rows)} matching rows read, but Ray dropped {value.events_dropped} task "
+                    "records in this list's scope (finished ones first, evicted past RAY_task_events_max_num_task_in_gcs, "
+                    "100,000 by default): a dropped row is missing from this diagnosis")
         if name not in ("tasks_of_job", "actors_of_job"):
             setattr(snap, name, value.rows)
     elif name == "jobs":

@@ -1,0 +1,67 @@
+"""Task lists past the GCS's task-event cap: records Ray dropped are told apart from a list a
+limit cut (collect/state.py). Answers recorded from the State API of a real job of 100,000
+finished tasks and 3 blocked waiters (benchmarks/bench_tasks.py), 9 records past the cap."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from conftest import ROOT
+
+from debug_hang.collect.state import LIST_LIMIT, ListResult, _store
+from debug_hang.snapshot import Snapshot
+
+DATA = ROOT / "tests" / "data" / "state_lists"
+
+
+def _answer(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((DATA / f"{name}.json").read_text())["data"]["result"]
+    return data
+
+
+def test_unfinished_tasks_read_whole_while_ray_dropped_finished_records() -> None:
+    # GIVEN the job's unfinished tasks, filtered on the server, after the GCS evicted finished records
+    data = _answer("job_unfinished")
+    # WHEN read as a task list
+    result = ListResult.from_data(data, "tasks")
+    # THEN every unfinished row is there, not cut, and the drops are counted as such
+    assert len(result.rows) == data["num_filtered"] == data["num_after_truncation"] < data["total"]
+    assert {t["state"] for t in result.rows} <= {"RUNNING", "SUBMITTED_TO_WORKER"}
+    assert not result.cut and result.truncated
+    assert result.events_dropped == data["total"] - len(result.rows)
+    assert result.completeness()["events_dropped"] == result.events_dropped
+    snap = Snapshot(dashboard_url="http://127.0.0.1:8600", taken_at=0.0)
+    _store(snap, "tasks", result)
+    assert snap.truncated["tasks"]["events_dropped"] == result.events_dropped
+    assert "all 6 matching rows read, but Ray dropped" in snap.warnings[0]
+    assert "RAY_MAX_LIMIT_FROM_API_SERVER" not in snap.warnings[0]
+
+
+def test_a_job_wide_listing_of_the_huge_job_is_cut() -> None:
+    # GIVEN the job-wide listing (all states) of that job, asked for 40 rows
+    data = _answer("job_wide_limit_40")
+    # WHEN read as a task list
+    result = ListResult.from_data(data, "tasks")
+    # THEN it is cut twice: at the source (10,000 of the job's records) and by the limit (40)
+    assert result.cut and result.truncated
+    assert result.after_source == LIST_LIMIT and (result.total or 0) > LIST_LIMIT
+    assert result.events_dropped is None  # a source cut and drops cannot be told apart: none inferred
+    snap = Snapshot(dashboard_url="http://127.0.0.1:8600", taken_at=0.0)
+    _store(snap, "tasks_of_job", result)
+    assert snap.truncated["tasks_of_job"] == {"returned": 40, "total": result.total, "matched": LIST_LIMIT}
+    assert "returned 40 of 10000 rows" in snap.warnings[0]
+
+
+def test_other_lists_infer_no_drops() -> None:
+    # GIVEN the same numbers read as a list that is not of tasks (no task events to drop)
+    result = ListResult.from_data(_answer("job_unfinished"))
+    # THEN a total above the rows is a cut, as before
+    assert result.events_dropped is None and result.cut and result.truncated
+
+
+def test_recorded_answers_are_real_ray_answers() -> None:
+    for path in DATA.glob("*.json"):
+        doc = json.loads(Path(path).read_text())
+        assert doc["result"] is True and "num_after_truncation" in doc["data"]["result"], path
