@@ -2,7 +2,10 @@
 
 Each helper is a Ray task with `num_cpus=0` (so it runs on a cluster whose CPUs are all taken),
 `NodeAffinitySchedulingStrategy(node_id, soft=False)` (so it runs on that node or not at all) and
-`max_retries=0`. A node whose helper does not finish in time is reported, never waited on.
+`max_retries=1`: a helper given up on is cancelled with force (its worker killed), and the next
+helper sent to that node from this process can land on the dead worker's cached lease and fail
+at once with WorkerCrashedError (seen in a process that diagnoses repeatedly); the one retry runs
+it on a fresh worker. A node whose helper does not finish in time is reported, never waited on.
 This project's package travels with the function (cloudpickle by value): nothing needs to be
 installed on the nodes but Ray itself and py-spy.
 
@@ -303,7 +306,7 @@ def run_on_nodes(fn: Callable[..., Any], args_by_node: dict[str, tuple[Any, ...]
     import debug_hang
 
     ray.cloudpickle.register_pickle_by_value(debug_hang)  # type: ignore[no-untyped-call]
-    remote_fn = ray.remote(num_cpus=0, max_retries=0)(fn)
+    remote_fn = ray.remote(num_cpus=0, max_retries=1)(fn)
     start = time.monotonic()
     end = start + timeout_s
     per_node = timeout_s if node_timeout_s is None else min(node_timeout_s, timeout_s)
