@@ -2,12 +2,13 @@
 """Benchmark: the whole diagnosis of a hang spread over many loopback nodes, one probe per node.
 
 Starts a private loopback cluster of --nodes nodes (ray.cluster_utils.Cluster: the head plus
-nodes added from Python; GCS on --port, dashboard on port+2000, dashboard agents on
-52000+4*(port-6400)+i, temp dir /tmp/rdh_bench_mn_<port>; it kills only its own processes and never
-runs `ray stop`). Each node has 1 CPU and a custom resource `n<i>`. One job: --actors actors
-(num_cpus=0, pinned round-robin to the nodes by their resource) each blocked in `ray.get` on one
-poller actor on the head, whose method never returns (the shape of `bench_diagnose.py --poller`),
-plus the driver: actors + 2 processes. Once every call runs and is older than the diagnosis'
+nodes added from Python; GCS on --port, dashboard on 8300+(port-6400) as localcluster.start(port)
+would, dashboard agents on 52000+4*(port-6400)+i (past 4 nodes: port+1's slots), temp dir
+/tmp/rdh_bench_mn_<port>; it kills only its own processes and never runs `ray stop`). Each node
+has 1 CPU and a custom resource `n<i>`. One job: --actors actors (num_cpus=0, pinned round-robin
+to the nodes by their resource) each blocked in `ray.get` on one poller actor on the head, whose
+method never returns (the shape of `bench_diagnose.py --poller`), plus the driver: actors + 2
+processes. Once every call runs and is older than the diagnosis'
 fresh-task window, it measures in the same run:
 
   (a) scripts/diagnose_ray_hang.sh ADDRESS OUT, as a user runs it (fresh interpreter), --repeat
@@ -79,12 +80,15 @@ def log(message: str) -> None:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bench_multinode.py", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--port", type=int, default=6480, help="GCS port of the private cluster (default 6480)")
+    p.add_argument("--port", type=int, default=6480, help="GCS port of the private cluster, 6400-7399 (default 6480)")
     p.add_argument("--nodes", type=int, default=8, help="loopback nodes, the head included (default 8)")
     p.add_argument("--actors", type=int, default=96, help="blocked actors, round-robin over the nodes (default 96)")
     p.add_argument("--repeat", type=int, default=5, help="timed runs of the script (default 5)")
     p.add_argument("--in-process-repeat", type=int, default=3,
                    help="timed runs of each in-process collection path (default 3)")
+    p.add_argument("--settle", type=float, default=60.0,
+                   help="seconds to wait once the job is hung, before timing: starting ~100 workers on "
+                   "2 cores leaves the 1-minute load average high for a while (default 60)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     return p
 
@@ -126,7 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.update(RAY_TMPDIR=tmp, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0", RAY_USAGE_STATS_ENABLED="0")
     from ray.cluster_utils import Cluster
 
-    dashboard_port, agent = args.port + 2000, 52000 + 4 * (args.port - 6400)
+    if not 6400 <= args.port < 7400:
+        raise SystemExit("bench_multinode.py: --port must be in 6400-7399 (the other ports are derived from it)")
+    dashboard_port, agent = 8300 + args.port - 6400, 52000 + 4 * (args.port - 6400)
     mem_before = mem_available_gib()
     log(f"starting {args.nodes} loopback nodes on 127.0.0.1:{args.port} (temp dir {tmp}); "
         f"{mem_before} GiB available, load {load()}")
@@ -177,7 +183,9 @@ def run(args: argparse.Namespace, dashboard_port: int, pyspy: str, tmp: str, mem
              f"all {args.actors} Worker.run calls RUNNING")
     if client.get_job_status(sub).is_terminal():
         raise SystemExit(f"bench_multinode.py: the job ended: {client.get_job_logs(sub)[-2000:]}")
-    time.sleep(FRESH_TASK_S + 1)  # older than the diagnosis' fresh-task window, as a real hang is
+    log(f"every call running; load {load()}; settling {args.settle:.0f}s")
+    # Older than the diagnosis' fresh-task window, as a real hang is, and past the workers' start-up.
+    time.sleep(max(FRESH_TASK_S + 1, args.settle))
     mem_job = mem_available_gib()
     log(f"hung: {mem_before - mem_job:.1f} GiB taken by the cluster and job; load {load()}")
 
