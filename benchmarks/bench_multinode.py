@@ -17,8 +17,10 @@ fresh-task window, it measures in the same run:
       sum shows the probes running in parallel;
   (b) collect_stacks in-process on the same targets (2 samples 1 s apart, as the diagnosis):
       the local fast path (every node's raylet runs here), the same with one probe at a time
-      (max_in_flight=1, the sequential reference), and the forced ray-task path (one pinned
-      helper task per node, as for remote nodes), cold (driver connect included) and warm;
+      (max_in_flight=1, the sequential reference), the same with the py-spy bound per probe only
+      (as before the process-wide MAX_PARALLEL_DUMPS: 8 nodes x 8 dumps at once), and the forced
+      ray-task path (one pinned helper task per node, as for remote nodes), cold (driver connect
+      included) and warm;
   (c) a bare sequential `py-spy dump --pid PID` of every process.
 
 Load average and available memory are read before and after. Not a test: the numbers depend
@@ -289,6 +291,15 @@ def time_in_process(args: argparse.Namespace, gcs: str, dashboard: str, sub: str
     out: dict[str, Any] = {"targets": expected}
     out["local"] = series("local fast path", args.in_process_repeat)
     out["local_one_at_a_time"] = series("local, max_in_flight=1", 1, max_in_flight=1)
+    # As before the process-wide dump bound: each local probe its own 8 dumps, 64 at once here.
+    from debug_hang.probe import pyspy as pyspy_module
+
+    bounded = pyspy_module._SLOTS
+    pyspy_module._SLOTS = pyspy_module.DumpSlots(10_000)
+    try:
+        out["local_unbounded_dumps"] = series("local, no process-wide dump bound", args.in_process_repeat)
+    finally:
+        pyspy_module._SLOTS = bounded
     real = getattr(stacks_module, "local_raylets")  # noqa: B009 - patched below
     setattr(stacks_module, "local_raylets", lambda: {})  # noqa: B010 - force the ray-task path
     try:
@@ -329,6 +340,7 @@ def render(f: dict[str, Any]) -> str:
     ]
     for key, label in (("local", "(b) collect_stacks, local fast path"),
                        ("local_one_at_a_time", "(b) collect_stacks, local, one probe at a time"),
+                       ("local_unbounded_dumps", "(b) local, dumps bounded per probe only (as before)"),
                        ("ray_task", "(b) collect_stacks, forced ray-task path, warm")):
         row = ip[key]
         lines.append(f"{label + ' (median of ' + str(len(row['runs_s'])) + ')':62} {row['median_s']:>9.2f}s  "
