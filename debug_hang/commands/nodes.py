@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 from debug_hang.collect.address import check_reachable, parse_address
 from debug_hang.collect.nodes import (
+    MAX_NODES_IN_FLIGHT,
     NODE_TIMEOUT_S,
     NodeInfo,
     NodeRun,
@@ -89,7 +90,8 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     p.add_argument("-n", "--node", action="append", default=[], metavar="ID_OR_IP",
                    help="node id, unique id prefix, or IP; repeatable (default: every alive node)")
     p.add_argument("--timeout", type=float, default=NODE_TIMEOUT_S,
-                   help=f"seconds each node may take, helper start-up included (default {NODE_TIMEOUT_S:.0f})")
+                   help=f"seconds each node may take, helper start-up included (default {NODE_TIMEOUT_S:.0f}); "
+                   f"past {MAX_NODES_IN_FLIGHT} nodes they run {MAX_NODES_IN_FLIGHT} at a time, all within this time")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     p.add_argument("--max-output", type=int, default=MAX_OUTPUT_BYTES, metavar="BYTES",
                    help=f"cut each node's stdout and stderr to BYTES (default {MAX_OUTPUT_BYTES}; 0 = no cut)")
