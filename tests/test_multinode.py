@@ -50,7 +50,7 @@ from debug_hang.collect.nodes import (
 )
 from debug_hang.errors import EXIT_OK, EXIT_PARTIAL
 from debug_hang.localcluster import kill_by_cmdline
-from debug_hang.probe.node_probe import local_raylet, pid_namespace, probe_node, run_command
+from debug_hang.probe.node_probe import COMMAND_TIMEOUT, local_raylet, pid_namespace, probe_node, run_command
 from debug_hang.probe.pyspy import PYSPY_MISSING, DumpOptions
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -526,6 +526,20 @@ def test_a_silent_node_frees_its_slot_at_its_own_deadline_and_the_others_answer(
     for node_id in order[1:]:
         assert runs[node_id].error is None and runs[node_id].value["returncode"] == 0, runs[node_id]
     assert elapsed < 25, elapsed
+
+
+def test_each_helper_is_told_its_own_deadline_and_answers_with_what_it_has(multinode: MultiNode) -> None:
+    # GIVEN a command that outlasts everything, on two nodes, one helper at a time, 8 s per node
+    args: dict[str, tuple[Any, ...]] = {n: (["sleep", "60"], 60.0) for n in (multinode.second, multinode.head)}
+    # WHEN each helper is given its node's deadline (the second one's starts when the first answered)
+    start = time.monotonic()
+    runs = run_on_nodes(run_command, args, timeout_s=60.0, max_in_flight=1, node_timeout_s=8.0,
+                        deadline_kw="deadline")
+    # THEN both cut their command before their own deadline and said so themselves: no silent node
+    for node_id in args:
+        assert runs[node_id].error is None, runs[node_id]
+        assert runs[node_id].value["kind"] == COMMAND_TIMEOUT, runs[node_id].value
+    assert time.monotonic() - start < 18
 
 
 def test_nodes_whose_turn_never_comes_are_error_rows_and_the_rest_is_kept(multinode: MultiNode) -> None:

@@ -42,6 +42,8 @@ FETCH_TIMEOUT_S = 5.0
 MAX_NODES_IN_FLIGHT = 32
 # A helper submitted with less time left than this could not start a worker and answer anyway.
 MIN_START_S = 2.0
+# A helper's answer is sent this long before its node's deadline: it still has to travel back.
+ANSWER_MARGIN_S = 1.0
 NAMESPACE = "debug-hang"
 
 # Why a node gave no answer: a closed vocabulary (see also pyspy.DUMP_ERROR_KINDS and the
@@ -286,14 +288,16 @@ def _dead_message(reason: str | None, during: bool) -> str:
 
 def run_on_nodes(fn: Callable[..., Any], args_by_node: dict[str, tuple[Any, ...]],
                  timeout_s: float = NODE_TIMEOUT_S, max_in_flight: int = MAX_NODES_IN_FLIGHT,
-                 node_timeout_s: float | None = None) -> dict[str, NodeRun]:
+                 node_timeout_s: float | None = None, deadline_kw: str | None = None) -> dict[str, NodeRun]:
     """Run `fn(*args)` once on each node in `args_by_node`, in parallel; needs `connect()` first.
 
     At most `max_in_flight` helpers run at once, the next submitted as one finishes (in the
     order of `args_by_node`): 250 nodes never mean 250 results arriving together. Every helper
     is given up on at its own absolute deadline: `node_timeout_s` after its submission (so a node
     that never answers frees its slot for the others), and never later than `timeout_s` after
-    the call. Returns one NodeRun per node: its value, or an error (with a `kind` from
+    the call. With `deadline_kw`, `fn` also gets that keyword: the wall-clock time (time.time())
+    by which its answer must be sent, ANSWER_MARGIN_S before its node's deadline, so that a
+    helper whose turn came late still answers with what it has, in time. Returns one NodeRun per node: its value, or an error (with a `kind` from
     NODE_ERROR_KINDS) saying whether the node is dead or unknown, the helper failed or crashed,
     it did not report by its deadline (never scheduled: no worker could start there in time), or
     the call's time ran out before its turn came. Dead and unknown nodes are reported at once,
@@ -323,14 +327,16 @@ def run_on_nodes(fn: Callable[..., Any], args_by_node: dict[str, tuple[Any, ...]
         while queue and len(flight) < slots and end - now >= min_start:
             node_id, args = queue.pop()
             strategy = NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
+            node_end = min(now + per_node, end)
+            kwargs = {deadline_kw: time.time() + node_end - now - ANSWER_MARGIN_S} if deadline_kw else {}
             try:
                 ref = remote_fn.options(scheduling_strategy=strategy,
-                                        name=f"debug-hang:{fn.__name__}").remote(*args)
+                                        name=f"debug-hang:{fn.__name__}").remote(*args, **kwargs)
             except Exception as exc:  # noqa: BLE001 - submission itself can fail on a dead node
                 runs[node_id] = NodeRun(node_id, kind=HELPER_FAILED,
                                         error=f"could not submit helper task: {exc}")
                 continue
-            flight[ref] = (node_id, now, min(now + per_node, end))
+            flight[ref] = (node_id, now, node_end)
         if not flight:
             break  # nothing running and no time left to start the rest
         first_deadline = min(d for _, _, d in flight.values())

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from debug_hang.collect.address import ClusterAddress
@@ -159,22 +160,22 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
     local: dict[str, tuple[Any, ...]] = {}
     remote: dict[str, tuple[Any, ...]] = {}
     here = local_raylets()
-    # The whole collection's end, as wall clock for a helper that starts late (no worker free on
-    # a busy node, or its turn came late) ...
+    # The whole collection's end, as wall clock for a local probe that starts late (its turn
+    # came late); a remote helper is told its own node's end by run_on_nodes ...
     total = max(deadline.remaining(cap=45.0) - 2.0, 1.0)
     deadline_epoch = time.time() + total
     # ... and each probe's own budget from its start, so a slow node answers with what it has.
     budget = min(NODE_BUDGET_S, total)
     for node_id, node_targets in by_node.items():
-        args = (node_id, [t.pid for t in node_targets], options.to_dict(), samples, interval_s, children, budget,
-                deadline_epoch)
+        args = (node_id, [t.pid for t in node_targets], options.to_dict(), samples, interval_s, children, budget)
         is_local = node_id in here
         coll.paths[node_id] = "local" if is_local else "ray-task"
         (local if is_local else remote)[node_id] = args
     pool = ThreadPoolExecutor(max_workers=max(1, min(max_in_flight, len(local))), thread_name_prefix="debug-hang-probe")
     try:
         # Local nodes are probed directly, in parallel with the remote nodes' helper tasks.
-        futures = {node_id: pool.submit(probe_node, *args) for node_id, args in local.items()}
+        futures = {node_id: pool.submit(partial(probe_node, deadline_epoch=deadline_epoch), *args)
+                   for node_id, args in local.items()}
         if remote:
             _run_remote(address, remote, deadline, coll, results, max_in_flight, budget + HELPER_START_S)
         done, _ = wait(futures.values(), timeout=max(start + total + 1.0 - time.monotonic(), 0.0))
@@ -220,8 +221,9 @@ def _run_remote(address: ClusterAddress, remote: dict[str, tuple[Any, ...]], dea
 
     try:
         connect(address, timeout_s=deadline.remaining(cap=20.0))
-        runs = run_on_nodes(probe_node, remote, timeout_s=deadline.remaining(cap=45.0),
-                            max_in_flight=max_in_flight, node_timeout_s=node_timeout_s)
+        # Each helper is told its own end (its slot's deadline), not the collection's.
+        runs = run_on_nodes(probe_node, remote, timeout_s=deadline.remaining(cap=45.0), max_in_flight=max_in_flight,
+                            node_timeout_s=node_timeout_s, deadline_kw="deadline_epoch")
     except Exception as exc:  # noqa: BLE001 - report and keep the local results
         for node_id in remote:
             coll.errors.append(CollectionError(f"no helper task could run: {exc}", node_id=node_id, kind=HELPER_FAILED))
