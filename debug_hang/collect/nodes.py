@@ -297,11 +297,13 @@ def run_on_nodes(fn: Callable[..., Any], args_by_node: dict[str, tuple[Any, ...]
     that never answers frees its slot for the others), and never later than `timeout_s` after
     the call. With `deadline_kw`, `fn` also gets that keyword: the wall-clock time (time.time())
     by which its answer must be sent, ANSWER_MARGIN_S before its node's deadline, so that a
-    helper whose turn came late still answers with what it has, in time. Returns one NodeRun per node: its value, or an error (with a `kind` from
-    NODE_ERROR_KINDS) saying whether the node is dead or unknown, the helper failed or crashed,
-    it did not report by its deadline (never scheduled: no worker could start there in time), or
-    the call's time ran out before its turn came. Dead and unknown nodes are reported at once,
-    without submitting anything. The other nodes' results are kept whatever one node does.
+    helper whose turn came late still answers with what it has, in time.
+
+    Returns one NodeRun per node: its value, or an error (with a `kind` from NODE_ERROR_KINDS)
+    saying whether the node is dead or unknown, the helper failed or crashed, it did not report
+    by its deadline (never scheduled: no worker could start there in time), or the call's time
+    ran out before its turn came. Dead and unknown nodes are reported at once, without
+    submitting anything. The other nodes' results are kept whatever one node does.
     """
     import ray
     import ray.cloudpickle
@@ -321,7 +323,7 @@ def run_on_nodes(fn: Callable[..., Any], args_by_node: dict[str, tuple[Any, ...]
     queue.reverse()  # popped from the end: submitted in the caller's order
     # In flight: ref -> (node id, its submission time, its absolute deadline).
     flight: dict[Any, tuple[str, float, float]] = {}
-    expired: list[tuple[str, float]] = []
+    expired: list[tuple[str, float, float]] = []
     while queue or flight:
         now = time.monotonic()
         while queue and len(flight) < slots and end - now >= min_start:
@@ -348,13 +350,13 @@ def run_on_nodes(fn: Callable[..., Any], args_by_node: dict[str, tuple[Any, ...]
         for ref, (node_id, submitted, deadline) in list(flight.items()):
             if now >= deadline:
                 del flight[ref]
-                expired.append((node_id, submitted))
+                expired.append((node_id, submitted, deadline))
                 _cancel(ref)  # frees the node's worker too
     for node_id, _ in queue:
         runs[node_id] = NodeRun(node_id, kind=NOT_SCHEDULED, error=(
             f"not probed: the {timeout_s:.0f}s timeout ran out before its turn (at most {slots} "
             "nodes at once; slow or silent nodes held the slots)"))
-    runs.update(_silent_runs(expired, per_node))
+    runs.update(_silent_runs(expired))
     return runs
 
 
@@ -387,19 +389,19 @@ def _fetch(ref: Any, node_id: str, submitted: float) -> NodeRun:
         return NodeRun(node_id, error=error, kind=kind, seconds=time.monotonic() - submitted)
 
 
-def _silent_runs(expired: list[tuple[str, float]], per_node: float) -> dict[str, NodeRun]:
+def _silent_runs(expired: list[tuple[str, float, float]]) -> dict[str, NodeRun]:
     """Error rows for helpers given up on at their deadline: the node died, or never ran them."""
     if not expired:
         return {}
     states = _node_states()
     runs: dict[str, NodeRun] = {}
-    for node_id, submitted in expired:
+    for node_id, submitted, deadline in expired:
         alive, reason = states.get(node_id, (True, None))
         if not alive:
             kind, error = NODE_DEAD, _dead_message(reason, during=True)
         else:
             kind, error = NOT_SCHEDULED, (
-                f"helper task did not report within {per_node:.0f}s: it was never scheduled or "
+                f"helper task did not report within {deadline - submitted:.0f}s: it was never scheduled or "
                 "never started there (no worker process could start, node overloaded or "
                 "unresponsive); the node is still listed alive")
         runs[node_id] = NodeRun(node_id, error=error, kind=kind, seconds=time.monotonic() - submitted)
