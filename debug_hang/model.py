@@ -248,6 +248,7 @@ class Collection:
     targets: int = 0
     seconds: float = 0.0
     paths: dict[str, str] = field(default_factory=dict)  # node_id -> "local" | "ray-task"
+    probe_seconds: dict[str, float] = field(default_factory=dict)  # node_id -> its probe's time there
     # PyTorch Flight Recorder dump files read on each node: [{"node_id", "dumps": [{"path", "rank",
     # "format", "size", "mtime", "data_b64"}], "skipped", "pipes", "prefixes"}] (probe/flight_recorder.py).
     flight_recorder: list[dict[str, Any]] = field(default_factory=list)

@@ -339,7 +339,8 @@ def load_capture(folder: Path) -> Capture:
     coll = Collection(processes=processes, info=Collection.info_from_json(meta.get("info")),
                       errors=[CollectionError.from_dict(e) for e in meta.get("errors") or []], nodes=int(meta.get("nodes") or 0),
                       targets=int(meta.get("targets") or 0), seconds=float(meta.get("seconds") or 0.0),
-                      paths=dict(meta.get("paths") or {}), flight_recorder=read_saved(folder / "flight_recorder"))
+                      paths=dict(meta.get("paths") or {}), probe_seconds=dict(meta.get("probe_seconds") or {}),
+                      flight_recorder=read_saved(folder / "flight_recorder"))
     job = next((j for j in snap.jobs if j.get("job_id") == meta.get("job_id")), {"job_id": meta.get("job_id")})
     after_path = folder / "tasks_after.json"
     after = json.loads(after_path.read_text()) if after_path.exists() else None

@@ -50,7 +50,7 @@ from debug_hang.collect.nodes import (
 )
 from debug_hang.errors import EXIT_OK, EXIT_PARTIAL
 from debug_hang.localcluster import kill_by_cmdline
-from debug_hang.probe.node_probe import local_raylet, pid_namespace, probe_node, run_command
+from debug_hang.probe.node_probe import COMMAND_TIMEOUT, local_raylet, pid_namespace, probe_node, run_command
 from debug_hang.probe.pyspy import PYSPY_MISSING, DumpOptions
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -454,6 +454,110 @@ def test_unresponsive_node_is_reported_not_scheduled_at_the_timeout(multinode: M
     assert frozen.kind == NOT_SCHEDULED, frozen
     assert "did not report within 6s" in (frozen.error or "") and "still listed alive" in (frozen.error or "")
     assert 6.0 <= elapsed < 9.0
+
+
+# --- a bounded pool: one probe per node, at most N nodes at once, a silent node frees its slot ----
+
+def test_collect_stacks_with_one_probe_at_a_time_still_gets_every_nodes_stacks(
+        multinode: MultiNode, culprits: dict[str, tuple[Any, int, str]]) -> None:
+    from debug_hang.collect.stacks import Target, collect_stacks
+    from debug_hang.timeouts import Deadline
+
+    # GIVEN a blocked culprit on each of the four nodes (two local, two through helper tasks)
+    targets = []
+    for _, pid, node_id in culprits.values():
+        row = _wait_running(multinode.dashboard, pid, node_id)
+        targets.append(Target(pid=pid, node_id=node_id, role="actor", actor_id=row["actor_id"],
+                              actor_class="Culprit"))
+    # WHEN they are collected with a pool bound of 1 (local probes one after another, helpers too)
+    coll = collect_stacks(multinode.address, targets, DumpOptions(), Deadline(90), samples=1, max_in_flight=1)
+    # THEN every node with py-spy gave its culprit's stack; the bare node says why it could not
+    assert coll.paths == {multinode.head: "local", multinode.second: "local", multinode.pod: "ray-task",
+                          multinode.bare: "ray-task"}
+    for name in ("head", "second", "pod"):
+        _, pid, node_id = culprits[name]
+        procs = [p for p in coll.processes if p.pid == pid and p.node_id == node_id]
+        assert procs, (name, coll.errors)
+        assert ("Culprit.block_forever", _block_line()) in _frames(procs[0])
+    assert [(e.node_id, e.kind) for e in coll.errors] == [(multinode.bare, PYSPY_MISSING)], coll.errors
+    # AND each node's own probe time is kept
+    assert set(coll.probe_seconds) == set(coll.paths) and all(s > 0 for s in coll.probe_seconds.values())
+
+
+def _span(run: Any) -> tuple[float, float]:
+    """(start, end) wall clock of a `date; sleep; date` command on its node."""
+    first, last = run.value["stdout"].split()
+    return float(first), float(last)
+
+
+def test_at_most_max_in_flight_helpers_run_at_once(multinode: MultiNode) -> None:
+    # GIVEN a 1 s command on three nodes, each printing when it started and ended on its node
+    argv = ["sh", "-c", "date +%s.%N; sleep 1; date +%s.%N"]
+    nodes = (multinode.head, multinode.second, multinode.pod)
+    args: dict[str, tuple[Any, ...]] = {n: (argv, 20.0) for n in nodes}
+    # WHEN they run with one helper in flight, then with three
+    one = run_on_nodes(run_command, args, timeout_s=60, max_in_flight=1)
+    three = run_on_nodes(run_command, args, timeout_s=60, max_in_flight=3)
+    # THEN with one, the commands ran one after another, in the given order (disjoint spans)
+    assert all(r.error is None and r.value["returncode"] == 0 for r in [*one.values(), *three.values()])
+    spans = [_span(one[n]) for n in nodes]
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False)), spans
+    # AND with three they overlapped (the check above can see an overlap)
+    spans = sorted(_span(three[n]) for n in nodes)
+    assert any(a[1] > b[0] for a, b in zip(spans, spans[1:], strict=False)), spans
+
+
+def test_a_silent_node_frees_its_slot_at_its_own_deadline_and_the_others_answer(multinode: MultiNode) -> None:
+    # GIVEN the pod node's raylet frozen (alive for the GCS, nothing starts there), first in line,
+    # and one helper in flight at a time
+    raylet = _raylet_pid(multinode.pod)
+    order = (multinode.pod, multinode.second, multinode.head)
+    args: dict[str, tuple[Any, ...]] = {n: (["true"], 20.0) for n in order}
+    os.kill(raylet, signal.SIGSTOP)
+    try:
+        # WHEN each node gets 5 s from its submission, within a 40 s call
+        start = time.monotonic()
+        runs = run_on_nodes(run_command, args, timeout_s=40.0, max_in_flight=1, node_timeout_s=5.0)
+        elapsed = time.monotonic() - start
+    finally:
+        os.kill(raylet, signal.SIGCONT)
+    # THEN the frozen node is an error row at its own deadline, and the two behind it still ran
+    assert runs[multinode.pod].kind == NOT_SCHEDULED and "within 5s" in (runs[multinode.pod].error or "")
+    for node_id in order[1:]:
+        assert runs[node_id].error is None and runs[node_id].value["returncode"] == 0, runs[node_id]
+    assert elapsed < 25, elapsed
+
+
+def test_each_helper_is_told_its_own_deadline_and_answers_with_what_it_has(multinode: MultiNode) -> None:
+    # GIVEN a command that outlasts everything, on two nodes, one helper at a time, 8 s per node
+    args: dict[str, tuple[Any, ...]] = {n: (["sleep", "60"], 60.0) for n in (multinode.second, multinode.head)}
+    # WHEN each helper is given its node's deadline (the second one's starts when the first answered)
+    start = time.monotonic()
+    runs = run_on_nodes(run_command, args, timeout_s=60.0, max_in_flight=1, node_timeout_s=8.0,
+                        deadline_kw="deadline")
+    # THEN both cut their command before their own deadline and said so themselves: no silent node
+    for node_id in args:
+        assert runs[node_id].error is None, runs[node_id]
+        assert runs[node_id].value["kind"] == COMMAND_TIMEOUT, runs[node_id].value
+    assert time.monotonic() - start < 18
+
+
+def test_nodes_whose_turn_never_comes_are_error_rows_and_the_rest_is_kept(multinode: MultiNode) -> None:
+    # GIVEN one helper at a time and a 6 s call: a quick command on the head, then one on the
+    # second node that outlasts the call, then the pod node's turn
+    args: dict[str, tuple[Any, ...]] = {multinode.head: (["true"], 20.0),
+                                        multinode.second: (["sleep", "30"], 20.0),
+                                        multinode.pod: (["true"], 20.0)}
+    # WHEN they run
+    start = time.monotonic()
+    runs = run_on_nodes(run_command, args, timeout_s=6.0, max_in_flight=1)
+    # THEN the head's answer is kept, the slow node is cut at the call's end, and the pod node,
+    # never started, says so - all within the 6 s
+    assert time.monotonic() - start < 9
+    assert runs[multinode.head].error is None and runs[multinode.head].value["returncode"] == 0
+    assert runs[multinode.second].kind == NOT_SCHEDULED and "did not report" in (runs[multinode.second].error or "")
+    assert runs[multinode.pod].kind == NOT_SCHEDULED
+    assert "before its turn" in (runs[multinode.pod].error or ""), runs[multinode.pod]
 
 
 # --- (c) a node killed during a run: a partial result, the error recorded, in time -------------

@@ -289,6 +289,91 @@ def test_probe_budget_cuts_samples_short(target: subprocess.Popen[str]) -> None:
     assert 1 <= result["samples_taken"] < 10
 
 
+# --- one bound on py-spy processes for every probe of this process ------------------------------
+
+# A real py-spy behind a wrapper that notes how many dumps run at that moment (a file per running
+# dump) and holds its dump a little longer, so that overlapping dumps really overlap.
+COUNTING_PYSPY = """#!/bin/sh
+d="{folder}"
+touch "$d/run.$$"
+ls "$d" | grep -c '^run' >> "$d/counts"
+sleep 0.3
+"{real}" "$@"
+rc=$?
+rm -f "$d/run.$$"
+exit $rc
+"""
+
+
+@needs_pyspy
+def test_local_probes_of_many_nodes_share_one_bound_on_running_dumps(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from debug_hang.probe.pyspy import MAX_PARALLEL_DUMPS
+
+    # GIVEN 3 "nodes" probed at once from this process (a loopback cluster: every node is local),
+    # 4 parked Pythons each: 12 dumps at once if each probe used its own pool of 8
+    procs = [start_target(tmp_path) for _ in range(12)]
+    folder = tmp_path / "running"
+    folder.mkdir()
+    (tmp_path / "bin").mkdir()
+    wrapper = tmp_path / "bin" / "py-spy"
+    wrapper.write_text(COUNTING_PYSPY.format(folder=folder, real=PYSPY))
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}:{os.environ.get('PATH', '')}")
+    results: dict[str, dict[str, object]] = {}
+    try:
+        threads = [threading.Thread(target=lambda i=i: results.update(
+            {f"n{i}": probe_node(f"n{i}", [p.pid for p in procs[4 * i:4 * i + 4]], {}, samples=1,
+                                 children=False)})) for i in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+    # WHEN the wrapper's counts are read
+    counts = [int(line) for line in (folder / "counts").read_text().split()]
+    # THEN every process was dumped, in parallel, never more than MAX_PARALLEL_DUMPS at once
+    assert len(counts) == 12
+    assert 1 < max(counts) <= MAX_PARALLEL_DUMPS, counts
+    for i in range(3):
+        value = results[f"n{i}"]
+        assert value["errors"] == [], value["errors"]
+        assert sorted(p["pid"] for p in value["processes"]) == sorted(p.pid for p in procs[4 * i:4 * i + 4])  # type: ignore[attr-defined]
+
+
+@needs_pyspy
+def test_a_dump_that_finds_no_free_slot_in_its_timeout_is_a_timeout_and_runs_nothing(
+        target: subprocess.Popen[str]) -> None:
+    import pickle
+
+    from debug_hang.probe import pyspy
+
+    # GIVEN every py-spy slot of this process taken
+    held = 0
+    while pyspy._SLOTS.acquire(0.0):
+        held += 1
+    try:
+        # WHEN a dump is asked with a 0.3 s timeout
+        start = time.monotonic()
+        result = dump_pid(target.pid, DumpOptions(timeout_s=0.3))
+        # THEN it gives up within its timeout, saying why
+        assert result.kind == "dump-timeout" and "no py-spy slot" in (result.error or "")
+        assert time.monotonic() - start < 2
+        # AND the slots pickle as a fresh, free set (what a helper task gets on its node)
+        copy = pickle.loads(pickle.dumps(pyspy._SLOTS))
+        assert copy.size == held == pyspy.MAX_PARALLEL_DUMPS and copy.acquire(0.0)
+    finally:
+        for _ in range(held):
+            pyspy._SLOTS.release()
+    # AND once the slots are free again the same dump works
+    assert dump_pid(target.pid, DumpOptions(timeout_s=10)).error is None
+
+
 # --- run_command -------------------------------------------------------------------------------
 
 def test_command_argv_reaches_the_program_uninterpreted() -> None:

@@ -145,9 +145,13 @@ def recorded_cluster(monkeypatch: pytest.MonkeyPatch) -> Callable[[list[NodeInfo
     def install(nodes: list[NodeInfo]) -> None:
         alive = {n.node_id for n in nodes if n.alive}
 
-        def local_run(fn: Callable[..., Any], args_by_node: dict[str, tuple[Any, ...]],
-                      timeout_s: float) -> dict[str, NodeRun]:
-            return {nid: (NodeRun(nid, value=fn(*args), seconds=0.1) if nid in alive
+        def local_run(fn: Callable[..., Any], args_by_node: dict[str, tuple[Any, ...]], timeout_s: float,
+                      node_timeout_s: float | None = None, deadline_kw: str | None = None) -> dict[str, NodeRun]:
+            # As run_on_nodes: each helper told its node's end when it starts, if asked.
+            def kwargs() -> dict[str, float]:
+                return {deadline_kw: time.time() + (node_timeout_s or timeout_s) - 1.0} if deadline_kw else {}
+
+            return {nid: (NodeRun(nid, value=fn(*args, **kwargs()), seconds=0.1) if nid in alive
                           else NodeRun(nid, error="node is dead (GCS: gone)", kind=NODE_DEAD))
                     for nid, args in args_by_node.items()}
 

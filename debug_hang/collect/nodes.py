@@ -2,7 +2,10 @@
 
 Each helper is a Ray task with `num_cpus=0` (so it runs on a cluster whose CPUs are all taken),
 `NodeAffinitySchedulingStrategy(node_id, soft=False)` (so it runs on that node or not at all) and
-`max_retries=0`. A node whose helper does not finish in time is reported, never waited on.
+`max_retries=1`: a helper given up on is cancelled with force (its worker killed), and the next
+helper sent to that node from this process can land on the dead worker's cached lease and fail
+at once with WorkerCrashedError (seen in a process that diagnoses repeatedly); the one retry runs
+it on a fresh worker. A node whose helper does not finish in time is reported, never waited on.
 This project's package travels with the function (cloudpickle by value): nothing needs to be
 installed on the nodes but Ray itself and py-spy.
 
@@ -34,6 +37,13 @@ NODE_TIMEOUT_S = 30.0
 LIST_TIMEOUT_S = 10.0
 # Fetching a finished helper's value: it is already computed, so this only covers a slow transfer.
 FETCH_TIMEOUT_S = 5.0
+# Helpers running at once: each result arrives on this machine, so 250 nodes are probed 32 at a
+# time, the next started as one finishes (each helper waits mostly on its node's sample interval).
+MAX_NODES_IN_FLIGHT = 32
+# A helper submitted with less time left than this could not start a worker and answer anyway.
+MIN_START_S = 2.0
+# A helper's answer is sent this long before its node's deadline: it still has to travel back.
+ANSWER_MARGIN_S = 1.0
 NAMESPACE = "debug-hang"
 
 # Why a node gave no answer: a closed vocabulary (see also pyspy.DUMP_ERROR_KINDS and the
@@ -277,13 +287,23 @@ def _dead_message(reason: str | None, during: bool) -> str:
 
 
 def run_on_nodes(fn: Callable[..., Any], args_by_node: dict[str, tuple[Any, ...]],
-                 timeout_s: float = NODE_TIMEOUT_S) -> dict[str, NodeRun]:
+                 timeout_s: float = NODE_TIMEOUT_S, max_in_flight: int = MAX_NODES_IN_FLIGHT,
+                 node_timeout_s: float | None = None, deadline_kw: str | None = None) -> dict[str, NodeRun]:
     """Run `fn(*args)` once on each node in `args_by_node`, in parallel; needs `connect()` first.
 
+    At most `max_in_flight` helpers run at once, the next submitted as one finishes (in the
+    order of `args_by_node`): 250 nodes never mean 250 results arriving together. Every helper
+    is given up on at its own absolute deadline: `node_timeout_s` after its submission (so a node
+    that never answers frees its slot for the others), and never later than `timeout_s` after
+    the call. With `deadline_kw`, `fn` also gets that keyword: the wall-clock time (time.time())
+    by which its answer must be sent, ANSWER_MARGIN_S before its node's deadline, so that a
+    helper whose turn came late still answers with what it has, in time.
+
     Returns one NodeRun per node: its value, or an error (with a `kind` from NODE_ERROR_KINDS)
-    saying whether the node is dead or unknown, the helper failed or crashed, or it did not
-    report within `timeout_s` (never scheduled: no worker could start there in time).
-    Dead and unknown nodes are reported at once, without submitting anything.
+    saying whether the node is dead or unknown, the helper failed or crashed, it did not report
+    by its deadline (never scheduled: no worker could start there in time), or the call's time
+    ran out before its turn came. Dead and unknown nodes are reported at once, without
+    submitting anything. The other nodes' results are kept whatever one node does.
     """
     import ray
     import ray.cloudpickle
@@ -292,62 +312,109 @@ def run_on_nodes(fn: Callable[..., Any], args_by_node: dict[str, tuple[Any, ...]
     import debug_hang
 
     ray.cloudpickle.register_pickle_by_value(debug_hang)  # type: ignore[no-untyped-call]
-    remote_fn = ray.remote(num_cpus=0, max_retries=0)(fn)
+    remote_fn = ray.remote(num_cpus=0, max_retries=1)(fn)
     start = time.monotonic()
-    states = _node_states()
-    refs: dict[Any, str] = {}
+    end = start + timeout_s
+    per_node = timeout_s if node_timeout_s is None else min(node_timeout_s, timeout_s)
+    min_start = min(MIN_START_S, timeout_s / 2)
+    slots = max(1, max_in_flight)
     runs: dict[str, NodeRun] = {}
+    queue = _live_only(args_by_node, runs)
+    queue.reverse()  # popped from the end: submitted in the caller's order
+    # In flight: ref -> (node id, its submission time, its absolute deadline).
+    flight: dict[Any, tuple[str, float, float]] = {}
+    expired: list[tuple[str, float, float]] = []
+    while queue or flight:
+        now = time.monotonic()
+        while queue and len(flight) < slots and end - now >= min_start:
+            node_id, args = queue.pop()
+            strategy = NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
+            node_end = min(now + per_node, end)
+            kwargs = {deadline_kw: time.time() + node_end - now - ANSWER_MARGIN_S} if deadline_kw else {}
+            try:
+                ref = remote_fn.options(scheduling_strategy=strategy,
+                                        name=f"debug-hang:{fn.__name__}").remote(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - submission itself can fail on a dead node
+                runs[node_id] = NodeRun(node_id, kind=HELPER_FAILED,
+                                        error=f"could not submit helper task: {exc}")
+                continue
+            flight[ref] = (node_id, now, node_end)
+        if not flight:
+            break  # nothing running and no time left to start the rest
+        first_deadline = min(d for _, _, d in flight.values())
+        ready, _ = ray.wait(list(flight), num_returns=1, timeout=max(first_deadline - time.monotonic(), 0.0))
+        for ref in ready:
+            node_id, submitted, _ = flight.pop(ref)
+            runs[node_id] = _fetch(ref, node_id, submitted)
+        now = time.monotonic()
+        for ref, (node_id, submitted, deadline) in list(flight.items()):
+            if now >= deadline:
+                del flight[ref]
+                expired.append((node_id, submitted, deadline))
+                _cancel(ref)  # frees the node's worker too
+    for node_id, _ in queue:
+        runs[node_id] = NodeRun(node_id, kind=NOT_SCHEDULED, error=(
+            f"not probed: the {timeout_s:.0f}s timeout ran out before its turn (at most {slots} "
+            "nodes at once; slow or silent nodes held the slots)"))
+    runs.update(_silent_runs(expired))
+    return runs
+
+
+def _live_only(args_by_node: dict[str, tuple[Any, ...]],
+               runs: dict[str, NodeRun]) -> list[tuple[str, tuple[Any, ...]]]:
+    """The nodes worth a helper; dead and unknown ones get their error row in `runs` at once."""
+    states = _node_states()
+    live: list[tuple[str, tuple[Any, ...]]] = []
     for node_id, args in args_by_node.items():
         if states and node_id not in states:
             runs[node_id] = NodeRun(node_id, kind=NODE_UNKNOWN,
                                     error="node unknown to the GCS (wrong id, or removed)")
-            continue
-        if states and not states[node_id][0]:
+        elif states and not states[node_id][0]:
             runs[node_id] = NodeRun(node_id, kind=NODE_DEAD,
                                     error=_dead_message(states[node_id][1], during=False))
-            continue
-        strategy = NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
-        try:
-            ref = remote_fn.options(scheduling_strategy=strategy,
-                                    name=f"debug-hang:{fn.__name__}").remote(*args)
-        except Exception as exc:  # noqa: BLE001 - submission itself can fail on a dead node
-            runs[node_id] = NodeRun(node_id, kind=HELPER_FAILED,
-                                    error=f"could not submit helper task: {exc}")
-            continue
-        refs[ref] = node_id
-    pending = list(refs)
-    while pending:
-        left = timeout_s - (time.monotonic() - start)
-        if left <= 0:
-            break
-        ready, pending = ray.wait(pending, num_returns=1, timeout=left)
-        for ref in ready:
-            node_id = refs[ref]
-            try:
-                value = ray.get(ref, timeout=FETCH_TIMEOUT_S)
-                runs[node_id] = NodeRun(node_id, value=value, seconds=time.monotonic() - start)
-            except Exception as exc:  # noqa: BLE001 - any failure of the helper is data
-                kind, error = _classify(exc)
-                runs[node_id] = NodeRun(node_id, error=error, kind=kind,
-                                        seconds=time.monotonic() - start)
-    if pending:
-        states = _node_states()
-    for ref in pending:
-        node_id = refs[ref]
+        else:
+            live.append((node_id, args))
+    return live
+
+
+def _fetch(ref: Any, node_id: str, submitted: float) -> NodeRun:
+    """A finished helper's value, or why it has none."""
+    import ray
+
+    try:
+        value = ray.get(ref, timeout=FETCH_TIMEOUT_S)
+        return NodeRun(node_id, value=value, seconds=time.monotonic() - submitted)
+    except Exception as exc:  # noqa: BLE001 - any failure of the helper is data
+        kind, error = _classify(exc)
+        return NodeRun(node_id, error=error, kind=kind, seconds=time.monotonic() - submitted)
+
+
+def _silent_runs(expired: list[tuple[str, float, float]]) -> dict[str, NodeRun]:
+    """Error rows for helpers given up on at their deadline: the node died, or never ran them."""
+    if not expired:
+        return {}
+    states = _node_states()
+    runs: dict[str, NodeRun] = {}
+    for node_id, submitted, deadline in expired:
         alive, reason = states.get(node_id, (True, None))
         if not alive:
             kind, error = NODE_DEAD, _dead_message(reason, during=True)
         else:
             kind, error = NOT_SCHEDULED, (
-                f"helper task did not report within {timeout_s:.0f}s: it was never scheduled or "
+                f"helper task did not report within {deadline - submitted:.0f}s: it was never scheduled or "
                 "never started there (no worker process could start, node overloaded or "
                 "unresponsive); the node is still listed alive")
-        runs[node_id] = NodeRun(node_id, error=error, kind=kind, seconds=time.monotonic() - start)
-        try:
-            ray.cancel(ref, force=True)  # our own helper only; never the job's tasks
-        except Exception:  # noqa: BLE001,S110 - best effort
-            pass
+        runs[node_id] = NodeRun(node_id, error=error, kind=kind, seconds=time.monotonic() - submitted)
     return runs
+
+
+def _cancel(ref: Any) -> None:
+    import ray
+
+    try:
+        ray.cancel(ref, force=True)  # our own helper only; never the job's tasks
+    except Exception:  # noqa: BLE001,S110 - best effort
+        pass
 
 
 def _classify(exc: BaseException) -> tuple[str, str]:

@@ -9,11 +9,13 @@ Ray helper task on that node. Failures are collected, never raised.
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from debug_hang.collect.address import ClusterAddress
+from debug_hang.collect.nodes import HELPER_FAILED, MAX_NODES_IN_FLIGHT, NOT_SCHEDULED
 from debug_hang.model import Collection, CollectionError, Process, ProcessRef, process_from_dict
 from debug_hang.probe.node_probe import local_raylets, probe_node
 from debug_hang.probe.pyspy import DumpOptions
@@ -126,10 +128,25 @@ def cap_targets(targets: list[Target], job: dict[str, Any], tasks: list[dict[str
     return ordered[:max_targets], len(targets) - max_targets
 
 
+# One node's probe: two samples with a stuck dump each (pyspy.DUMP_TIMEOUT_S) fit in it; a
+# slower node answers with what it has by then, and a silent one frees its slot for the others.
+NODE_BUDGET_S = 25.0
+# From a helper's submission to its probe's start: a worker process starting on a busy node.
+HELPER_START_S = 10.0
+
+
 def collect_stacks(address: ClusterAddress, targets: list[Target], options: DumpOptions,
                    deadline: Deadline, samples: int = 2, interval_s: float = 0.5,
-                   children: bool = True) -> Collection:
-    """Dump every target on its own node; local nodes directly, remote ones by a helper task."""
+                   children: bool = True, max_in_flight: int = MAX_NODES_IN_FLIGHT) -> Collection:
+    """Dump every target on its own node; local nodes directly, remote ones by a helper task.
+
+    One probe per node, at most `max_in_flight` local probes (threads here) and as many remote
+    ones (helper tasks) at once, the next started as one finishes. Each probe answers by its own
+    absolute deadline with what it has; a node that does not answer is an error row, the
+    others' stacks are kept. The local probes' py-spy processes share this process's
+    MAX_PARALLEL_DUMPS slots, so many local "nodes" (a loopback cluster) never oversubscribe
+    this machine.
+    """
     start = time.monotonic()
     by_node: dict[str, list[Target]] = {}
     coll = Collection(targets=len(targets))
@@ -143,30 +160,45 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
     local: dict[str, tuple[Any, ...]] = {}
     remote: dict[str, tuple[Any, ...]] = {}
     here = local_raylets()
-    # Each probe gets a budget so a slow node answers with what it has before we give up on it.
-    budget = max(deadline.remaining(cap=45.0) - 2.0, 1.0)
-    # ... and the absolute end, for a helper that starts late (no worker free on a busy node).
-    deadline_epoch = time.time() + budget
+    # The whole collection's end, as wall clock for a local probe that starts late (its turn
+    # came late); a remote helper is told its own node's end by run_on_nodes ...
+    total = max(deadline.remaining(cap=45.0) - 2.0, 1.0)
+    deadline_epoch = time.time() + total
+    # ... and each probe's own budget from its start, so a slow node answers with what it has.
+    budget = min(NODE_BUDGET_S, total)
     for node_id, node_targets in by_node.items():
-        args = (node_id, [t.pid for t in node_targets], options.to_dict(), samples, interval_s, children, budget,
-                deadline_epoch)
+        args = (node_id, [t.pid for t in node_targets], options.to_dict(), samples, interval_s, children, budget)
         is_local = node_id in here
         coll.paths[node_id] = "local" if is_local else "ray-task"
         (local if is_local else remote)[node_id] = args
-    with ThreadPoolExecutor(max_workers=max(1, len(local))) as pool:
-        # Local nodes are dumped directly, in parallel with the remote nodes' helper tasks.
-        futures = {node_id: pool.submit(probe_node, *args) for node_id, args in local.items()}
+    pool = ThreadPoolExecutor(max_workers=max(1, min(max_in_flight, len(local))), thread_name_prefix="debug-hang-probe")
+    try:
+        # Local nodes are probed directly, in parallel with the remote nodes' helper tasks.
+        futures = {node_id: pool.submit(partial(probe_node, deadline_epoch=deadline_epoch), *args)
+                   for node_id, args in local.items()}
         if remote:
-            _run_remote(address, remote, deadline, coll, results)
+            _run_remote(address, remote, deadline, coll, results, max_in_flight, budget + HELPER_START_S)
+        done, _ = wait(futures.values(), timeout=max(start + total + 1.0 - time.monotonic(), 0.0))
         for node_id, future in futures.items():
+            if future not in done:
+                started = not future.cancel()
+                coll.errors.append(CollectionError(
+                    f"local probe {'did not finish' if started else 'never started'} within {total:.0f}s"
+                    + ("" if started else f" (at most {max_in_flight} nodes probed at once)"),
+                    node_id=node_id, kind=HELPER_FAILED if started else NOT_SCHEDULED))
+                continue
             try:
-                results[node_id] = future.result(timeout=deadline.remaining())
+                results[node_id] = future.result()
             except Exception as exc:  # noqa: BLE001 - one node's failure is data
-                coll.errors.append(CollectionError(f"local dump failed: {exc}", node_id=node_id, kind="helper-failed"))
+                coll.errors.append(CollectionError(f"local dump failed: {exc}", node_id=node_id, kind=HELPER_FAILED))
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)  # a stuck probe never holds the collection
     targets_by_key = {t.ref: t for t in targets}
     for node_id, value in results.items():
         # The targets' secret env values, read on their node: redacted from here on (logs, rows).
         learn_digests(value.pop("redact_digests", None))
+        if isinstance(value.get("seconds"), (int, float)):
+            coll.probe_seconds[node_id] = float(value["seconds"])
         for err in value.get("errors", []):
             coll.errors.append(CollectionError.from_dict(err, node_id))
         for pid_text, info in (value.get("info") or {}).items():
@@ -182,16 +214,19 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
 
 
 def _run_remote(address: ClusterAddress, remote: dict[str, tuple[Any, ...]], deadline: Deadline,
-                coll: Collection, results: dict[str, dict[str, Any]]) -> None:
+                coll: Collection, results: dict[str, dict[str, Any]], max_in_flight: int,
+                node_timeout_s: float) -> None:
     """Probe remote nodes through pinned helper tasks; failures go to `coll.errors`."""
     from debug_hang.collect.nodes import connect, run_on_nodes
 
     try:
         connect(address, timeout_s=deadline.remaining(cap=20.0))
-        runs = run_on_nodes(probe_node, remote, timeout_s=deadline.remaining(cap=45.0))
+        # Each helper is told its own end (its slot's deadline), not the collection's.
+        runs = run_on_nodes(probe_node, remote, timeout_s=deadline.remaining(cap=45.0), max_in_flight=max_in_flight,
+                            node_timeout_s=node_timeout_s, deadline_kw="deadline_epoch")
     except Exception as exc:  # noqa: BLE001 - report and keep the local results
         for node_id in remote:
-            coll.errors.append(CollectionError(f"no helper task could run: {exc}", node_id=node_id, kind="helper-failed"))
+            coll.errors.append(CollectionError(f"no helper task could run: {exc}", node_id=node_id, kind=HELPER_FAILED))
         return
     for node_id, run in runs.items():
         if run.error:

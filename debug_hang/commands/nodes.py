@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 from debug_hang.collect.address import check_reachable, parse_address
 from debug_hang.collect.nodes import (
+    MAX_NODES_IN_FLIGHT,
     NODE_TIMEOUT_S,
     NodeInfo,
     NodeRun,
@@ -89,7 +90,8 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     p.add_argument("-n", "--node", action="append", default=[], metavar="ID_OR_IP",
                    help="node id, unique id prefix, or IP; repeatable (default: every alive node)")
     p.add_argument("--timeout", type=float, default=NODE_TIMEOUT_S,
-                   help=f"seconds each node may take, helper start-up included (default {NODE_TIMEOUT_S:.0f})")
+                   help=f"seconds each node may take, helper start-up included (default {NODE_TIMEOUT_S:.0f}); "
+                   f"past {MAX_NODES_IN_FLIGHT} nodes they run {MAX_NODES_IN_FLIGHT} at a time, each with this time from its turn")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     p.add_argument("--max-output", type=int, default=MAX_OUTPUT_BYTES, metavar="BYTES",
                    help=f"cut each node's stdout and stderr to BYTES (default {MAX_OUTPUT_BYTES}; 0 = no cut)")
@@ -176,17 +178,19 @@ def main(argv: list[str] | None = None) -> int:
     # background thread: send them to stderr, where diagnostics belong, so stdout stays ours.
     with contextlib.redirect_stdout(sys.stderr):
         connect(address)
+        # Each node gets --timeout from its turn; past MAX_NODES_IN_FLIGHT nodes, turns come in waves.
+        total = args.timeout * -(-len(chosen) // MAX_NODES_IN_FLIGHT)
         if argv_cmd:
-            deadline = time.time() + args.timeout
-            runs = run_on_nodes(run_command, {n.node_id: (argv_cmd, args.timeout, args.max_output, deadline)
-                                              for n in chosen}, timeout_s=args.timeout)
+            runs = run_on_nodes(run_command, {n.node_id: (argv_cmd, args.timeout, args.max_output) for n in chosen},
+                                timeout_s=total, node_timeout_s=args.timeout, deadline_kw="deadline")
             doc = run_document(argv_cmd, chosen, runs, time.monotonic() - start)
             text = json.dumps(doc, indent=1) if args.json else "\n".join(render_runs(doc))
         else:
             budget = max(args.timeout - 2.0, 1.0)  # the probe answers before the caller gives up
             runs = run_on_nodes(probe_node, {n.node_id: (n.node_id, pids, options.to_dict(), args.samples,
                                                          args.interval, not args.no_children, budget)
-                                             for n in chosen}, timeout_s=args.timeout)
+                                             for n in chosen}, timeout_s=total, node_timeout_s=args.timeout,
+                                deadline_kw="deadline_epoch")
             doc = dump_document(pids, chosen, runs, time.monotonic() - start)
             text = json.dumps(doc, indent=1) if args.json else "\n".join(render_dump(doc))
     emit(text, out)

@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -25,6 +26,8 @@ from debug_hang.model import Frame, Process, Thread
 # py-spy (e.g. a process in uninterruptible sleep) hold the whole collection.
 DUMP_TIMEOUT_S = 10.0
 # py-spy pauses the target while it reads memory; 8 parallel dumps keep a 2-core node responsive.
+# The bound is per process, not per call: several node probes running in one process (every
+# "node" of a loopback cluster is local) share these slots (see DumpSlots).
 MAX_PARALLEL_DUMPS = 8
 
 # Why a dump failed: a closed vocabulary, so that a report can group and explain failures.
@@ -231,9 +234,49 @@ def dump_pid(pid: int, options: DumpOptions, pyspy: str | None = None) -> DumpRe
     return result
 
 
+class DumpSlots:
+    """A process-wide bound on running py-spy processes, shared by every thread that dumps.
+
+    Pickles as a fresh, free set of slots (a helper task shipped by value gets its own, on its
+    own node): a lock cannot be pickled, and the caller's held slots mean nothing there.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._sem = threading.BoundedSemaphore(size)
+
+    def __reduce__(self) -> tuple[type[DumpSlots], tuple[int]]:
+        return DumpSlots, (self.size,)
+
+    def acquire(self, timeout_s: float) -> bool:
+        return self._sem.acquire(timeout=max(timeout_s, 0.0))
+
+    def release(self) -> None:
+        self._sem.release()
+
+
+_SLOTS = DumpSlots(MAX_PARALLEL_DUMPS)
+
+
 def _run_pyspy(argv: list[str], pid: int, options: DumpOptions, pyspy: str, start: float) -> DumpResult:
+    # The wait for a free slot counts against the dump's own timeout: a dump never takes longer
+    # than `timeout_s` in all, however many probes share this process.
+    asked = time.monotonic()
+    if not _SLOTS.acquire(options.timeout_s):
+        return DumpResult(pid, error=f"not dumped: no py-spy slot came free within {options.timeout_s:g}s "
+                          f"(at most {_SLOTS.size} dumps run at once in this process)",
+                          seconds=time.monotonic() - start, kind=DUMP_TIMEOUT)
     try:
-        proc = subprocess.run(argv, capture_output=True, timeout=options.timeout_s, check=False,
+        left = max(options.timeout_s - (time.monotonic() - asked), 0.001)
+        return _run_pyspy_in_slot(argv, pid, options, pyspy, start, left)
+    finally:
+        _SLOTS.release()
+
+
+def _run_pyspy_in_slot(argv: list[str], pid: int, options: DumpOptions, pyspy: str,
+                       start: float, left: float) -> DumpResult:
+    try:
+        proc = subprocess.run(argv, capture_output=True, timeout=left, check=False,
                               env={**os.environ, **_PYSPY_ENV_OVERRIDES}, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return DumpResult(pid, error=f"py-spy did not finish within {options.timeout_s:g}s and was killed "

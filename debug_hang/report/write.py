@@ -227,7 +227,8 @@ def _write_all(folder: OutputFolder, diag: Diagnosis, tasks_after: list[dict[str
     meta = {"job_id": diag.job_id, "info": diag.collection.info_to_json(),
             "errors": [e.to_dict() for e in diag.collection.errors], "nodes": diag.collection.nodes,
             "targets": diag.collection.targets, "seconds": diag.collection.seconds,
-            "paths": diag.collection.paths, "job_choice": diag.job_choice, "address": diag.address,
+            "paths": diag.collection.paths, "probe_seconds": diag.collection.probe_seconds,
+            "job_choice": diag.job_choice, "address": diag.address,
             "diagnosis_seconds": diag.seconds}
     folder.json("stacks.json", stacks_to_dict(diag.collection.processes, meta))
     if tasks_after is not None:
