@@ -37,9 +37,11 @@ NODE_TIMEOUT_S = 30.0
 LIST_TIMEOUT_S = 10.0
 # Fetching a finished helper's value: it is already computed, so this only covers a slow transfer.
 FETCH_TIMEOUT_S = 5.0
-# Helpers running at once: each result arrives on this machine, so 250 nodes are probed 32 at a
-# time, the next started as one finishes (each helper waits mostly on its node's sample interval).
-MAX_NODES_IN_FLIGHT = 32
+# Helpers running at once, the next started as one finishes. Each runs on its own node and
+# mostly waits on its sample interval, so one wave is the fast path: a diagnosis dumps at most
+# MAX_TARGETS (256) processes, so no more nodes than that are ever probed, and what comes back
+# here is bounded by the targets, not by the node count.
+MAX_NODES_IN_FLIGHT = 256
 # A helper submitted with less time left than this could not start a worker and answer anyway.
 MIN_START_S = 2.0
 # A helper's answer is sent this long before its node's deadline: it still has to travel back.

@@ -133,6 +133,10 @@ def cap_targets(targets: list[Target], job: dict[str, Any], tasks: list[dict[str
 NODE_BUDGET_S = 25.0
 # From a helper's submission to its probe's start: a worker process starting on a busy node.
 HELPER_START_S = 10.0
+# Local probes (threads of this process) at once: on a real cluster only the head is local; on a
+# loopback test cluster every node is, and they share this machine's cores (their py-spy runs
+# are bounded together by pyspy.MAX_PARALLEL_DUMPS).
+MAX_LOCAL_PROBES = 32
 
 
 def collect_stacks(address: ClusterAddress, targets: list[Target], options: DumpOptions,
@@ -140,8 +144,8 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
                    children: bool = True, max_in_flight: int = MAX_NODES_IN_FLIGHT) -> Collection:
     """Dump every target on its own node; local nodes directly, remote ones by a helper task.
 
-    One probe per node, at most `max_in_flight` local probes (threads here) and as many remote
-    ones (helper tasks) at once, the next started as one finishes. Each probe answers by its own
+    One probe per node, at most `max_in_flight` remote ones (helper tasks) and MAX_LOCAL_PROBES
+    local ones (threads here) at once, the next started as one finishes. Each probe answers by its own
     absolute deadline with what it has; a node that does not answer is an error row, the
     others' stacks are kept. The local probes' py-spy processes share this process's
     MAX_PARALLEL_DUMPS slots, so many local "nodes" (a loopback cluster) never oversubscribe
@@ -171,7 +175,8 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
         is_local = node_id in here
         coll.paths[node_id] = "local" if is_local else "ray-task"
         (local if is_local else remote)[node_id] = args
-    pool = ThreadPoolExecutor(max_workers=max(1, min(max_in_flight, len(local))), thread_name_prefix="debug-hang-probe")
+    local_bound = max(1, min(max_in_flight, MAX_LOCAL_PROBES, len(local)))
+    pool = ThreadPoolExecutor(max_workers=local_bound, thread_name_prefix="debug-hang-probe")
     try:
         # Local nodes are probed directly, in parallel with the remote nodes' helper tasks.
         futures = {node_id: pool.submit(partial(probe_node, deadline_epoch=deadline_epoch), *args)
@@ -184,7 +189,7 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
                 started = not future.cancel()
                 coll.errors.append(CollectionError(
                     f"local probe {'did not finish' if started else 'never started'} within {total:.0f}s"
-                    + ("" if started else f" (at most {max_in_flight} nodes probed at once)"),
+                    + ("" if started else f" (at most {local_bound} local nodes probed at once)"),
                     node_id=node_id, kind=HELPER_FAILED if started else NOT_SCHEDULED))
                 continue
             try:
