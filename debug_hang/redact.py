@@ -249,7 +249,7 @@ class Redactor:
         if self._digests:
             text = _WORD.sub(self._by_digest, text)
         low = text.lower()
-        if not any(t in low for t in _ALL_TRIGGERS) and (len(text) < 40 or _RUN40.search(text) is None):
+        if not _may_match(text, low):
             return text  # nothing any rule could match: ids, states, names, most lines
         for rule, pattern in _COMPILED:
             if rule.triggers:
@@ -390,6 +390,19 @@ class _Walk:
                 out = list(obj[:i])
             out.append(new)
         return obj if out is None else out
+
+
+DISTINCT_LINES_FROM = 1 << 16  # text this long is pre-checked on its distinct lines
+
+
+def _may_match(text: str, low: str) -> bool:
+    """Whether any rule could match `text` (`low` is text.lower()): a trigger literal occurs, or a
+    40-character base64 run. Neither spans a newline, so long text (05_stacks.txt repeats each
+    frame line thousands of times) is checked on its distinct lines, joined: the same answer."""
+    if len(text) >= DISTINCT_LINES_FROM:
+        text = "\n".join(set(text.split("\n")))
+        low = text.lower()
+    return any(t in low for t in _ALL_TRIGGERS) or (len(text) >= 40 and _RUN40.search(text) is not None)
 
 
 def _sub_at(text: str, low: str, triggers: tuple[str, ...], pattern: re.Pattern[str],

@@ -138,3 +138,40 @@ def test_writer_redacts_a_repeated_frame_string_and_a_deep_row_value(tmp_path: P
     assert len(written) == len(stacks["processes"]) > 64
     assert written[-1]["threads"][0]["frames"][-1]["locals"] == {"cfg": f"Config(dsn='{REDACTED}')"}
     assert f"postgres://trainer:{REDACTED}@db.internal/runs" in texts["snapshot.json"]
+
+
+LINE = st.sampled_from(["    wait (threading.py:320)", "Thread 15590 (idle): \"MainThread\"", "hub = Client(token=abc)",
+                        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLE9KY", "a6b3e2f10c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f" * 2,
+                        "x" * 39, "AKIA", "", "Ray-KEY"]) | st.text(alphabet="akiAKI40 =:-/\t", max_size=50)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(LINE, max_size=30), st.integers(min_value=0, max_value=5))
+def test_the_distinct_line_precheck_answers_as_the_whole_text(lines: list[str], repeat: int) -> None:
+    # GIVEN any text of repeated lines, checked on its distinct lines whatever its length
+    text = "\n".join(lines * (repeat + 1))
+    whole = any(t in text.lower() for t in redact_module._ALL_TRIGGERS) or \
+        (len(text) >= 40 and redact_module._RUN40.search(text) is not None)
+    saved = redact_module.DISTINCT_LINES_FROM
+    redact_module.DISTINCT_LINES_FROM = 0
+    try:
+        # THEN it answers as the check of the whole text
+        assert redact_module._may_match(text, text.lower()) == whole
+    finally:
+        redact_module.DISTINCT_LINES_FROM = saved
+
+
+def test_a_secret_on_one_line_of_a_long_repetitive_text_is_redacted() -> None:
+    # GIVEN the real stacks of a run as text, repeated past the distinct-line threshold, with a
+    # token on one line in the middle and an AWS-style secret key on another
+    stacks = json.loads((CAPTURE / "stacks.json").read_text())
+    frames = [f"    {f['function']} ({f['file']}:{f['line']})" for p in stacks["processes"] for t in p["threads"] for f in t["frames"]]
+    body = "\n".join(frames)
+    copies = redact_module.DISTINCT_LINES_FROM // len(body) + 2
+    secret_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLE9KY"
+    text = "\n".join([body] * copies + [f"    login (hub.py:3) {HF}", f"key {secret_key} end"] + [body] * copies)
+    assert len(text) > redact_module.DISTINCT_LINES_FROM
+    # WHEN redacted  THEN both are gone and the frames are all still there
+    out = Redactor().redact(text)
+    assert HF not in out and secret_key not in out
+    assert out.count(frames[0]) == text.count(frames[0])
