@@ -13,7 +13,9 @@ processes (8 to a node), then at 250 processes with 20,000, 40,000 and 80,000 mo
 task rows (copies of the recorded ones, new task ids): CPU seconds of each phase (medians of
 REPEAT) and their growth per doubling. Exit 1 when a phase grows more than --max-growth per
 doubling where the smaller time is at least --floor CPU seconds (below it, fixed costs and the
-clock decide the ratio).
+clock decide the ratio). The cyclic garbage collector is paused while a size is timed: a full
+collection runs when the long-lived heap has grown by a quarter, and lands as a 0.1-0.2 s step
+in whichever phase crosses that threshold, which says nothing about the phase's own growth.
 
 Exit codes: 0 done (linear), 1 a phase grew faster than linear, 2 bad arguments.
 Not a test: the numbers depend on the machine and its load.
@@ -22,6 +24,7 @@ Not a test: the numbers depend on the machine and its load.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
 import os
@@ -48,9 +51,25 @@ PHASES = ("load", "analysis", "render", "write")
 RANKS_PER_NODE = 8
 
 
-def measure_once(folder: Path, out: Path) -> tuple[dict[str, tuple[float, float]], Diagnosis, str]:
-    """One load, analysis, render and write of `folder`: (wall, CPU) seconds of each phase. The
-    analysis is `reanalyse` minus the load it does itself (timed around `pipeline.load_capture`)."""
+def measure_once(folder: Path, out: Path, cyclic_gc: bool = True) -> tuple[dict[str, tuple[float, float]], Diagnosis, str]:
+    """One load, analysis, render and write of `folder`: (wall, CPU) seconds of each phase.
+    What is alive before (the last run's diagnosis) is frozen out of the cyclic collector's
+    passes, so that each run pays for its own objects only, whatever ran before it. Without
+    `cyclic_gc` the collector is paused during the run (--linearity: its full passes come at
+    discrete thresholds, a step of 0.1-0.2 s in whichever phase crosses one)."""
+    gc.collect()
+    gc.freeze()
+    if not cyclic_gc:
+        gc.disable()
+    try:
+        return _phases(folder, out)
+    finally:
+        gc.enable()
+        gc.unfreeze()
+
+
+def _phases(folder: Path, out: Path) -> tuple[dict[str, tuple[float, float]], Diagnosis, str]:
+    """The analysis is `reanalyse` minus the load it does itself (timed around `pipeline.load_capture`)."""
     inner: list[tuple[float, float]] = []
     real_load = pipeline.load_capture
 
@@ -125,7 +144,7 @@ def series(points: list[tuple[int, int, int]], repeat: int, tmp: Path) -> list[d
     rows = []
     for n, (ranks, nodes, finished) in enumerate(points):
         folder = build(tmp / f"cap{n}", ranks, nodes, odd=(2, ranks - 3), finished=finished)
-        runs = [measure_once(folder, tmp / f"out{n}_{i}")[0] for i in range(repeat)]
+        runs = [measure_once(folder, tmp / f"out{n}_{i}", cyclic_gc=False)[0] for i in range(repeat)]
         row = {"ranks": ranks, "nodes": nodes, "finished_tasks": finished, **{p: round(v, 3) for p, v in medians(runs, 1).items()}}
         print(json.dumps(row), file=sys.stderr)
         rows.append(row)
