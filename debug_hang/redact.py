@@ -35,6 +35,7 @@ import secrets
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, TextIO
 
 REDACTED = "[REDACTED]"
@@ -248,7 +249,7 @@ class Redactor:
         if self._digests:
             text = _WORD.sub(self._by_digest, text)
         low = text.lower()
-        if not any(t in low for t in _ALL_TRIGGERS) and (len(text) < 40 or _RUN40.search(text) is None):
+        if not _may_match(text, low):
             return text  # nothing any rule could match: ids, states, names, most lines
         for rule, pattern in _COMPILED:
             if rule.triggers:
@@ -268,26 +269,140 @@ class Redactor:
         text, low = _sub_at(text, low, ("bearer", "basic"), _BEARER, _bearer)
         return text
 
-    def redact_obj(self, obj: Any) -> Any:
+    def redact_obj(self, obj: Any, share: bool = False) -> Any:
         """A JSON-able structure with every string redacted, and the value of every secret-named
-        key replaced (`{"AWS_SECRET_ACCESS_KEY": "..."}`); control characters removed."""
+        key replaced (`{"AWS_SECRET_ACCESS_KEY": "..."}`); control characters removed.
+
+        Each distinct string and key is redacted once per call (stacks repeat the same frame
+        strings thousands of times; redaction is a pure function of the string while nothing is
+        learnt, and the memo lives only for this call). Linear in the size of `obj`. With
+        `share`, a dict or list in which nothing was redacted is returned as it is, not copied
+        (for a caller that only serialises the result: the writer)."""
+        return _Walk(self, share).value(obj)
+
+    def _redact_value(self, obj: Any) -> Any:
+        """What `redact_obj` gives for one value outside a dict, list or tuple."""
         if isinstance(obj, str):
             return self.redact(strip_controls(obj))
-        if isinstance(obj, Mapping):
-            out: dict[Any, Any] = {}
-            for key, value in obj.items():
-                name = self.redact(strip_controls(key)) if isinstance(key, str) else key
-                if isinstance(key, str) and SECRET_NAME.search(key) and isinstance(value, (str, int, float)) \
-                        and not isinstance(value, bool) and str(value) and not _PLAIN_VALUE.match(str(value)):
-                    out[name] = REDACTED
-                else:
-                    out[name] = self.redact_obj(value)
-            return out
-        if isinstance(obj, (list, tuple)):
-            return [self.redact_obj(v) for v in obj]
         if obj is None or isinstance(obj, (bool, int, float)):
             return obj
         return self.redact(strip_controls(str(obj)))  # what json.dumps(default=str) would write
+
+
+def _secret_value(value: Any) -> bool:
+    """The value under a secret-named key is replaced: a non-empty, not plain scalar."""
+    return isinstance(value, (str, int, float)) and not isinstance(value, bool) and bool(str(value)) \
+        and not _PLAIN_VALUE.match(str(value))
+
+
+class _Walk:
+    """One `redact_obj` pass: every distinct string and key looked at once (memoised).
+
+    Exact dicts, lists and strings (what json.loads and the model's to_dict build) take the
+    fast path; any other Mapping, sequence or scalar goes through the same rules the slow way.
+    With `share`, a dict or list is copied only from its first redacted entry on (copy on write)."""
+
+    def __init__(self, redactor: Redactor, share: bool) -> None:
+        self.redactor = redactor
+        self.share = share
+        self.strings: dict[str, str] = {}
+        self.keys: dict[str, tuple[str, bool]] = {}
+
+    def string(self, text: str) -> str:
+        done = self.strings.get(text)
+        if done is None:
+            done = self.strings[text] = self.redactor.redact(strip_controls(text))
+        return done
+
+    def key(self, key: str) -> tuple[str, bool]:
+        """The key as written (redacted) and whether it names a secret."""
+        done = self.keys.get(key)
+        if done is None:
+            done = self.keys[key] = (self.redactor.redact(strip_controls(key)), SECRET_NAME.search(key) is not None)
+        return done
+
+    def value(self, obj: Any) -> Any:
+        kind = type(obj)
+        if kind is str:
+            done = self.strings.get(obj)
+            return self.string(obj) if done is None else done
+        if kind is dict:
+            return self.mapping(obj)
+        if kind is list or kind is tuple:
+            return self.sequence(obj)
+        if isinstance(obj, str):  # a str subclass (an enum): its own text, not memoised
+            return self.redactor._redact_value(obj)
+        if isinstance(obj, Mapping):
+            return self.mapping(obj)
+        if isinstance(obj, (list, tuple)):
+            return self.sequence(obj)
+        return self.redactor._redact_value(obj)
+
+    def mapping(self, obj: Mapping[Any, Any]) -> dict[Any, Any]:
+        """`obj` redacted: a new dict, or `obj` itself when sharing and nothing changed."""
+        out: dict[Any, Any] | None = None if self.share and type(obj) is dict else {}
+        same = 0  # entries of obj left as they were, before the first change
+        strings, keys = self.strings, self.keys
+        for key, value in obj.items():
+            if type(key) is str:
+                named = keys.get(key)
+                name, secret = self.key(key) if named is None else named
+            elif isinstance(key, str):  # a str subclass: the same rules, not memoised
+                name, secret = self.redactor.redact(strip_controls(key)), SECRET_NAME.search(key) is not None
+            else:
+                name, secret = key, False
+            kind = type(value)
+            if secret and _secret_value(value):
+                new: Any = REDACTED
+            elif kind is str:
+                new = strings.get(value)
+                if new is None:
+                    new = self.string(value)
+            elif value is None or kind is int or kind is bool or kind is float:
+                new = value
+            else:
+                new = self.value(value)
+            if out is None:
+                if (new is value or (kind is str and new == value)) and (name is key or name == key):
+                    same += 1
+                    continue
+                out = dict(islice(obj.items(), same))
+            out[name] = new
+        return obj if out is None else out  # type: ignore[return-value]
+
+    def sequence(self, obj: list[Any] | tuple[Any, ...]) -> list[Any] | tuple[Any, ...]:
+        """`obj` redacted: a new list, or `obj` itself when sharing and nothing changed."""
+        out: list[Any] | None = None if self.share else []
+        strings = self.strings
+        for i, value in enumerate(obj):
+            kind = type(value)
+            if kind is str:
+                new = strings.get(value)
+                if new is None:
+                    new = self.string(value)
+            elif value is None or kind is int or kind is bool or kind is float:
+                new = value
+            else:
+                new = self.value(value)
+            if out is None:
+                if new is value or (kind is str and new == value):
+                    continue
+                out = list(obj[:i])
+            out.append(new)
+        return obj if out is None else out
+
+
+DISTINCT_LINES_FROM = 1 << 16  # text this long is pre-checked on its distinct lines
+
+
+def _may_match(text: str, low: str) -> bool:
+    """Whether any rule could match `text` (`low` is text.lower()): a trigger literal occurs, or a
+    40-character base64 run. Neither spans a newline, so long text (05_stacks.txt repeats each
+    frame line thousands of times) is checked on its distinct lines, joined: the same answer."""
+    if len(text) >= DISTINCT_LINES_FROM:
+        text = "\n".join(set(text.split("\n")))
+        low = text.lower()
+    return any(t in low for t in _ALL_TRIGGERS) or (len(text) >= 40 and _RUN40.search(text) is not None)
 
 
 def _sub_at(text: str, low: str, triggers: tuple[str, ...], pattern: re.Pattern[str],
@@ -391,8 +506,9 @@ def redact(text: str) -> str:
     return DEFAULT.redact(text)
 
 
-def redact_obj(obj: Any) -> Any:
-    return DEFAULT.redact_obj(obj)
+def redact_obj(obj: Any, share: bool = False) -> Any:
+    """`Redactor.redact_obj` with the process-wide redactor."""
+    return DEFAULT.redact_obj(obj, share)
 
 
 def learn_env(env: Mapping[str, Any] | None) -> None:

@@ -3,7 +3,7 @@ task and node ids, so the analysis and the report can be run at a scale no loopb
 reaches (issue 16: 2,000 ranks on 250 nodes). Every stack is a recorded stack; only the
 identities are new. Used by tests/test_report_scale.py and benchmarks/bench_scale.py.
 
-    python tests/scale_capture.py OUT [--ranks 2000] [--nodes 250] [--odd 2,1337]
+    python tests/scale_capture.py OUT [--ranks 2000] [--nodes 250] [--odd 2,1337] [--finished 0]
 """
 
 from __future__ import annotations
@@ -23,11 +23,13 @@ DEFAULT_ODD = (2, 1337)
 
 
 def build(out: Path, ranks: int = 2000, nodes: int = 250, odd: tuple[int, ...] = DEFAULT_ODD,
-          case: Path = CASE) -> Path:
+          case: Path = CASE, finished: int = 0) -> Path:
     """Write a capture folder (snapshot.json, stacks.json, tasks_after.json) to `out`.
 
     Rank r copies the recorded rank ODD_TEMPLATE_RANK when r is in `odd`, else one of the
     recorded ranks blocked in the collective (in turn); ranks sit ranks/nodes to a node.
+    `finished` more task rows are added to both task reads: copies of the recorded FINISHED actor-task
+    rows of the ranks (in turn) with new task ids, spread over the ranks (calls the job made earlier).
     """
     snap = json.loads((case / "snapshot.json").read_text())
     stacks = json.loads((case / "stacks.json").read_text())
@@ -70,6 +72,9 @@ def build(out: Path, ranks: int = 2000, nodes: int = 250, odd: tuple[int, ...] =
         for source, sink in ((snap["tasks"], tasks), (after, tasks_after)):
             sink += [{**t, "task_id": task_ids[t["task_id"]], "actor_id": actor_id, "worker_pid": pid, "node_id": node}
                      for t in source if t.get("actor_id") == old_actor]
+    extra = _finished_copies([t for t in tasks if t.get("type") == "ACTOR_TASK" and t.get("state") == "FINISHED"], finished)
+    tasks += extra
+    tasks_after += extra
     snap["actors"], snap["tasks"] = actors, tasks
     snap["nodes"] = [{**node_row, "node_id": n, "is_head_node": i == 0, "node_ip": f"127.0.{i // 250}.{i % 250 + 1}",
                       "labels": {"ray.io/node-id": n}} for i, n in enumerate(node_ids)]
@@ -81,6 +86,14 @@ def build(out: Path, ranks: int = 2000, nodes: int = 250, odd: tuple[int, ...] =
     (out / "stacks.json").write_text(json.dumps(stacks))
     (out / "tasks_after.json").write_text(json.dumps(tasks_after))
     return out
+
+
+def _finished_copies(rows: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    """`n` copies of the FINISHED rows (in turn, so spread over the ranks), each a new task id
+    (its own first digit `f`: never one of the ids `build` gives the ranks' tasks)."""
+    if not rows or n <= 0:
+        return []
+    return [{**rows[i % len(rows)], "task_id": f"f{i + 1:015x}" + rows[i % len(rows)]["task_id"][16:]} for i in range(n)]
 
 
 def _info_rows(raw: Any) -> list[dict[str, Any]]:
@@ -95,8 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ranks", type=int, default=2000)
     ap.add_argument("--nodes", type=int, default=250)
     ap.add_argument("--odd", default=",".join(map(str, DEFAULT_ODD)), help="ranks that skip the collective")
+    ap.add_argument("--finished", type=int, default=0, help="more FINISHED task rows (copies of the recorded ones)")
     args = ap.parse_args(argv)
-    build(args.out, args.ranks, args.nodes, tuple(int(x) for x in args.odd.split(",") if x))
+    build(args.out, args.ranks, args.nodes, tuple(int(x) for x in args.odd.split(",") if x), finished=args.finished)
     print(args.out)
     return 0
 

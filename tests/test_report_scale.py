@@ -46,3 +46,18 @@ def test_two_thousand_ranks_fold_into_a_page_with_the_odd_ones_out_named(scaled:
 def test_rank_ranges() -> None:
     assert rank_ranges([0, 1, 3, 4, 5, 9]) == "0-1, 3-5, 9"
     assert rank_ranges(list(range(0, 40, 2)), most=3) == "0, 2, 4, … 17 more ranges"
+
+
+def test_thousands_of_finished_task_rows_leave_the_finding_as_it_was(tmp_path: Path) -> None:
+    # GIVEN 64 ranks, two of which skipped the all-reduce, and 5,000 more FINISHED calls of the
+    # ranks (copies of the recorded rows with new task ids, as bench_scale.py --linearity builds)
+    plain = build(tmp_path / "plain", ranks=64, nodes=8, odd=(2, 37))
+    busy = build(tmp_path / "busy", ranks=64, nodes=8, odd=(2, 37), finished=5000)
+    snap = json.loads((busy / "snapshot.json").read_text())
+    extra = len(snap["tasks"]) - len(json.loads((plain / "snapshot.json").read_text())["tasks"])
+    assert extra == 5000 and len({t["task_id"] for t in snap["tasks"]}) == len(snap["tasks"])
+    # WHEN both are analysed  THEN the same ranks are named for the same cause
+    before, after = reanalyse(plain), reanalyse(busy)
+    assert after.verdict == before.verdict == "hang"
+    assert after.causes[0].pattern == before.causes[0].pattern == "collective-skipped"
+    assert {c.pid for c in after.causes[0].culprits} == {c.pid for c in before.causes[0].culprits} == {100002, 100037}

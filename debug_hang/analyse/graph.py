@@ -92,6 +92,7 @@ class WaitGraph:
     crash_loops: dict[str, CrashLoop] = field(default_factory=dict)  # by actor_id / task_id
     _out: dict[str, list[Edge]] = field(default_factory=dict, repr=False)
     _in: dict[str, list[Edge]] = field(default_factory=dict, repr=False)
+    _pair: dict[tuple[str, str], Edge] = field(default_factory=dict, repr=False)  # (src, dst) -> its edge
 
     def out(self, key: str) -> list[Edge]:
         return self._out.get(key, [])
@@ -102,7 +103,7 @@ class WaitGraph:
     def add_edge(self, src: str, dst: str, why: str, evidence: str) -> None:
         if src == dst and why != "ray-get-wait":
             return
-        same = next((e for e in self.out(src) if e.dst == dst), None)
+        same = self._pair.get((src, dst))  # not a scan of out(src): the driver waits on thousands
         if same is not None:
             # Several calls into one process: keep them all in view (the one waited on may not
             # be the one running), up to a few.
@@ -112,6 +113,7 @@ class WaitGraph:
             return
         edge = Edge(src, dst, why, evidence)
         self.edges.append(edge)
+        self._pair[src, dst] = edge
         self._out.setdefault(src, []).append(edge)
         self._in.setdefault(dst, []).append(edge)
 
@@ -954,7 +956,8 @@ def edges_collectives(b: Builder) -> None:
     g = b.g
     for _cls, members in _collective_group(b).items():
         waiting = [k for k in members if _in_collective(g.nodes[k])]
-        others = [k for k in members if k not in waiting]
+        in_it = set(waiting)
+        others = [k for k in members if k not in in_it]
         dead = [k for k in others if g.nodes[k].state == "dead"]
         for peer in others:
             node = g.nodes[peer]
@@ -1018,11 +1021,12 @@ def _mark_mismatch(g: WaitGraph, waiting: list[str]) -> None:
     for keys in groups.values():
         if keys is majority:
             continue
-        rest = [k for k in waiting if k not in keys]
+        mine = set(keys)
+        others = ranks([k for k in waiting if k not in mine])  # once per group, not per rank
         for odd in keys:
             g.nodes[odd].pattern = "collective-mismatch"
             g.nodes[odd].evidence.append(
-                f"in {text(odd)} while {ranks(rest)} "
+                f"in {text(odd)} while {others} "
                 + (f"in {text(majority[0])}" if majority else "in other collectives")
                 + " (gloo/NCCL pair collectives by call order: these never match)")
             for k in majority or []:

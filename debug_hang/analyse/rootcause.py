@@ -7,6 +7,7 @@ report draws.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 
 from debug_hang.analyse.graph import GNode, WaitGraph
@@ -284,9 +285,9 @@ def _longest_path(g: WaitGraph, start: str, targets: set[str], budget: int = 200
 def _path(g: WaitGraph, start: str, targets: set[str]) -> list[str]:
     """Shortest path (BFS) from `start` to any of `targets`, following wait edges."""
     prev: dict[str, str | None] = {start: None}
-    queue = [start]
+    queue = deque([start])
     while queue:
-        k = queue.pop(0)
+        k = queue.popleft()
         if k in targets:
             path = []
             cur: str | None = k

@@ -69,8 +69,8 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
     since_ms = snap.taken_at * 1000.0
     progress = detect_progress(snap.tasks, tasks_after, since_ms) if tasks_after is not None else []
     stuck = stuck_processes(collection)
-    moving = [p for p in latest if not stuck.get(p.ref, True)
-              and any(v.process is p and v.verdict in ("blocked", "busy") for v in verdicts)]
+    waiting = {id(v.process) for v in verdicts if v.verdict in ("blocked", "busy")}  # one pass, not one per process
+    moving = [p for p in latest if not stuck.get(p.ref, True) and id(p) in waiting]
     signals = progress_signals(graph, causes, verdicts, collection)
     verdict, summary = _verdict(job, causes, progress, moving, graph, verdicts, signals)
     if verdict == "hang":

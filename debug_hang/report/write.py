@@ -13,11 +13,14 @@ from __future__ import annotations
 import base64
 import binascii
 import builtins
+import gc
 import json
 import os
 import re
 import stat
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -152,7 +155,7 @@ class OutputFolder:
 
     def json(self, rel: str, obj: Any, indent: int | None = None) -> None:
         """A JSON file: every string redacted (and secret-named keys' values) before encoding."""
-        self._write(rel, json.dumps(redact_obj(obj), indent=indent, default=str))
+        self._write(rel, json.dumps(redact_obj(obj, share=True), indent=indent, default=str))
 
     def bytes(self, rel: str, data: builtins.bytes) -> None:
         """A binary file written as it is (a Flight Recorder dump): only its name is checked."""
@@ -209,8 +212,22 @@ def write_outputs(diag: Diagnosis, out: Path, tasks_after: list[dict[str, Any]] 
                   force: bool = False, include_runtime_env: bool = False) -> None:
     """The phase outputs (as the seed's script left them), stacks.json, report.md, diagnosis.json."""
     prepare_output_dir(out, force=force)
-    with OutputFolder(out) as folder:
+    with OutputFolder(out) as folder, _no_cyclic_gc():
         _write_all(folder, diag, tasks_after, include_runtime_env)
+
+
+@contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """The cyclic garbage collector paused while the files are built: they are trees (no cycle
+    to collect), and each of its passes would walk the whole diagnosis in memory again (~10 %
+    of the writing time of a 2,000-process capture). Reference counting still frees everything."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _write_all(folder: OutputFolder, diag: Diagnosis, tasks_after: list[dict[str, Any]] | None,
