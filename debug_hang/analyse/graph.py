@@ -221,6 +221,7 @@ class Builder:
     by_pid: dict[ProcessRef, str] = field(default_factory=dict)  # a dumped process -> its key
     actor_node: dict[str, str] = field(default_factory=dict)  # actor id -> key
     running: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # key -> its RUNNING tasks
+    paused: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # key -> RUNNING calls no thread shows
 
     @classmethod
     def start(cls, inp: GraphInputs) -> Builder:
@@ -357,6 +358,7 @@ def index_running_tasks(b: Builder) -> None:
             # backpressure (num_returns="streaming") until its consumer reads on, or a call caught
             # between two frames. Not an idle actor.
             node.state, node.pattern = "unknown", None
+            b.paused[key] = calls
             node.evidence.append(f"{', '.join(sorted({str(t.get('name')) for t in calls}))} RUNNING here, but no thread "
                                  "runs it: a streaming generator paused until its consumer reads more, or a call "
                                  "between frames (dump again with --samples 5)")
@@ -626,6 +628,8 @@ def detect_event_waits(b: Builder) -> None:
     """Event/Condition waits that nothing can signal (event-setter-queued, event-never-set)."""
     for key, verdict in b.verdicts.items():
         _detect_event_wait(b.g, key, verdict, b.index, b.running)
+        if b.g.nodes[key].pattern == "event-never-set":
+            _event_set_by_paused_generator(b, key)
 
 
 def _detect_event_wait(g: WaitGraph, key: str, verdict: ProcessVerdict, index: TaskIndex,
@@ -656,6 +660,60 @@ def _detect_event_wait(g: WaitGraph, key: str, verdict: ProcessVerdict, index: T
     node.evidence.append(f"waits at {where} inside {doing}; no other thread of this process runs job code, no call to it "
                          "is queued and it waits on no Ray task: nothing here will set it (a setter thread that died "
                          "leaves its traceback in this worker's .err log)")
+
+
+_STREAM_READER = re.compile(r"ray/_private/object_ref_generator\.py$")
+
+
+def _event_set_by_paused_generator(b: Builder, key: str) -> None:
+    """An event nothing in its process sets, while a task of the job is paused mid-stream.
+
+    A streaming generator (num_returns="streaming") paused by back-pressure shows no thread: its
+    frame is suspended between two yields until its consumer (the process that submitted it)
+    reads the next item. When that consumer is not reading the stream but waits, directly or down
+    a chain, on this event, the generator is the only job work that can still run and call in to
+    set it, and it runs again only once the consumer reads: a cycle. The consumer's wait (it stopped
+    reading before the stream ended) is what to change.
+    """
+    g = b.g
+    reach = _reachable_from(g, key)
+    for gen_key, calls in b.paused.items():
+        parents = {str(t.get("parent_task_id")) for t in calls}
+        for consumer in (k for k in b.verdicts if k != gen_key and b.own_calls(k) & parents):
+            main = b.verdicts[consumer].main
+            thread = _deciding_thread(b.verdicts[consumer])
+            reading = thread is not None and any(_STREAM_READER.search(f.file) for f in thread.frames)
+            if main is None or reading or key not in _reachable_from(g, consumer) or gen_key in reach:
+                continue
+            names = ", ".join(sorted({str(t.get("name")) for t in calls}))
+            where = _frame_text(main.user_frame or main.frame)
+            node, gen = g.nodes[key], g.nodes[gen_key]
+            node.pattern = "event-wait"
+            node.evidence[-1] = (f"{node.evidence[-1].split(';')[0]}; no other thread of this process runs job code "
+                                 f"and no call to it is queued: the job's only work that can still run and set it is "
+                                 f"{names}, paused mid-stream")
+            g.add_edge(key, gen_key, "event-wait",
+                       f"nothing in its process sets the event; {names} (RUNNING, paused) is the job's only work left that could set it")
+            gen.pattern, gen.state = "generator-backpressure", "blocked"
+            gen.evidence.append(
+                f"{names} RUNNING with no thread in it in every sample: a streaming generator paused by back-pressure "
+                f"between two yields; it resumes only when its consumer {g.nodes[consumer].label()} reads its next item, "
+                f"and the consumer waits at {where} instead of reading")
+            g.add_edge(gen_key, consumer, "generator-backpressure",
+                       f"paused mid-stream until {g.nodes[consumer].label()} reads the next item (it waits at {where})")
+            return
+
+
+def _reachable_from(g: WaitGraph, start: str) -> set[str]:
+    """Every node `start` waits on, directly or down a chain."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for e in g.out(todo.pop()):
+            if e.dst not in seen:
+                seen.add(e.dst)
+                todo.append(e.dst)
+    return seen
 
 
 def _cannot_signal(thread: Thread, waited_at: Frame | None) -> bool:
@@ -911,7 +969,11 @@ def _check_in_process_producer(node: GNode, verdict: ProcessVerdict) -> None:
     other thread runs any job code, the producer thread is gone (it returned or died; Python
     printed its traceback, if any, to this worker's stderr): the consumer can never be fed."""
     consumer = _deciding_thread(verdict)
-    busy = other_threads_in_job_code(verdict, consumer)
+    waited_at = verdict.main.user_frame if verdict.main else None
+    in_job = other_threads_in_job_code(verdict, consumer)
+    # Peers idle at the same get and threads idle in Thread.join cannot put: the same test as
+    # for an event's setter.
+    busy = [t for t in in_job if not _cannot_signal(t, waited_at)]
     others = ", ".join(sorted(str(t.name or t.os_thread_id) for t, _ in verdict.threads if t is not consumer))
     if busy:
         names = ", ".join(str(t.name or t.os_thread_id) for t in busy)
@@ -919,10 +981,30 @@ def _check_in_process_producer(node: GNode, verdict: ProcessVerdict) -> None:
         return
     node.pattern = "producer-gone"
     node.state = "blocked"
+    joiners = [t for t in in_job if _joins(t)]
+    if joiners:
+        where = ", ".join(f"{t.name or t.os_thread_id} at {_frame_text(_job_frame(t))}" for t in joiners)
+        node.evidence.append(
+            f"waits on a queue.Queue that only threads of this process can fill; the other thread(s) running job "
+            f"code wait in Thread.join for threads of this process to end ({where}): a put placed after that join "
+            "(a stop sentinel sent after executor.shutdown(wait=True) / the end of a `with` pool block) can never "
+            "run — the process waits on itself. Put before joining")
+        return
     node.evidence.append(
         "waits on a queue.Queue that only threads of this process can fill, and no other thread runs "
         f"job code (threads: {others or 'none'}): the producer thread is gone — it returned or died "
         "(a thread's traceback goes to this worker's .err log)")
+
+
+def _joins(thread: Thread) -> bool:
+    """The thread is idle in Thread.join (directly or through an executor's shutdown)."""
+    return not thread.active and any(f.function.endswith("Thread.join") and f.file.endswith("threading.py")
+                                     for f in thread.frames if not f.native)
+
+
+def _job_frame(thread: Thread) -> Frame | None:
+    """The thread's innermost frame of job code (not library), if any."""
+    return next((f for f in thread.frames if not f.native and not is_library(f)), None)
 
 
 def _in_collective(node: GNode) -> bool:
