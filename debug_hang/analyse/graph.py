@@ -464,6 +464,8 @@ def follow_children(b: Builder, key: str) -> None:
     call is followed to that call's unfinished tasks too (an async actor awaiting its own calls)."""
     node = b.g.nodes[key]
     proc = b.verdicts[key].process
+    if _pool_task_lost(b, key):
+        return
     _edges_children(b, key, proc)
     if node.pattern is None and proc.actor_id and b.running.get(key):
         # An async actor awaiting the calls it made shows only an idle event loop: its running
@@ -888,6 +890,64 @@ def _edges_children(b: Builder, key: str, proc: Process) -> None:
         child.pattern = "child-process-hang"  # the chain ends in a child that does not exit
         g.add_edge(key, child_key, "child-process-wait", f"waits for child pid {pid}")
         _edge_pipe_back(b, key, child_key, info)
+
+
+_POOL_FILE = re.compile(r"(^|/)multiprocessing/pool\.py$")
+_MP_QUEUE_FILE = re.compile(r"(^|/)multiprocessing/queues\.py$")
+
+
+def _pool_worker_waiting_for_task(verdict: ProcessVerdict) -> bool:
+    """A multiprocessing.Pool worker idle at its own fetch: pool.py's worker() inside the task
+    queue's get (reading the pipe, or waiting for the queue's read lock a sibling holds while it
+    reads), with no task code of its own on the stack."""
+    for thread, _m in verdict.threads:
+        frames = [f for f in thread.frames if not f.native]
+        at = next((i for i, f in enumerate(frames) if _POOL_FILE.search(f.file) and f.function.split(".")[-1] == "worker"), None)
+        if at is None or thread.active:
+            continue
+        inner = frames[:at]
+        if any(_MP_QUEUE_FILE.search(f.file) and f.function.endswith("SimpleQueue.get") for f in inner) \
+                and all(is_library(f) for f in inner):
+            return True
+    return False
+
+
+def _pool_task_lost(b: Builder, key: str) -> bool:
+    """A process waiting in multiprocessing.Pool for results while its pool holds no task.
+
+    Every task was handed out (the pool's task-handler thread idle at its own queue) and every
+    pool worker waits for a new one: the results waited for belong to a task no worker holds. A
+    worker killed mid-task (SIGKILL, the OOM killer, os._exit) loses its task; Pool starts a
+    replacement and never fails the result, so map/apply/get wait forever. The waiting process
+    is where the fix goes (ProcessPoolExecutor raises BrokenProcessPool; a timeout on get).
+    """
+    verdict = b.verdicts[key]
+    frame = verdict.main.frame if verdict.main else None
+    if frame is None or not _POOL_FILE.search(frame.file):
+        return False
+    handing_out = [t for t, _m in verdict.threads if any(f.function.endswith("Pool._handle_tasks") for f in t.frames)]
+    if any(next(f for f in t.frames if not f.native).function != "Pool._handle_tasks" for t in handing_out):
+        return False  # still sending tasks to the workers (pickling, a full pipe)
+    proc = verdict.process
+    children = [(pid, info) for (node_id, pid), info in b.inp.info.items()
+                if info.get("child_of") == proc.pid and node_id == proc.node_id
+                and not _HELPER_CHILD.search(str(info.get("title") or ""))]
+    workers = [(pid, info) for pid, info in children
+               if (k := b.by_pid.get(ProcessRef(proc.node_id, pid))) is not None and _pool_worker_waiting_for_task(b.verdicts[k])]
+    if not workers or len(workers) != len(children):
+        return False
+    node = b.g.nodes[key]
+    node.pattern, node.state = "pool-task-lost", "blocked"
+    pids = ", ".join(str(pid) for pid, _ in workers)
+    node.evidence.append(
+        f"waits at {_frame_text(verdict.main.user_frame or frame) if verdict.main else frame.function} for pool results, "
+        f"yet its pool holds no task: every task was handed out and each pool worker (pid {pids}) waits for a new one — "
+        "the task whose result is awaited died with its worker (killed, OOM, os._exit); Pool never fails that result")
+    titles = sorted({str(info.get("title") or "") for _, info in workers} - {""})
+    if len(titles) > 1:
+        node.evidence.append(f"its pool workers were forked during different calls ({'; '.join(titles)}): the pool "
+                             "replaced a worker that exited")
+    return True
 
 
 def _edge_pipe_back(b: Builder, parent_key: str, child_key: str, info: dict[str, Any]) -> None:
