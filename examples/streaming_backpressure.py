@@ -39,7 +39,8 @@ import ray
 EXPECTED = {
     "verdict": "hang",
     "pattern": "generator-backpressure",
-    "culprits": [{"class_name": None, "rank": None}],  # the driver (no actor class)
+    # the cycle's members: the driver (named first: it stopped reading), Tracker and read_shards
+    "culprits": [{"class_name": "Tracker", "rank": None}],
     "notes": "read_shards (streaming, back-pressure 2) is paused after two unread shards; the driver "
     "peeked at one and waits in ray.get on Tracker.wait_finished, whose Event only read_shards sets "
     "after its loop: driver -> Tracker -> read_shards -> driver.",

@@ -667,6 +667,30 @@ def _detect_event_wait(g: WaitGraph, key: str, verdict: ProcessVerdict, index: T
 _STREAM_READER = re.compile(r"ray/_private/object_ref_generator\.py$")
 
 
+def mark_stream_pacing(b: Builder) -> None:
+    """A sleep loop in a task whose submitter reads a stream (stream-paced-producer).
+
+    A consumer iterating an ObjectRefGenerator waits for the next item of a generator task it
+    submitted; a generator that sleeps between yields (a simulator, a rate limit) shows the same
+    sleep in every sample, and no task finishes until the stream ends: its items are progress the
+    State API does not show, and one sleep may outlast the window. Read as pacing, not as a poll
+    that never ends.
+    """
+    for key, verdict in b.verdicts.items():
+        thread = _deciding_thread(verdict)
+        if thread is None or not any(_STREAM_READER.search(f.file) for f in thread.frames):
+            continue
+        for edge in b.g.out(key):
+            node = b.g.nodes[edge.dst]
+            if node.pattern == "poll-never-satisfied" and node.kind == "task":
+                node.pattern = "stream-paced-producer"
+                main = verdict.main
+                node.evidence.append(
+                    f"{b.g.nodes[key].label()} is reading a stream (ObjectRefGenerator) at "
+                    f"{_frame_text(main.user_frame if main else None)}: this task sleeps "
+                    "between the items it yields; each item is progress no task state shows")
+
+
 def _event_set_by_paused_generator(b: Builder, key: str) -> None:
     """An event nothing in its process sets, while a task of the job is paused mid-stream.
 
@@ -1506,6 +1530,7 @@ PASSES: tuple[Pass, ...] = (
     edges_starved_resources,
     edges_resource_holders,
     edges_train_barrier,
+    mark_stream_pacing,
     detect_event_waits,
     edges_supervisors,
     detect_async_await,
