@@ -5,8 +5,11 @@ run_trial in it with placement_group_capture_child_tasks=True. run_trial submits
 with num_cpus=2 (copied from a single-node config): captured children are scheduled in the group,
 and no bundle has 2 CPUs, so they stay pending forever although the cluster has free CPUs outside
 the group. run_trial waits in ray.get on them; driver in ray.get(run_trial).
-Truth: culprit run_trial's children asking more than a bundle holds (num_cpus=2 vs bundles of 1);
-fix: children num_cpus<=1 (or bundles of 2 CPUs, or don't capture child tasks).
+Intended truth: culprit run_trial's children asking more than a bundle holds (num_cpus=2 vs
+bundles of 1); fix: children num_cpus<=1 (or bundles of 2 CPUs, or don't capture child tasks).
+Observed (Ray 2.60): NOT a hang. Ray checks the shape at submission and raises ValueError ("cannot
+fit into any bundles for the placement group") in run_trial, so the job FAILS at once; kept as a
+fail-fast check (the tool must say no-hang, job FAILED).
 """
 import os
 import time

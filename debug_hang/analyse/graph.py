@@ -950,7 +950,7 @@ def _pool_task_lost(b: Builder, key: str) -> bool:
     if frame is None or not _POOL_FILE.search(frame.file):
         return False
     handing_out = [t for t, _m in verdict.threads if any(f.function.endswith("Pool._handle_tasks") for f in t.frames)]
-    if any(next(f for f in t.frames if not f.native).function != "Pool._handle_tasks" for t in handing_out):
+    if any(next((f.function for f in t.frames if not f.native), "") != "Pool._handle_tasks" for t in handing_out):
         return False  # still sending tasks to the workers (pickling, a full pipe)
     proc = verdict.process
     children = [(pid, info) for (node_id, pid), info in b.inp.info.items()
