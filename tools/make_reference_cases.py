@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from debug_hang.analyse.next_steps import waits_of  # noqa: E402
 from debug_hang.analyse.patterns import catalog, match_thread  # noqa: E402
+from debug_hang.analyse.progress import rules  # noqa: E402
 from debug_hang.errors import EXIT_OK, NotFoundError, run_main  # noqa: E402
 from debug_hang.model import Process, Thread, stacks_from_dict  # noqa: E402
 from debug_hang.redact import strip_controls  # noqa: E402
@@ -207,8 +208,12 @@ def case_features(diag: dict[str, Any]) -> dict[str, Any]:
     hang = diag.get("verdict") == "hang"
     chain = (diag.get("chains") or [[]])[0] if hang else []
     end = chain[-1] if chain else {}
+    top = (diag.get("root_causes") or [{}])[0].get("pattern")
+    # A pattern never called a hang on the stacks alone (verdict_rules' inconclusive_when_silent)
+    # is recorded by its inconclusive case.
+    by_design = diag.get("verdict") == "inconclusive" and top in rules().inconclusive_when_silent
     return {"verdict": diag.get("verdict"),
-            "pattern": (diag.get("root_causes") or [{}])[0].get("pattern") if hang else None,
+            "pattern": top if hang or by_design else None,
             "chain": [n.get("pattern") or n.get("state") for n in chain],
             "waits": waits_of([n.get("waits_on") for n in chain]),
             "culprit_kind": end.get("kind"), "culprit_state": end.get("state")}

@@ -223,6 +223,7 @@ class Builder:
     by_pid: dict[ProcessRef, str] = field(default_factory=dict)  # a dumped process -> its key
     actor_node: dict[str, str] = field(default_factory=dict)  # actor id -> key
     running: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # key -> its RUNNING tasks
+    paused: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # key -> RUNNING calls no thread shows
 
     @classmethod
     def start(cls, inp: GraphInputs) -> Builder:
@@ -359,6 +360,7 @@ def index_running_tasks(b: Builder) -> None:
             # backpressure (num_returns="streaming") until its consumer reads on, or a call caught
             # between two frames. Not an idle actor.
             node.state, node.pattern = "unknown", None
+            b.paused[key] = calls
             node.evidence.append(f"{', '.join(sorted({str(t.get('name')) for t in calls}))} RUNNING here, but no thread "
                                  "runs it: a streaming generator paused until its consumer reads more, or a call "
                                  "between frames (dump again with --samples 5)")
@@ -464,6 +466,8 @@ def follow_children(b: Builder, key: str) -> None:
     call is followed to that call's unfinished tasks too (an async actor awaiting its own calls)."""
     node = b.g.nodes[key]
     proc = b.verdicts[key].process
+    if _pool_task_lost(b, key):
+        return
     _edges_children(b, key, proc)
     if node.pattern is None and proc.actor_id and b.running.get(key):
         # An async actor awaiting the calls it made shows only an idle event loop: its running
@@ -628,6 +632,8 @@ def detect_event_waits(b: Builder) -> None:
     """Event/Condition waits that nothing can signal (event-setter-queued, event-never-set)."""
     for key, verdict in b.verdicts.items():
         _detect_event_wait(b.g, key, verdict, b.index, b.running)
+        if b.g.nodes[key].pattern == "event-never-set":
+            _event_set_by_paused_generator(b, key)
 
 
 def _detect_event_wait(g: WaitGraph, key: str, verdict: ProcessVerdict, index: TaskIndex,
@@ -658,6 +664,84 @@ def _detect_event_wait(g: WaitGraph, key: str, verdict: ProcessVerdict, index: T
     node.evidence.append(f"waits at {where} inside {doing}; no other thread of this process runs job code, no call to it "
                          "is queued and it waits on no Ray task: nothing here will set it (a setter thread that died "
                          "leaves its traceback in this worker's .err log)")
+
+
+_STREAM_READER = re.compile(r"ray/_private/object_ref_generator\.py$")
+
+
+def mark_stream_pacing(b: Builder) -> None:
+    """A sleep loop in a task whose submitter reads a stream (stream-paced-producer).
+
+    A consumer iterating an ObjectRefGenerator waits for the next item of a generator task it
+    submitted; a generator that sleeps between yields (a simulator, a rate limit) shows the same
+    sleep in every sample, and no task finishes until the stream ends: its items are progress the
+    State API does not show, and one sleep may outlast the window. Read as pacing, not as a poll
+    that never ends.
+    """
+    for key, verdict in b.verdicts.items():
+        thread = _deciding_thread(verdict)
+        if thread is None or not any(_STREAM_READER.search(f.file) for f in thread.frames):
+            continue
+        for edge in b.g.out(key):
+            node = b.g.nodes[edge.dst]
+            if node.pattern == "poll-never-satisfied" and node.kind == "task":
+                node.pattern = "stream-paced-producer"
+                main = verdict.main
+                node.evidence.append(
+                    f"{b.g.nodes[key].label()} is reading a stream (ObjectRefGenerator) at "
+                    f"{_frame_text(main.user_frame if main else None)}: this task sleeps "
+                    "between the items it yields; each item is progress no task state shows")
+
+
+def _event_set_by_paused_generator(b: Builder, key: str) -> None:
+    """An event nothing in its process sets, while a task of the job is paused mid-stream.
+
+    A streaming generator (num_returns="streaming") paused by back-pressure shows no thread: its
+    frame is suspended between two yields until its consumer (the process that submitted it)
+    reads the next item. When that consumer is not reading the stream but waits, directly or down
+    a chain, on this event, the generator is the only job work that can still run and call in to
+    set it, and it runs again only once the consumer reads: a cycle. The consumer's wait (it stopped
+    reading before the stream ended) is what to change.
+    """
+    g = b.g
+    reach = _reachable_from(g, key)
+    for gen_key, calls in b.paused.items():
+        parents = {str(t.get("parent_task_id")) for t in calls}
+        for consumer in (k for k in b.verdicts if k != gen_key and b.own_calls(k) & parents):
+            main = b.verdicts[consumer].main
+            thread = _deciding_thread(b.verdicts[consumer])
+            reading = thread is not None and any(_STREAM_READER.search(f.file) for f in thread.frames)
+            if main is None or reading or key not in _reachable_from(g, consumer) or gen_key in reach:
+                continue
+            names = ", ".join(sorted({str(t.get("name")) for t in calls}))
+            where = _frame_text(main.user_frame or main.frame)
+            node, gen = g.nodes[key], g.nodes[gen_key]
+            node.pattern = "event-wait"
+            node.evidence[-1] = (f"{node.evidence[-1].split(';')[0]}; no other thread of this process runs job code "
+                                 f"and no call to it is queued: the job's only work that can still run and set it is "
+                                 f"{names}, paused mid-stream")
+            g.add_edge(key, gen_key, "event-wait",
+                       f"nothing in its process sets the event; {names} (RUNNING, paused) is the job's only work left that could set it")
+            gen.pattern, gen.state = "generator-backpressure", "blocked"
+            gen.evidence.append(
+                f"{names} RUNNING with no thread in it in every sample: a streaming generator paused by back-pressure "
+                f"between two yields; it resumes only when its consumer {g.nodes[consumer].label()} reads its next item, "
+                f"and the consumer waits at {where} instead of reading")
+            g.add_edge(gen_key, consumer, "generator-backpressure",
+                       f"paused mid-stream until {g.nodes[consumer].label()} reads the next item (it waits at {where})")
+            return
+
+
+def _reachable_from(g: WaitGraph, start: str) -> set[str]:
+    """Every node `start` waits on, directly or down a chain."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for e in g.out(todo.pop()):
+            if e.dst not in seen:
+                seen.add(e.dst)
+                todo.append(e.dst)
+    return seen
 
 
 def _cannot_signal(thread: Thread, waited_at: Frame | None) -> bool:
@@ -834,6 +918,64 @@ def _edges_children(b: Builder, key: str, proc: Process) -> None:
         _edge_pipe_back(b, key, child_key, info)
 
 
+_POOL_FILE = re.compile(r"(^|/)multiprocessing/pool\.py$")
+_MP_QUEUE_FILE = re.compile(r"(^|/)multiprocessing/queues\.py$")
+
+
+def _pool_worker_waiting_for_task(verdict: ProcessVerdict) -> bool:
+    """A multiprocessing.Pool worker idle at its own fetch: pool.py's worker() inside the task
+    queue's get (reading the pipe, or waiting for the queue's read lock a sibling holds while it
+    reads), with no task code of its own on the stack."""
+    for thread, _m in verdict.threads:
+        frames = [f for f in thread.frames if not f.native]
+        at = next((i for i, f in enumerate(frames) if _POOL_FILE.search(f.file) and f.function.split(".")[-1] == "worker"), None)
+        if at is None or thread.active:
+            continue
+        inner = frames[:at]
+        if any(_MP_QUEUE_FILE.search(f.file) and f.function.endswith("SimpleQueue.get") for f in inner) \
+                and all(is_library(f) for f in inner):
+            return True
+    return False
+
+
+def _pool_task_lost(b: Builder, key: str) -> bool:
+    """A process waiting in multiprocessing.Pool for results while its pool holds no task.
+
+    Every task was handed out (the pool's task-handler thread idle at its own queue) and every
+    pool worker waits for a new one: the results waited for belong to a task no worker holds. A
+    worker killed mid-task (SIGKILL, the OOM killer, os._exit) loses its task; Pool starts a
+    replacement and never fails the result, so map/apply/get wait forever. The waiting process
+    is where the fix goes (ProcessPoolExecutor raises BrokenProcessPool; a timeout on get).
+    """
+    verdict = b.verdicts[key]
+    frame = verdict.main.frame if verdict.main else None
+    if frame is None or not _POOL_FILE.search(frame.file):
+        return False
+    handing_out = [t for t, _m in verdict.threads if any(f.function.endswith("Pool._handle_tasks") for f in t.frames)]
+    if any(next((f.function for f in t.frames if not f.native), "") != "Pool._handle_tasks" for t in handing_out):
+        return False  # still sending tasks to the workers (pickling, a full pipe)
+    proc = verdict.process
+    children = [(pid, info) for (node_id, pid), info in b.inp.info.items()
+                if info.get("child_of") == proc.pid and node_id == proc.node_id
+                and not _HELPER_CHILD.search(str(info.get("title") or ""))]
+    workers = [(pid, info) for pid, info in children
+               if (k := b.by_pid.get(ProcessRef(proc.node_id, pid))) is not None and _pool_worker_waiting_for_task(b.verdicts[k])]
+    if not workers or len(workers) != len(children):
+        return False
+    node = b.g.nodes[key]
+    node.pattern, node.state = "pool-task-lost", "blocked"
+    pids = ", ".join(str(pid) for pid, _ in workers)
+    node.evidence.append(
+        f"waits at {_frame_text(verdict.main.user_frame or frame) if verdict.main else frame.function} for pool results, "
+        f"yet its pool holds no task: every task was handed out and each pool worker (pid {pids}) waits for a new one — "
+        "the task whose result is awaited died with its worker (killed, OOM, os._exit); Pool never fails that result")
+    titles = sorted({str(info.get("title") or "") for _, info in workers} - {""})
+    if len(titles) > 1:
+        node.evidence.append(f"its pool workers were forked during different calls ({'; '.join(titles)}): the pool "
+                             "replaced a worker that exited")
+    return True
+
+
 def _edge_pipe_back(b: Builder, parent_key: str, child_key: str, info: dict[str, Any]) -> None:
     """A child asleep in the kernel writing its stdout/stderr pipe (catalog `pipe-write-wait`:
     its wchan) and silent over the sampling window (no byte written), whose read end its parent
@@ -917,7 +1059,11 @@ def _check_in_process_producer(node: GNode, verdict: ProcessVerdict) -> None:
     other thread runs any job code, the producer thread is gone (it returned or died; Python
     printed its traceback, if any, to this worker's stderr): the consumer can never be fed."""
     consumer = _deciding_thread(verdict)
-    busy = other_threads_in_job_code(verdict, consumer)
+    waited_at = verdict.main.user_frame if verdict.main else None
+    in_job = other_threads_in_job_code(verdict, consumer)
+    # Peers idle at the same get and threads idle in Thread.join cannot put: the same test as
+    # for an event's setter.
+    busy = [t for t in in_job if not _cannot_signal(t, waited_at)]
     others = ", ".join(sorted(str(t.name or t.os_thread_id) for t, _ in verdict.threads if t is not consumer))
     if busy:
         names = ", ".join(str(t.name or t.os_thread_id) for t in busy)
@@ -925,10 +1071,30 @@ def _check_in_process_producer(node: GNode, verdict: ProcessVerdict) -> None:
         return
     node.pattern = "producer-gone"
     node.state = "blocked"
+    joiners = [t for t in in_job if _joins(t)]
+    if joiners:
+        where = ", ".join(f"{t.name or t.os_thread_id} at {_frame_text(_job_frame(t))}" for t in joiners)
+        node.evidence.append(
+            f"waits on a queue.Queue that only threads of this process can fill; the other thread(s) running job "
+            f"code wait in Thread.join for threads of this process to end ({where}): a put placed after that join "
+            "(a stop sentinel sent after executor.shutdown(wait=True) / the end of a `with` pool block) can never "
+            "run — the process waits on itself. Put before joining")
+        return
     node.evidence.append(
         "waits on a queue.Queue that only threads of this process can fill, and no other thread runs "
         f"job code (threads: {others or 'none'}): the producer thread is gone — it returned or died "
         "(a thread's traceback goes to this worker's .err log)")
+
+
+def _joins(thread: Thread) -> bool:
+    """The thread is idle in Thread.join (directly or through an executor's shutdown)."""
+    return not thread.active and any(f.function.endswith("Thread.join") and f.file.endswith("threading.py")
+                                     for f in thread.frames if not f.native)
+
+
+def _job_frame(thread: Thread) -> Frame | None:
+    """The thread's innermost frame of job code (not library), if any."""
+    return next((f for f in thread.frames if not f.native and not is_library(f)), None)
 
 
 def _in_collective(node: GNode) -> bool:
@@ -1372,6 +1538,7 @@ PASSES: tuple[Pass, ...] = (
     edges_starved_resources,
     edges_resource_holders,
     edges_train_barrier,
+    mark_stream_pacing,
     detect_event_waits,
     edges_supervisors,
     detect_async_await,

@@ -110,6 +110,11 @@ def _cycle_causes(g: WaitGraph) -> list[RootCause]:
         culprits = [n for n in members if n.kind != "resource"] if has_resource else members
         if pattern == "pipe-full-deadlock":  # the parent's code is what to change: it must read while it waits
             culprits = sorted(culprits, key=lambda n: n.pattern == "pipe-write-wait")
+        if pattern == "async-loop-blocked":  # the blocking call on the event loop is what closes the cycle
+            culprits = sorted(culprits, key=lambda n: n.pattern != "async-loop-blocked")
+        if pattern == "generator-backpressure":  # the consumer must read the stream before it waits elsewhere
+            readers = {e.dst for e in g.edges if e.why == "generator-backpressure" and e.src in cycle}
+            culprits = sorted(culprits, key=lambda n: n.key not in readers)
         outside = [g.nodes[e.dst] for e in g.edges if e.why == "train-barrier" and e.src in cycle and e.dst in cycle]
         if outside:
             # Ranks in Ray Train's barrier and ranks still in a DDP step wait on each other. The
@@ -139,7 +144,13 @@ def _cycle_pattern(g: WaitGraph, cycle: list[str], has_resource: bool) -> str:
         return "file-lock-deadlock"  # a member holds an OS file lock (/proc/locks) another waits for
     if any(e.why == "pipe-write-wait" for e in g.edges if e.src in cycle and e.dst in cycle):
         return "pipe-full-deadlock"  # a child writes a full pipe its parent waits on instead of reading
+    if any(e.why == "generator-backpressure" for e in g.edges if e.src in cycle and e.dst in cycle):
+        return "generator-backpressure"  # a paused stream whose consumer waits on what the stream would do
     members = [g.nodes[k] for k in cycle]
+    if any(n.pattern == "async-loop-blocked" for n in members):
+        # An async actor blocks its own event loop (ray.get in a coroutine): the call back into it
+        # cannot start on that loop. Awaiting instead would let it run: the cycle is the block.
+        return "async-loop-blocked"
     if any(n.pattern == "lock-order-deadlock" for n in members) or all(
             n.lock_wait is not None for n in members if n.kind != "driver"):
         # Every actor of the cycle has one thread in ray.get and another at a lock line: each

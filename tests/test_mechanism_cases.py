@@ -1,0 +1,79 @@
+"""What the wait-for graph reads in recorded real captures of less common mechanisms.
+
+Each capture under tests/data/cases/ is a real run of its examples/ scenario: a streaming generator
+paused by back-pressure, a thread pool joined before its stop sentinels, a multiprocessing.Pool
+that lost a task with a killed worker, a blocked async event loop inside a call cycle, a paced
+stream. The tests check the edges and evidence that decide them, not only the final pattern.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from debug_hang.analyse.diagnosis import Diagnosis
+from debug_hang.analyse.rootcause import find_cycles
+from debug_hang.pipeline import reanalyse
+
+pytestmark = pytest.mark.unit
+
+CASES = ROOT / "tests" / "data" / "cases"
+
+
+def _diag(name: str) -> Diagnosis:
+    case = CASES / name
+    if not (case / "stacks.json").exists():
+        pytest.skip(f"no recorded {name} capture")
+    return reanalyse(Path(case))
+
+
+def test_paused_generator_closes_a_cycle_through_its_consumer() -> None:
+    # GIVEN a driver that waits on an Event-backed call while the stream it stopped reading is paused
+    diag = _diag("streaming_backpressure")
+    g = diag.graph
+    # WHEN re-analysed THEN the generator waits on its consumer and the cycle holds all three
+    back = [e for e in g.edges if e.why == "generator-backpressure"]
+    assert len(back) == 1 and g.nodes[back[0].dst].kind == "driver"
+    assert g.nodes[back[0].src].task_name == "read_shards"
+    cycle = {g.nodes[k].name.split(" (")[0] for c in find_cycles(g) for k in c}
+    assert cycle == {"driver", "Tracker", "read_shards"}
+    # and the consumer, the code to change, is named first
+    assert diag.causes[0].culprits[0].kind == "driver"
+
+
+def test_queue_waiters_and_a_joiner_cannot_fill_the_queue() -> None:
+    # GIVEN upload threads idle in Queue.get and the method's thread in Thread.join (executor shutdown)
+    diag = _diag("executor_shutdown_join")
+    node = diag.causes[0].culprits[0]
+    # THEN nobody can put: the joiner is named, with the line that joins
+    assert node.pattern == "producer-gone"
+    text = " ".join(node.evidence)
+    assert "Thread.join" in text and "upload_all" in text and "the process waits on itself" in text
+
+
+def test_a_pool_with_no_task_left_is_the_culprit_not_its_idle_workers() -> None:
+    # GIVEN Pool.map waiting while both pool workers wait for a new task (one was killed mid-task)
+    diag = _diag("pool_worker_killed")
+    top = diag.causes[0]
+    # THEN the waiting actor is the culprit, no child is, and the replacement worker is noticed
+    assert [c.class_name for c in top.culprits] == ["FeatureExtractor"] and top.culprits[0].kind == "actor"
+    assert not [e for e in diag.graph.edges if e.why == "child-process-wait"]
+    assert any("replaced a worker" in e for e in top.culprits[0].evidence)
+
+
+def test_a_cycle_through_a_blocked_event_loop_names_the_loop_first() -> None:
+    # GIVEN Router (async) blocking its loop in ray.get on Ranker, which calls back into Router
+    top = _diag("async_actor_blocking_get").causes[0]
+    # THEN the cycle is read as the blocked loop, Router first
+    assert top.pattern == "async-loop-blocked" and top.cycle
+    assert top.culprits[0].class_name == "Router"
+
+
+def test_a_sleeping_generator_read_as_a_stream_is_not_called_hung() -> None:
+    # GIVEN a generator sleeping between yields while the driver iterates its ObjectRefGenerator
+    diag = _diag("healthy_stream_paced")
+    # THEN it is pacing, not a poll that never ends
+    assert diag.verdict == "inconclusive"
+    assert diag.causes[0].pattern == "stream-paced-producer"
