@@ -75,7 +75,7 @@ def bench_poller(cluster: localcluster.LocalCluster, n: int, repeat: int, seed_s
             with tempfile.TemporaryDirectory() as tmp:
                 start = time.monotonic()
                 subprocess.run([str(ROOT / "scripts" / "diagnose_ray_hang.sh"), cluster.gcs, tmp],
-                               check=True, capture_output=True, env=cluster.env(), timeout=300)
+                               check=True, capture_output=True, env=as_installed(cluster.env()), timeout=300)
                 script.append(time.monotonic() - start)
                 doc = json.loads((Path(tmp) / "diagnosis.json").read_text())
                 verdicts.add(doc["verdict"])
@@ -104,6 +104,12 @@ def bench_poller(cluster: localcluster.LocalCluster, n: int, repeat: int, seed_s
                             "extrapolated_total": round(seed_total, 1) if seed_total else None,
                             "speedup_vs_script_median": round(seed_total / median) if seed_total else None},
             "loadavg_before": round(load_before, 1), "loadavg_after": round(os.getloadavg()[0], 1)}
+
+
+def as_installed(env: dict[str, str]) -> dict[str, str]:
+    """The script's environment as a user's: Python caches compiled modules (an installed package
+    has them from pip; a checkout writes them on its first run), unless this shell forbids it."""
+    return {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 def seed_path(cluster: localcluster.LocalCluster, targets: list[tuple[int, str | None]]) -> list[float]:
@@ -156,7 +162,8 @@ def main() -> int:
                 with tempfile.TemporaryDirectory() as tmp:
                     start = time.monotonic()
                     subprocess.run([str(ROOT / "scripts" / "diagnose_ray_hang.sh"), cluster.gcs, tmp, "--job-id",
-                                    str(job.job_id)], check=True, capture_output=True, env=cluster.env(), timeout=300)
+                                    str(job.job_id)], check=True, capture_output=True, env=as_installed(cluster.env()),
+                                   timeout=300)
                     script.append(time.monotonic() - start)
                     verdicts.add(json.loads((Path(tmp) / "diagnosis.json").read_text())["verdict"])
                 start = time.monotonic()
