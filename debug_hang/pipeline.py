@@ -139,7 +139,7 @@ def run(opts: Options) -> Diagnosis:
     # listing would hold an arbitrary 10,000 of its rows and could miss the tasks that matter.
     # (A history not read in time or at all is as good as cut: a job-wide listing would be as slow.)
     history_cut = not history_read or "tasks_of_job" in snap.truncated or own_rows.tasks.error is not None
-    after = progress_reading(client, str(job.get("job_id")), snap.tasks, history_cut)
+    after = progress_reading(client, str(job.get("job_id")), snap.tasks, history_cut, deadline)
     if after.error:
         errors.append(CollectionError(f"second task listing failed: {after.error}"))
     if after.cut:  # a completion past the cut is not seen: progress may be missed

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -57,3 +59,30 @@ def ray_cluster() -> Iterator[LocalCluster]:
 TestCluster = LocalCluster
 start_head = localcluster.start
 stop_head = localcluster.stop
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A TCP port that accepts connections and never says a word."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join()
+    for conn in held:
+        conn.close()
+    server.close()

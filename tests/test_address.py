@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import socket
-import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 from conftest import LocalCluster
@@ -49,33 +46,6 @@ def test_both_paths_read_the_same_dashboard_of_a_live_cluster(ray_cluster: Local
     assert _read_dashboard_grpc(ray_cluster.gcs, 5.0) == _read_dashboard_ray(ray_cluster.gcs, 5.0)
     resolved = resolve_dashboard(parse_address(ray_cluster.gcs))
     assert resolved.dashboard_url == ray_cluster.dashboard
-
-
-@pytest.fixture
-def silent_port() -> Iterator[int]:
-    """A TCP port that accepts connections and never says a word."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(server.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    stop.set()
-    thread.join()
-    for conn in held:
-        conn.close()
-    server.close()
 
 
 def test_a_port_that_accepts_but_never_answers_fails_within_the_timeout(silent_port: int) -> None:

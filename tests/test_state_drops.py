@@ -5,6 +5,7 @@ finished tasks and 3 blocked waiters (benchmarks/bench_tasks.py), 9 records past
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -65,3 +66,20 @@ def test_recorded_answers_are_real_ray_answers() -> None:
     for path in DATA.glob("*.json"):
         doc = json.loads(Path(path).read_text())
         assert doc["result"] is True and "num_after_truncation" in doc["data"]["result"], path
+
+
+def test_the_reading_by_id_ends_at_the_deadline_when_the_dashboard_stops_answering(silent_port: int) -> None:
+    # GIVEN a job's 24 unfinished tasks (one recorded RUNNING row, copied under new task ids) and
+    # a dashboard that accepts connections and never answers, with a 10 s timeout per request
+    from debug_hang.collect.state import DashboardClient, progress_reading
+    from debug_hang.timeouts import Deadline
+
+    snap = json.loads((ROOT / "tests" / "data" / "cases" / "producer_never_produces" / "snapshot.json").read_text())
+    row = next(t for t in snap["tasks"] if t.get("state") == "RUNNING")
+    before = [{**row, "task_id": f"{i:02d}{str(row['task_id'])[2:]}"} for i in range(24)]
+    client = DashboardClient(f"http://127.0.0.1:{silent_port}", timeout_s=10.0)
+    start = time.monotonic()
+    reading = progress_reading(client, str(row["job_id"]), before, history_cut=True, deadline=Deadline(2.0))
+    # THEN it ends near the deadline (3 waves of 8 lookups would take 30 s), saying it read nothing
+    assert time.monotonic() - start < 6.0
+    assert reading.mode == "by-id" and reading.error and not reading.rows

@@ -20,6 +20,7 @@ from typing import Any
 
 from debug_hang.errors import UnreachableError
 from debug_hang.snapshot import Snapshot
+from debug_hang.timeouts import Deadline
 
 # One State API request lists at most this many rows; Ray's server caps a response at
 # RAY_MAX_LIMIT_FROM_API_SERVER (10,000 by default), so asking for more is pointless.
@@ -316,7 +317,7 @@ class ProgressReading:
 
 
 def progress_reading(client: DashboardClient, job_id: str, before: list[dict[str, Any]],
-                     history_cut: bool) -> ProgressReading:
+                     history_cut: bool, deadline: Deadline | None = None) -> ProgressReading:
     """Read the job's tasks again for the progress comparison (analyse.verdict.detect_progress).
 
     While the job's history fits one listing (`history_cut` False: the first reading of its rows
@@ -329,17 +330,20 @@ def progress_reading(client: DashboardClient, job_id: str, before: list[dict[str
         full = client.list_state("tasks", [("job_id", "=", job_id)])
         if not full.truncated and not full.error:
             return ProgressReading(rows=full.rows)
-    return _by_id(client, job_id, before)  # also when the listing failed (timed out on a loaded head)
+    return _by_id(client, job_id, before, deadline)  # also when the listing failed (timed out on a loaded head)
 
 
 def _key(task: dict[str, Any]) -> tuple[Any, Any]:
     return task.get("task_id"), task.get("attempt_number")
 
 
-def _by_id(client: DashboardClient, job_id: str, before: list[dict[str, Any]]) -> ProgressReading:
+def _by_id(client: DashboardClient, job_id: str, before: list[dict[str, Any]],
+           deadline: Deadline | None = None) -> ProgressReading:
     """The job's tasks unfinished at the first reading, read again by task id (an indexed GCS
     lookup each). With more than MAX_BY_ID of them, the job's unfinished tasks are listed first
-    (the GCS scans every record of the job) and only those that left that list are read by id."""
+    (the GCS scans every record of the job) and only those that left that list are read by id.
+    Each lookup is bounded by the client's timeout and by `deadline`: none starts after it, and
+    none waits past it (a dashboard that stops answering costs the deadline, not 64 timeouts)."""
     out = ProgressReading(mode="by-id")
     # Tasks that can still finish: a FAILED attempt never will (its retry is a new attempt of the same id).
     was_open = {_key(t) for t in before if t.get("job_id") == job_id and t.get("state") not in ("FINISHED", "FAILED")}
@@ -363,7 +367,7 @@ def _by_id(client: DashboardClient, job_id: str, before: list[dict[str, Any]]) -
     seen = {_key(t) for t in out.rows}
     if ids:
         with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_BY_ID, len(ids))) as pool:
-            answers = list(pool.map(lambda tid: client.list_state("tasks", [("task_id", "=", tid)]), ids))
+            answers = list(pool.map(lambda tid: _read_task(client, tid, deadline), ids))
         if not out.listed and all(a.error for a in answers):
             out.error = answers[0].error  # no second reading at all
             return out
@@ -381,6 +385,16 @@ def _by_id(client: DashboardClient, job_id: str, before: list[dict[str, Any]]) -
                          "(the GCS evicts finished tasks first past RAY_task_events_max_num_task_in_gcs): "
                          "whether they finished is unknown")
     return out
+
+
+def _read_task(client: DashboardClient, task_id: str, deadline: Deadline | None) -> ListResult:
+    """One task's rows by id, within the client's timeout and what is left of `deadline`."""
+    if deadline is None:
+        return client.list_state("tasks", [("task_id", "=", task_id)])
+    if deadline.expired:
+        return ListResult(error="not read: the diagnosis deadline passed")
+    return client.list_state("tasks", [("task_id", "=", task_id)],
+                             timeout_s=deadline.remaining(cap=client.timeout_s, floor=1.0))
 
 
 def _store(snap: Snapshot, name: str, value: Any) -> None:
