@@ -106,15 +106,10 @@ def _cycle_causes(g: WaitGraph) -> list[RootCause]:
     for cycle in find_cycles(g):
         members = [g.nodes[k] for k in cycle]
         has_resource = any(n.kind in ("resource", "placement_group") for n in members)
-        pattern = _cycle_pattern(g, cycle, has_resource)
+        pattern, leaders = _cycle_pattern(g, cycle, has_resource)
         culprits = [n for n in members if n.kind != "resource"] if has_resource else members
-        if pattern == "pipe-full-deadlock":  # the parent's code is what to change: it must read while it waits
-            culprits = sorted(culprits, key=lambda n: n.pattern == "pipe-write-wait")
-        if pattern == "async-loop-blocked":  # the blocking call on the event loop is what closes the cycle
-            culprits = sorted(culprits, key=lambda n: n.pattern != "async-loop-blocked")
-        if pattern == "generator-backpressure":  # the consumer must read the stream before it waits elsewhere
-            readers = {e.dst for e in g.edges if e.why == "generator-backpressure" and e.src in cycle}
-            culprits = sorted(culprits, key=lambda n: n.key not in readers)
+        if leaders:  # where the fix goes comes first
+            culprits = sorted(culprits, key=lambda n: n.key not in leaders)
         outside = [g.nodes[e.dst] for e in g.edges if e.why == "train-barrier" and e.src in cycle and e.dst in cycle]
         if outside:
             # Ranks in Ray Train's barrier and ranks still in a DDP step wait on each other. The
@@ -136,27 +131,42 @@ def _cycle_causes(g: WaitGraph) -> list[RootCause]:
     return causes
 
 
-def _cycle_pattern(g: WaitGraph, cycle: list[str], has_resource: bool) -> str:
-    """What kind of deadlock a cycle is, from its members and the edges that close it."""
+# Edges that close a cycle of their own kind: (edge, the cycle's pattern, whether the process the
+# edge leads to is where the fix goes, and so comes first among the culprits).
+_CLOSING_EDGES: tuple[tuple[str, str, bool], ...] = (
+    # A member holds an OS file lock (/proc/locks) another waits for.
+    ("file-lock-wait", "file-lock-deadlock", False),
+    # A child writes a full pipe that only its parent reads, and the parent waits for the child
+    # instead of reading: the parent's wait is the line to change.
+    ("pipe-write-wait", "pipe-full-deadlock", True),
+    # A paused stream whose consumer waits on what the stream would do: the consumer must read on.
+    ("generator-backpressure", "generator-backpressure", True),
+)
+
+
+def _cycle_pattern(g: WaitGraph, cycle: list[str], has_resource: bool) -> tuple[str, set[str]]:
+    """What kind of deadlock a cycle is, from its members and the edges that close it, and the
+    members to name first (where the fix goes; empty: the cycle's own order)."""
     if has_resource:
-        return "resource-starvation"
-    if any(e.why == "file-lock-wait" for e in g.edges if e.src in cycle and e.dst in cycle):
-        return "file-lock-deadlock"  # a member holds an OS file lock (/proc/locks) another waits for
-    if any(e.why == "pipe-write-wait" for e in g.edges if e.src in cycle and e.dst in cycle):
-        return "pipe-full-deadlock"  # a child writes a full pipe its parent waits on instead of reading
-    if any(e.why == "generator-backpressure" for e in g.edges if e.src in cycle and e.dst in cycle):
-        return "generator-backpressure"  # a paused stream whose consumer waits on what the stream would do
+        return "resource-starvation", set()
+    inside = set(cycle)
+    closing = [e for e in g.edges if e.src in inside and e.dst in inside]
+    for why, pattern, fix_at_end in _CLOSING_EDGES:
+        ends = {e.dst for e in closing if e.why == why}
+        if ends:
+            return pattern, ends if fix_at_end else set()
     members = [g.nodes[k] for k in cycle]
-    if any(n.pattern == "async-loop-blocked" for n in members):
+    blocking = {n.key for n in members if n.pattern == "async-loop-blocked"}
+    if blocking:
         # An async actor blocks its own event loop (ray.get in a coroutine): the call back into it
         # cannot start on that loop. Awaiting instead would let it run: the cycle is the block.
-        return "async-loop-blocked"
+        return "async-loop-blocked", blocking
     if any(n.pattern == "lock-order-deadlock" for n in members) or all(
             n.lock_wait is not None for n in members if n.kind != "driver"):
         # Every actor of the cycle has one thread in ray.get and another at a lock line: each
         # holds its lock across the call into the other.
-        return "lock-order-deadlock"
-    return "actor-call-cycle"
+        return "lock-order-deadlock", set()
+    return "actor-call-cycle", set()
 
 
 def _chain_ends(g: WaitGraph, in_cycle: set[str]) -> dict[str, list[str]]:
