@@ -468,7 +468,7 @@ def test_samples_start_the_interval_apart_so_dump_time_is_not_added(target: subp
     assert len(offsets) == 3 == result["samples_taken"]
     gaps = [b - a for a, b in zip(offsets, offsets[1:], strict=False)]
     assert all(gap >= 0.6 - 0.002 for gap in gaps), gaps
-    # ... and the dump of a round is inside the wait, not after it: a sample's dump time counts
-    # once (the last), where waiting after each round would add every round's
-    last_round = elapsed - offsets[-1]
-    assert all(gap < 0.6 + last_round + 0.25 for gap in gaps), (gaps, last_round)
+    # ... and no later: the round's dumps run inside the wait, so a gap is the interval plus only
+    # the sleep's own lateness, whatever the dumps cost
+    assert all(gap < 0.6 + 0.15 for gap in gaps), gaps
+    assert elapsed >= offsets[-1]
