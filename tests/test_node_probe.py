@@ -460,9 +460,7 @@ def test_a_parked_process_shows_a_silent_window(target: subprocess.Popen[str]) -
 @needs_pyspy
 def test_samples_start_the_interval_apart_so_dump_time_is_not_added(target: subprocess.Popen[str]) -> None:
     # GIVEN three samples 0.6 s apart of a live process
-    start = time.monotonic()
     result = probe_node("n1", [target.pid], {}, samples=3, interval_s=0.6, children=False)
-    elapsed = time.monotonic() - start
     offsets = result["sample_offsets_s"]
     # THEN each sample starts 0.6 s after the previous one started, never sooner ...
     assert len(offsets) == 3 == result["samples_taken"]
@@ -471,4 +469,3 @@ def test_samples_start_the_interval_apart_so_dump_time_is_not_added(target: subp
     # ... and no later: the round's dumps run inside the wait, so a gap is the interval plus only
     # the sleep's own lateness, whatever the dumps cost
     assert all(gap < 0.6 + 0.15 for gap in gaps), gaps
-    assert elapsed >= offsets[-1]
