@@ -33,6 +33,7 @@ from debug_hang.collect.state import (
     merge_job_rows,
     progress_reading,
     take_snapshot,
+    task_key,
 )
 from debug_hang.errors import DeadlineError, NotFoundError
 from debug_hang.model import Collection, CollectionError, Evidence, NodeEvidence, Process, ProcessRef, process_from_dict, stacks_from_dict
@@ -184,8 +185,8 @@ def _history(before: list[dict[str, Any]], after: ProgressReading) -> list[dict[
     job, else the first reading's rows updated by the second (by task id and attempt)."""
     if after.mode == "full" and after.rows:
         return after.rows
-    rows = {(t.get("task_id"), t.get("attempt_number")): t for t in before}
-    rows.update({(t.get("task_id"), t.get("attempt_number")): t for t in after.rows})
+    rows = {task_key(t): t for t in before}
+    rows.update({task_key(t): t for t in after.rows})
     return list(rows.values())
 
 

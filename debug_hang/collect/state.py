@@ -255,6 +255,11 @@ def job_rows(dashboard_url: str, job_id: str, timeout_s: float = HTTP_TIMEOUT_S)
     return out
 
 
+def task_key(task: dict[str, Any]) -> tuple[Any, Any]:
+    """A task row's identity: one row per (task_id, attempt_number)."""
+    return task.get("task_id"), task.get("attempt_number")
+
+
 def merge_job_rows(snap: Snapshot, rows: JobRows) -> int:
     """Add the job's own rows to the snapshot's unfinished ones, without duplicates; returns how many.
 
@@ -264,13 +269,13 @@ def merge_job_rows(snap: Snapshot, rows: JobRows) -> int:
     the snapshot holds what one unfiltered reading would have held.
     """
     taken_ms = snap.taken_at * 1000.0
-    seen_tasks = {(t.get("task_id"), t.get("attempt_number")) for t in snap.tasks}
+    seen_tasks = {task_key(t) for t in snap.tasks}
     seen_actors = {a.get("actor_id") for a in snap.actors}
     added = 0
     for name, result in (("tasks_of_job", rows.tasks), ("actors_of_job", rows.actors)):
         _store(snap, name, result)
     for task in rows.tasks.rows:
-        key = (task.get("task_id"), task.get("attempt_number"))
+        key = task_key(task)
         end = task.get("end_time_ms")
         if key in seen_tasks or task.get("state") != "FINISHED" or (isinstance(end, (int, float)) and end > taken_ms):
             continue
@@ -333,9 +338,6 @@ def progress_reading(client: DashboardClient, job_id: str, before: list[dict[str
     return _by_id(client, job_id, before, deadline)  # also when the listing failed (timed out on a loaded head)
 
 
-def _key(task: dict[str, Any]) -> tuple[Any, Any]:
-    return task.get("task_id"), task.get("attempt_number")
-
 
 def _by_id(client: DashboardClient, job_id: str, before: list[dict[str, Any]],
            deadline: Deadline | None = None) -> ProgressReading:
@@ -346,7 +348,7 @@ def _by_id(client: DashboardClient, job_id: str, before: list[dict[str, Any]],
     none waits past it (a dashboard that stops answering costs the deadline, not 64 timeouts)."""
     out = ProgressReading(mode="by-id")
     # Tasks that can still finish: a FAILED attempt never will (its retry is a new attempt of the same id).
-    was_open = {_key(t) for t in before if t.get("job_id") == job_id and t.get("state") not in ("FINISHED", "FAILED")}
+    was_open = {task_key(t) for t in before if t.get("job_id") == job_id and t.get("state") not in ("FINISHED", "FAILED")}
     candidates = was_open
     if len({tid for tid, _ in was_open}) > MAX_BY_ID:
         unfinished = client.list_state("tasks", [("job_id", "=", job_id), ("state", "!=", "FINISHED")])
@@ -357,14 +359,14 @@ def _by_id(client: DashboardClient, job_id: str, before: list[dict[str, Any]],
             out.cut = unfinished.completeness()  # more unfinished tasks than one answer holds
         out.listed = True
         out.rows = list(unfinished.rows)
-        candidates = was_open - {_key(t) for t in unfinished.rows}
+        candidates = was_open - {task_key(t) for t in unfinished.rows}
     ids = sorted({str(tid) for tid, _ in candidates if tid})
     out.read_by_id = min(len(ids), MAX_BY_ID)
     if len(ids) > MAX_BY_ID:
         out.notes.append(f"{len(ids)} tasks of the job ended during the progress window; {MAX_BY_ID} of them "
                          "were read by id")
         ids = ids[:MAX_BY_ID]
-    seen = {_key(t) for t in out.rows}
+    seen = {task_key(t) for t in out.rows}
     if ids:
         with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_BY_ID, len(ids))) as pool:
             answers = list(pool.map(lambda tid: _read_task(client, tid, deadline), ids))
@@ -375,9 +377,9 @@ def _by_id(client: DashboardClient, job_id: str, before: list[dict[str, Any]],
             if answer.error:
                 out.notes.append(f"task {tid} not read by id: {answer.error[:200]}")
                 continue
-            out.not_found += not any(_key(t) in candidates for t in answer.rows)
-            out.rows += [t for t in answer.rows if _key(t) not in seen]  # every attempt: a retry is news too
-    now = {_key(t): t.get("state") for t in out.rows}
+            out.not_found += not any(task_key(t) in candidates for t in answer.rows)
+            out.rows += [t for t in answer.rows if task_key(t) not in seen]  # every attempt: a retry is news too
+    now = {task_key(t): t.get("state") for t in out.rows}
     out.ended = sum(1 for k in was_open if now.get(k) in (None, "FINISHED"))
     out.open_now = sum(1 for t in out.rows if t.get("state") != "FINISHED")
     if out.not_found:
