@@ -394,6 +394,19 @@ def test_command_timeout_kills_its_whole_process_group() -> None:
     assert not os.path.exists(f"/proc/{grandchild}") or "Z" in Path(f"/proc/{grandchild}/stat").read_text().split()[2]
 
 
+def test_a_timed_out_command_whose_daemon_keeps_its_pipes_open_still_answers() -> None:
+    # GIVEN a command that starts a process in a session of its own (out of reach of the group
+    # kill) which keeps the command's stdout open
+    start = time.monotonic()
+    result = run_command(["sh", "-c", "setsid sleep 20.0417 & sleep 30"], timeout_s=1.0)
+    # THEN the probe answers within the timeout and the drain, not when the daemon exits
+    try:
+        assert time.monotonic() - start < 1.0 + 2 * 2.0 + 1.0
+        assert result["kind"] == COMMAND_TIMEOUT and "output is lost" in result["error"]
+    finally:
+        subprocess.run(["pkill", "-f", "^sleep 20.0417$"], check=False)  # the daemon (a unique duration)
+
+
 def test_command_answers_before_the_callers_deadline() -> None:
     start = time.monotonic()
     result = run_command(["sleep", "30"], timeout_s=30, deadline=time.time() + 4)

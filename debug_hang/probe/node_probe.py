@@ -9,6 +9,7 @@ a stack that moves (a healthy job) can be told from one that is stuck. `run_comm
 
 from __future__ import annotations
 
+import contextlib
 import linecache
 import os
 import re
@@ -56,6 +57,8 @@ MAX_OUTPUT_BYTES = 100_000
 HELPER_MARGIN_S = 2.0
 
 # Why a command could not run on a node (a closed vocabulary, like pyspy.DUMP_ERROR_KINDS).
+# After a timed-out command's process group is killed, its pipes are read this long at most.
+DRAIN_TIMEOUT_S = 2.0
 COMMAND_NOT_FOUND = "command-not-found"
 COMMAND_TIMEOUT = "command-timeout"
 COMMAND_FAILED_TO_START = "command-failed-to-start"
@@ -420,9 +423,20 @@ def run_command(argv: list[str], timeout_s: float, max_output: int = MAX_OUTPUT_
         out, err = proc.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
-        out, err = proc.communicate()
         result.update(error=f"command did not finish within {limit:.1f}s; its process group was "
                       "killed", kind=COMMAND_TIMEOUT)
+        try:
+            out, err = proc.communicate(timeout=DRAIN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            # A process that left the group (setsid, a daemon) still holds the pipes open: its
+            # output is not waited for.
+            out, err = b"", b""
+            result["error"] += "; its output is lost: a process outside its group keeps its stdout/stderr open"
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=DRAIN_TIMEOUT_S)  # the group leader was killed: it is reaped at once
         # A killed `py-spy dump --pid N` may leave N stopped: resume it (unless it was stopped
         # before the command ran), and say so.
         resumed = [f"{pid}: {note}" for pid in _pid_args(resolved)
