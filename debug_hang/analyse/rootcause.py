@@ -78,6 +78,8 @@ def _upstream(g: WaitGraph, keys: set[str]) -> list[str]:
     return sorted(seen)
 
 
+# What a chain end stands for when its own reading is no root cause, by its state (those patterns
+# are decided by the graph passes or the stack matcher; a chain end carries them).
 _END_PATTERN = {
     "busy": "busy-loop",
     "idle": "idle-no-work",
@@ -130,6 +132,12 @@ def _cycle_causes(g: WaitGraph) -> list[RootCause]:
         ))
     return causes
 
+
+# The patterns a wait-for cycle is named by whose rule is here (_cycle_pattern, _cycle_causes)...
+CYCLE_DECIDES = frozenset({"actor-call-cycle", "pipe-full-deadlock", "file-lock-deadlock", "train-barrier-skipped"})
+# ... and those a cycle carries from its members or its closing edge, decided elsewhere.
+CYCLE_CARRIES = frozenset({"resource-starvation", "generator-backpressure", "async-loop-blocked", "lock-order-deadlock"})
+END_CARRIES = frozenset(_END_PATTERN.values())
 
 # Edges that close a cycle of their own kind: (edge, the cycle's pattern, whether the process the
 # edge leads to is where the fix goes, and so comes first among the culprits).
@@ -249,7 +257,7 @@ def chains(g: WaitGraph, causes: list[RootCause]) -> list[Chain]:
     out: list[list[tuple[GNode, str | None]]] = []
     for cause in causes:
         target = {c.key for c in cause.culprits}
-        starts = [v for v in cause.victims if not g.into(v)] or cause.victims or [next(iter(target))]
+        starts = [v for v in cause.victims if not g.into(v)] or cause.victims or [cause.culprits[0].key]
         path = [starts[0]]
         if cause.victims and cause.cycle:
             path = _path(g, starts[0], target)  # the shortest way in; the loop is added below

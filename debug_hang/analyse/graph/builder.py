@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from debug_hang.analyse.graph.model import GraphInputs, TaskIndex, WaitGraph
+from debug_hang.analyse.graph.model import GNode, GraphInputs, TaskIndex, WaitGraph
 from debug_hang.analyse.patterns import ProcessVerdict
 from debug_hang.model import ProcessRef
 from debug_hang.snapshot import DRIVER_TASK_PREFIX, calls_into_other_jobs
@@ -26,6 +26,8 @@ class Builder:
     actor_node: dict[str, str] = field(default_factory=dict)  # actor id -> key
     running: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # key -> its RUNNING tasks
     paused: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # key -> RUNNING calls no thread shows
+    file_lock_holders: dict[str, list[str]] = field(default_factory=dict)  # key -> paths of file locks others wait for
+    task_loops: dict[str, GNode] = field(default_factory=dict)  # task id -> its crash loop's node (graphed when waited on)
 
     @classmethod
     def start(cls, inp: GraphInputs) -> Builder:
@@ -71,7 +73,8 @@ DECLARED: dict[str, GraphPass] = {}
 
 
 def graph_pass(*, after: tuple[str, ...] = (), decides: tuple[str, ...] = ()) -> Callable[[PassFn], PassFn]:
-    """Declare a pass: `after` names the passes it reads from, `decides` the patterns it decides."""
+    """Declare a pass: `after` names the passes it reads from (or whose edges and evidence lines
+    come before its own in a report: order shows there), `decides` the patterns whose rule it holds."""
     def register(fn: PassFn) -> PassFn:
         if fn.__name__ in DECLARED:
             raise ValueError(f"graph pass {fn.__name__} declared twice")

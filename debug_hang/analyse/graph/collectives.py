@@ -28,7 +28,7 @@ def _collective_group(b: Builder) -> dict[str, list[str]]:
     return groups
 
 
-@graph_pass(after=("follow_edges",), decides=("peer-rank-dead", "collective-skipped", "collective-mismatch"))
+@graph_pass(after=("mark_file_lock_holders",), decides=("peer-rank-dead", "collective-skipped", "collective-mismatch"))
 def edges_collectives(b: Builder) -> None:
     """Ranks in a collective wait on the peers that are not in it: dead ones first (a dead rank
     explains everything, and peers it took down are collateral), then idle or busy ones."""

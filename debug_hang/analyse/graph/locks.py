@@ -114,7 +114,7 @@ def _detect_lock_self(node: GNode, verdict: ProcessVerdict) -> None:
         node.evidence.append(f"called from {frame_text(caller)}: check whether that frame already holds the lock")
 
 
-@graph_pass(after=("detect_lock_waits",), decides=("file-lock-wait", "file-lock-held"))
+@graph_pass(after=("detect_lock_waits",), decides=("file-lock-wait",))
 def detect_file_lock_waits(b: Builder) -> None:
     """Processes that /proc/locks lists as waiting (`->`) for a file lock: the kernel says what
     they wait for, whatever their stack shows (py-spy has no frame for the C call). A process whose
@@ -181,7 +181,7 @@ def _edges_file_locks_of(b: Builder, key: str, frame: Frame | None = None) -> No
             b.g.add_edge(key, dst, "file-lock-wait",
                          f"waits at {frame_text(frame)} for the {lock.get('type')} "
                          f"{lock.get('access')} lock on {_lock_path(lock)}, held by pid {holder.get('pid')} (/proc/locks)")
-            _mark_file_lock_holder(b.g.nodes[dst], _lock_path(lock))
+            b.file_lock_holders.setdefault(dst, []).append(_lock_path(lock))
 
 
 def _lock_holder_node(g: WaitGraph, node_id: str | None, holder: dict[str, Any]) -> str:
@@ -194,11 +194,15 @@ def _lock_holder_node(g: WaitGraph, node_id: str | None, holder: dict[str, Any])
     return key
 
 
-def _mark_file_lock_holder(node: GNode, path: str) -> None:
+@graph_pass(after=("follow_edges",), decides=("file-lock-held",))
+def mark_file_lock_holders(b: Builder) -> None:
     """The holder of a file lock others wait for: when its own reading says nothing, holding the
     lock is what it is found for (a chain end: file-lock-held)."""
-    note = f"holds the lock on {path} (/proc/locks)"
-    if note not in node.evidence:
-        node.evidence.append(note)
-    if node.pattern in (None, "idle-worker"):
-        node.pattern = "file-lock-held"
+    for key, paths in b.file_lock_holders.items():
+        node = b.g.nodes[key]
+        for path in paths:
+            note = f"holds the lock on {path} (/proc/locks)"
+            if note not in node.evidence:
+                node.evidence.append(note)
+        if node.pattern in (None, "idle-worker"):
+            node.pattern = "file-lock-held"

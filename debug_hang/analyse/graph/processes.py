@@ -113,11 +113,23 @@ def add_actor_nodes(b: Builder) -> None:
 @graph_pass(after=("add_actor_nodes",), decides=("crash-loop",))
 def mark_crash_loops(b: Builder) -> None:
     """Actors restarted (tasks retried) after each death: not "starting", a crash loop (crashloop.py).
-    A task's loop gets its node when a waiter follows it (node_for_task)."""
+    A task's loop node is made here and enters the graph when a waiter follows it (node_for_task)."""
     b.g.crash_loops = find_crash_loops(list(b.actors.values()), b.tasks)
     for loop in b.g.crash_loops.values():
         if loop.kind == "actor" and loop.id in b.actor_node:
             mark_crash_loop(b.g.nodes[b.actor_node[loop.id]], loop)
+        elif loop.kind == "task":
+            b.task_loops[loop.id] = _task_loop_node(b, loop)
+
+
+def _task_loop_node(b: Builder, loop: CrashLoop) -> GNode:
+    """The node of a task retried after each death, from its current (unfinished) attempt."""
+    task = next((t for t in b.tasks if t.get("task_id") == loop.id and t.get("state") not in DONE_STATES), {})
+    node = GNode(key=f"task:{loop.id}", kind="task", name=loop.name, state="restarting", task_id=loop.id,
+                 task_name=loop.name, class_name=str(task.get("func_or_class_name") or loop.name),
+                 node_id=task.get("node_id"), pid=int(task["worker_pid"]) if task.get("worker_pid") else None)
+    mark_crash_loop(node, loop)
+    return node
 
 
 def mark_crash_loop(node: GNode, loop: CrashLoop) -> None:
@@ -180,7 +192,7 @@ def _death_text(cause: Any) -> str:
     return str(cause)[:200]
 
 
-@graph_pass(after=("detect_async_await",))
+@graph_pass(after=("detect_async_await",), decides=("actor-call-queued",))
 def note_queued_calls(b: Builder) -> None:
     """Calls queued behind a busy actor (actor-call-queued), as evidence on that actor."""
     for task in b.tasks:

@@ -8,8 +8,7 @@ import re
 from typing import Any
 
 from debug_hang.analyse.graph.builder import Builder, follows, graph_pass
-from debug_hang.analyse.graph.model import PENDING_SCHED, GNode
-from debug_hang.analyse.graph.processes import mark_crash_loop
+from debug_hang.analyse.graph.model import PENDING_SCHED
 from debug_hang.analyse.graph.resources import pending_pg_of, pg_node, resource_node
 from debug_hang.analyse.graph.threads import deciding_thread, frame_text
 from debug_hang.analyse.patterns import catalog
@@ -80,18 +79,12 @@ def node_for_task(b: Builder, task: dict[str, Any]) -> str | None:
     if task.get("actor_id"):
         # A call to an actor, or its creation: the actor (its process, or the pending actor).
         return b.actor_node.get(task["actor_id"])
-    loop = g.crash_loops.get(str(task.get("task_id")))
+    loop = b.task_loops.get(str(task.get("task_id")))
     if loop is not None:
         # A task retried after each death: the loop is what the caller waits on, wherever the
         # current attempt is (pending, or running on a fresh worker).
-        key = f"task:{loop.id}"
-        if key not in g.nodes:
-            g.nodes[key] = GNode(key=key, kind="task", name=loop.name, state="restarting", task_id=loop.id,
-                                 task_name=loop.name, class_name=str(task.get("func_or_class_name") or loop.name),
-                                 node_id=task.get("node_id"),
-                                 pid=int(task["worker_pid"]) if task.get("worker_pid") else None)
-            mark_crash_loop(g.nodes[key], loop)
-        return key
+        g.nodes.setdefault(loop.key, loop)
+        return loop.key
     if task.get("state") == "RUNNING" and task.get("worker_pid"):
         return b.by_pid.get(ProcessRef(task.get("node_id"), int(task["worker_pid"])))
     if task.get("state") in PENDING_SCHED:
@@ -164,7 +157,7 @@ def edges_supervisors(b: Builder) -> None:
             sup.evidence.append(f"runs {doing} and waits on the actors it created (its own stack shows no wait)")
 
 
-@graph_pass(after=("follow_edges",), decides=("train-barrier-wait",))
+@graph_pass(after=("edges_resource_holders",), decides=("train-barrier-wait",))  # its edges after the resource ones
 def edges_train_barrier(b: Builder) -> None:
     """Ray Train's barrier: its SynchronizationActor waits for the ranks that have not called it.
 

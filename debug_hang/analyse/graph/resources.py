@@ -53,8 +53,7 @@ def resource_node(g: WaitGraph, demand: dict[str, float], node_totals: list[dict
     exhausted = available is None or any(available.get(k, 0.0) < v for k, v in demand.items())
     state: NodeState = "infeasible" if not feasible else ("starved" if exhausted else "pending")
     if key not in g.nodes:
-        g.nodes[key] = GNode(key=key, kind="resource", name=f"{{{text}}}", state=state, demand=demand,
-                             pattern={"infeasible": "infeasible-resource", "starved": "resource-starvation"}.get(state))
+        g.nodes[key] = GNode(key=key, kind="resource", name=f"{{{text}}}", state=state, demand=demand)
         largest = max(node_totals, key=lambda t: t.get("CPU", 0.0), default={})
         shown = {k: v for k, v in largest.items() if k in ("CPU", "GPU") or k in demand}
         g.nodes[key].evidence.append(
@@ -75,15 +74,14 @@ def pg_node(g: WaitGraph, pg: dict[str, Any], node_totals: list[dict[str, float]
     if pg_key not in g.nodes:
         g.nodes[pg_key] = GNode(
             key=pg_key, kind="placement_group", name=f"placement group {pg.get('name') or pg.get('placement_group_id', '')[:12]}",
-            state="infeasible" if infeasible else "pending",
-            pattern="placement-group-infeasible" if infeasible else "resource-starvation", demand=bundle_total(pg),
+            state="infeasible" if infeasible else "pending", demand=bundle_total(pg),
             evidence=[f"PENDING, scheduling_state {stats.get('scheduling_state')}"
                       + (f", strategy {pg['strategy']}" if pg.get("strategy") else "") + f", bundles {bundles}"],
         )
     return pg_key
 
 
-@graph_pass(after=("follow_edges",), decides=("infeasible-resource", "resource-starvation", "placement-group-infeasible"))
+@graph_pass(after=("edges_collectives",))  # its edges follow the ranks'
 def edges_pending_actors(b: Builder) -> None:
     """A pending actor waits for the resources it asks for."""
     g = b.g
@@ -102,7 +100,25 @@ def edges_pending_actors(b: Builder) -> None:
         g.add_edge(key, res, "infeasible-resource", "waits to be scheduled")
 
 
-@graph_pass(after=("edges_pending_actors",))
+# What a demand's state makes it, by node kind: a request no node can hold, one whose resources are
+# all taken, a placement group that cannot be placed or waits for room.
+_DEMAND_PATTERNS: dict[tuple[str, str], str] = {
+    ("resource", "infeasible"): "infeasible-resource",
+    ("resource", "starved"): "resource-starvation",
+    ("placement_group", "infeasible"): "placement-group-infeasible",
+    ("placement_group", "pending"): "resource-starvation",
+}
+
+
+@graph_pass(after=("edges_pending_actors",), decides=("infeasible-resource", "resource-starvation", "placement-group-infeasible"))
+def classify_demands(b: Builder) -> None:
+    """Each pending demand and group (made by whichever pass met it first) named by its state."""
+    for node in b.g.nodes.values():
+        if node.pattern is None:
+            node.pattern = _DEMAND_PATTERNS.get((node.kind, node.state))
+
+
+@graph_pass(after=("classify_demands",))
 def edges_starved_resources(b: Builder) -> None:
     """A starved resource demand waits for the blocked or busy processes that hold it."""
     g = b.g
