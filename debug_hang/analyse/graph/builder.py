@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from debug_hang.analyse.graph.model import GNode, GraphInputs, TaskIndex, WaitGraph
+from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.analyse.patterns import ProcessVerdict
 from debug_hang.model import ProcessRef
 from debug_hang.snapshot import DRIVER_TASK_PREFIX, calls_into_other_jobs
@@ -61,7 +62,7 @@ class GraphPass:
 
     run: PassFn
     after: tuple[str, ...]
-    decides: frozenset[str]
+    decides: frozenset[PatternId]
 
     @property
     def name(self) -> str:
@@ -72,7 +73,7 @@ class GraphPass:
 DECLARED: dict[str, GraphPass] = {}
 
 
-def graph_pass(*, after: tuple[str, ...] = (), decides: tuple[str, ...] = ()) -> Callable[[PassFn], PassFn]:
+def graph_pass(*, after: tuple[str, ...] = (), decides: tuple[PatternId, ...] = ()) -> Callable[[PassFn], PassFn]:
     """Declare a pass: `after` names the passes it reads from (or whose edges and evidence lines
     come before its own in a report: order shows there), `decides` the patterns whose rule it holds."""
     def register(fn: PassFn) -> PassFn:
@@ -93,14 +94,14 @@ class EdgeHandler:
 
     edge: str
     run: HandlerFn
-    decides: frozenset[str]
+    decides: frozenset[PatternId]
 
 
 # Every catalog edge's handler, by edge (filled as the mechanism modules are imported).
 HANDLERS: dict[str, EdgeHandler] = {}
 
 
-def follows(*edges: str, decides: tuple[str, ...] = ()) -> Callable[[HandlerFn], HandlerFn]:
+def follows(*edges: str, decides: tuple[PatternId, ...] = ()) -> Callable[[HandlerFn], HandlerFn]:
     """Declare the handler of catalog edge(s) and the patterns it decides."""
     def register(fn: HandlerFn) -> HandlerFn:
         for edge in edges:

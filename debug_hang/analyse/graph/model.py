@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from debug_hang.analyse.crashloop import CrashLoop
+from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.analyse.patterns import ProcessVerdict
 from debug_hang.model import Frame, ProcessRef
 from debug_hang.snapshot import TaskState
@@ -22,6 +23,9 @@ PENDING_SCHED: frozenset[TaskState] = frozenset({"PENDING_NODE_ASSIGNMENT", "PEN
 QUEUED_STATES: frozenset[TaskState] = frozenset({"SUBMITTED_TO_WORKER", "PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY"})
 
 
+# Why an edge waits: the pattern of the wait, or a tie no pattern names (a supervisor and the actors
+# it created, Ray Train's barrier and the ranks missing from it, a demand and what holds it).
+EdgeReason = PatternId | Literal["supervises", "train-barrier", "held-by"]
 NodeKind = Literal["actor", "task", "driver", "process", "rank", "placement_group", "resource"]
 
 
@@ -44,7 +48,7 @@ class GNode:
     actor_name: str | None = None  # a named actor's name (ray.remote(...).options(name=...))
     task_name: str | None = None
     rank: int | None = None
-    pattern: str | None = None  # what this node is doing / why it is stuck
+    pattern: PatternId | None = None  # what this node is doing / why it is stuck
     frame: Frame | None = None  # the deciding frame, when it comes from a stack
     evidence: list[str] = field(default_factory=list)
     user_frame: Frame | None = None  # the innermost frame of the job's own code on that stack
@@ -66,7 +70,7 @@ class GNode:
 class Edge:
     src: str
     dst: str
-    why: str  # pattern id of the wait (ray-get-wait, collective-wait, ...)
+    why: EdgeReason  # what is waited on: the wait's pattern id (ray-get-wait, collective-wait, ...)
     evidence: str
 
 
@@ -87,7 +91,7 @@ class WaitGraph:
     def into(self, key: str) -> list[Edge]:
         return self._in.get(key, [])
 
-    def add_edge(self, src: str, dst: str, why: str, evidence: str) -> None:
+    def add_edge(self, src: str, dst: str, why: EdgeReason, evidence: str) -> None:
         if src == dst and why != "ray-get-wait":
             return
         same = self._pair.get((src, dst))  # not a scan of out(src): the driver waits on thousands

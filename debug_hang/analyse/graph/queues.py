@@ -10,6 +10,7 @@ from debug_hang.analyse.graph.builder import Builder, follows
 from debug_hang.analyse.graph.model import GNode
 from debug_hang.analyse.graph.raycalls import follow_submitted
 from debug_hang.analyse.graph.threads import cannot_signal, deciding_thread, frame_text, job_frame, joins, other_threads_in_job_code
+from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.analyse.patterns import ProcessVerdict
 from debug_hang.snapshot import QUEUE_ACTOR_CLASS
 
@@ -45,6 +46,7 @@ def _edges_queue(b: Builder, key: str) -> None:
     full = me.class_name == QUEUE_ACTOR_CLASS and any(
         t.get("actor_id") == me.actor_id and t.get("state") == "RUNNING" and str(t.get("name")).endswith(".put")
         for t in tasks)
+    role: PatternId
     role, text = (("consumer-gone", "waits to put into a full queue this actor should drain") if full
                   else ("producer-gone", "waits on a queue this actor should fill"))
     failed = {t.get("actor_id") for t in tasks if t.get("state") == "FAILED" and t.get("actor_id")}

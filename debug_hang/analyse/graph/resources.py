@@ -7,8 +7,9 @@ import re
 from typing import Any
 
 from debug_hang.analyse.graph.builder import Builder, follows, graph_pass
-from debug_hang.analyse.graph.model import GNode, NodeState, WaitGraph
+from debug_hang.analyse.graph.model import GNode, NodeKind, NodeState, WaitGraph
 from debug_hang.analyse.holders import Holder, bundle_total, idle_actors, leaked_placement_groups, status_reserved_line
+from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.analyse.patterns import catalog
 
 
@@ -102,7 +103,7 @@ def edges_pending_actors(b: Builder) -> None:
 
 # What a demand's state makes it, by node kind: a request no node can hold, one whose resources are
 # all taken, a placement group that cannot be placed or waits for room.
-_DEMAND_PATTERNS: dict[tuple[str, str], str] = {
+_DEMAND_PATTERNS: dict[tuple[NodeKind, NodeState], PatternId] = {
     ("resource", "infeasible"): "infeasible-resource",
     ("resource", "starved"): "resource-starvation",
     ("placement_group", "infeasible"): "placement-group-infeasible",
