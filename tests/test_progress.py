@@ -1,4 +1,4 @@
-"""Progress signals and crash loops (issue 20), re-read from real recorded captures.
+"""Progress signals and crash loops, re-read from real recorded captures.
 
 Each capture under tests/data/cases/ was recorded from a real run (tests/test_examples.py with
 DEBUG_HANG_RECORD=1). Where a test asks "what if this reading had been silent", it zeroes that
