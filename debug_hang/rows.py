@@ -76,6 +76,7 @@ class TaskRow:
     worker_id: str | None
     start_time_ms: float | None
     end_time_ms: float | None
+    creation_time_ms: float | None  # when it was submitted
     required_resources: dict[str, float]
     placement_group_id: str | None
     error_type: str | None
@@ -92,6 +93,7 @@ class TaskRow:
             func_or_class_name=_id(row.get("func_or_class_name")), parent_task_id=_id(row.get("parent_task_id")),
             node_id=_id(row.get("node_id")), worker_pid=pid if pid else None, worker_id=_id(row.get("worker_id")),
             start_time_ms=_float(row.get("start_time_ms")), end_time_ms=_float(row.get("end_time_ms")),
+            creation_time_ms=_float(row.get("creation_time_ms")),
             required_resources=_resources(row.get("required_resources")),
             placement_group_id=_id(row.get("placement_group_id")),
             error_type=_id(row.get("error_type")), error_message=str(row.get("error_message") or "") or None,
@@ -193,6 +195,7 @@ class PlacementGroupRow:
     state: PlacementGroupState
     creator_job_id: str | None
     bundles: tuple[dict[str, float], ...]  # each bundle's unit_resources
+    bundle_nodes: tuple[str | None, ...]  # the node each bundle is reserved on (None while unplaced)
     scheduling_state: str | None
     created_ns: str | None  # stats.creation_request_received_ns
     strategy: str | None
@@ -205,6 +208,7 @@ class PlacementGroupRow:
             placement_group_id=str(row.get("placement_group_id") or ""), name=_id(row.get("name")),
             state=cast(PlacementGroupState, str(row.get("state") or "")), creator_job_id=_id(row.get("creator_job_id")),
             bundles=tuple(_resources(b.get("unit_resources")) for b in row.get("bundles") or [] if isinstance(b, dict)),
+            bundle_nodes=tuple(_id(b.get("node_id")) for b in row.get("bundles") or [] if isinstance(b, dict)),
             scheduling_state=_id((stats or {}).get("scheduling_state")),
             created_ns=_id((stats or {}).get("creation_request_received_ns")),
             strategy=_id(row.get("strategy")), is_detached=bool(row.get("is_detached")),

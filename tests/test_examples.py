@@ -17,7 +17,7 @@ import pytest
 from conftest import ROOT, LocalCluster, expected_of, read_json, run_script, stop_job, submit_example
 
 from debug_hang import localcluster
-from debug_hang.snapshot import calls_into_other_jobs
+from debug_hang.snapshot import Snapshot, calls_into_other_jobs, other_holders
 
 pytestmark = pytest.mark.integration
 
@@ -83,9 +83,13 @@ def trim_capture(folder: Path) -> None:
     snap = json.loads(snap_path.read_text())
     foreign = calls_into_other_jobs(job_id, snap["tasks"])  # calls into other jobs' actors stay
     called = {t.get("actor_id") for t in foreign}
-    snap["actors"] = [a for a in snap["actors"] if a.get("job_id") == job_id or a.get("actor_id") in called]
-    snap["tasks"] = [{k: v for k, v in t.items() if k not in UNUSED_TASK_FIELDS}
-                     for t in [*(t for t in snap["tasks"] if t.get("job_id") == job_id), *foreign]]
+    actors = [a for a in snap["actors"] if a.get("job_id") == job_id or a.get("actor_id") in called]
+    tasks = [*(t for t in snap["tasks"] if t.get("job_id") == job_id), *foreign]
+    # other jobs' actors and tasks that hold resources stay (a pending demand may wait for them)
+    holders, holder_tasks = other_holders(Snapshot.from_dict(snap), job_id, {a.get("actor_id") for a in actors},
+                                          {(t.get("task_id"), t.get("attempt_number")) for t in tasks})
+    snap["actors"] = actors + holders
+    snap["tasks"] = [{k: v for k, v in t.items() if k not in UNUSED_TASK_FIELDS} for t in tasks + holder_tasks]
     snap_path.write_text(json.dumps(snap))
     after = folder / "tasks_after.json"
     if after.exists():

@@ -141,6 +141,12 @@ def plain_resources(required: dict[str, float] | None) -> dict[str, float]:
             if not _GROUP_RESOURCE.search(k) and float(v) > 0 and k not in ("memory", "object_store_memory")}
 
 
+def group_resources(required: dict[str, float] | None) -> dict[str, float]:
+    """An actor's resources taken from its placement group's bundles (CPU_group_<i>_<id>, ...)."""
+    return {k: float(v) for k, v in (required or {}).items()
+            if _GROUP_RESOURCE.search(k) and not k.startswith("bundle_group_") and float(v) > 0}
+
+
 def idle_actors(actors: list[ActorRow], tasks: list[TaskRow], jobs: dict[str, JobRow],
                 now_s: float) -> list[Holder]:
     """ALIVE actors holding cluster resources that nothing uses: no task running or waiting on
@@ -163,7 +169,8 @@ def idle_actors(actors: list[ActorRow], tasks: list[TaskRow], jobs: dict[str, Jo
     found: list[Holder] = []
     for actor in actors:
         aid = actor.actor_id
-        held = plain_resources(actor.required_resources)
+        # What it takes from the cluster, or, placed in a group, from the group's bundles.
+        held = plain_resources(actor.required_resources) or group_resources(actor.required_resources)
         if actor.state != "ALIVE" or aid in active or not held or reaped_by_ray(actor, actor.job_id, jobs):
             continue
         idle_for = now_s - last_end[aid] / 1000.0 if last_end.get(aid) else None

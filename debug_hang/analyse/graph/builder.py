@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from debug_hang.analyse.capacity import Capacity
 from debug_hang.analyse.graph.model import GNode, GraphInputs, TaskIndex, WaitGraph
 from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.analyse.patterns import ProcessVerdict
@@ -29,6 +30,8 @@ class Builder:
     paused: dict[str, list[TaskRow]] = field(default_factory=dict)  # key -> RUNNING calls no thread shows
     file_lock_holders: dict[str, list[str]] = field(default_factory=dict)  # key -> paths of file locks others wait for
     task_loops: dict[str, GNode] = field(default_factory=dict)  # task id -> its crash loop's node (graphed when waited on)
+    capacity: Capacity | None = None  # what the nodes and groups have and have free (resources.capacity_of)
+    demand_since: dict[str, float] = field(default_factory=dict)  # demand key -> when its first request was made (ms)
 
     @classmethod
     def start(cls, inp: GraphInputs) -> Builder:

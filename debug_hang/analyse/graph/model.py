@@ -154,4 +154,5 @@ class GraphInputs:
     jobs: list[JobRow] = field(default_factory=list)  # every job (creators of resource holders)
     now_s: float = 0.0  # when the state was read (epoch seconds): ages of holders
     usage: dict[str, tuple[float, float]] = field(default_factory=dict)  # {resource: (used, total)}, ray status's
+    usage_by_node: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)  # the same, per node id
     status_text: str | None = None  # `ray status` as text
