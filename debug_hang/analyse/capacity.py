@@ -84,7 +84,7 @@ class Claim:
     held: dict[str, float]  # in Ray's own names
     job_id: str | None
     pool: str | None  # the placement group it draws from; None: the cluster
-    since_ms: float | None = None  # when it was created (submitted), if known
+    since_ms: float | None = None  # when it was placed (its creation task or itself started), if known
 
     def holds_any(self, wanted: Iterable[str]) -> bool:
         mine = {norm(k) for k, v in self.held.items() if v > EPS}
@@ -211,9 +211,9 @@ def claims(actors: list[ActorRow], tasks: list[TaskRow], groups: list[PlacementG
     created_at: dict[str, float] = {}
     alive = {a.actor_id for a in actors if a.state == "ALIVE"}
     for task in tasks:
-        made = task.creation_time_ms or task.start_time_ms
-        if task.type == "ACTOR_CREATION_TASK" and task.actor_id and made:
-            created_at[task.actor_id] = max(created_at.get(task.actor_id, 0.0), made)
+        placed = task.start_time_ms or task.creation_time_ms
+        if task.type == "ACTOR_CREATION_TASK" and task.actor_id and placed:
+            created_at[task.actor_id] = max(created_at.get(task.actor_id, 0.0), placed)
     for actor in actors:
         held = positive(actor.required_resources)
         if actor.state != "ALIVE" or not held:
@@ -231,7 +231,7 @@ def claims(actors: list[ActorRow], tasks: list[TaskRow], groups: list[PlacementG
         if held:
             out.append(Claim(kind="task", id=task.task_id, name=task.label, node_id=task.node_id, held=held,
                              job_id=task.job_id, pool=task.placement_group_id or group_of(held),
-                             since_ms=task.creation_time_ms or task.start_time_ms))
+                             since_ms=task.start_time_ms or task.creation_time_ms))
     for pg in groups:
         if pg.state != "CREATED":
             continue

@@ -271,7 +271,8 @@ def _follow_holders(b: Builder, key: str, held: list[Claim], never: dict[str, Ho
         assert h.key is not None
         target = g.nodes[h.key]
         after = [c.since_ms - since for c in h.claims if c.since_ms and since and c.since_ms > since]
-        note = f" (created {min(after) / 1000.0:.0f} s after this request was made)" if after else ""
+        late = min(after) / 1000.0 if after else 0.0
+        note = f" (placed {late:.{0 if late >= 10 else 1}f} s after this request began waiting)" if late >= 0.1 else ""
         amounts = h.amounts(wanted)
         if h.frees:
             g.add_edge(key, h.key, "held-by", f"{target.name} holds {amounts}; it {h.how}: may free them when done{note}")
