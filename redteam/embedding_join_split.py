@@ -13,6 +13,7 @@ Truth: culprit EmbeddingTable (loader thread died; _loaded never set). The MapBa
 actors, the SplitCoordinator, the train workers and the driver are victims.
 Fix: surface the loader's exception (set an error and raise it in lookup), fix the shard path.
 """
+# redteam-settle: 40
 import os
 import threading
 

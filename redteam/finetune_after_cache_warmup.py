@@ -27,8 +27,9 @@ class Finetuner:
 
 
 def main():
+    env = {k: v for k, v in os.environ.items() if k != "RAY_JOB_CONFIG_JSON_ENV_VAR"}  # its own job, not this submission
     subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "_model_cache_job.py")],
-                   check=True, timeout=120)
+                   check=True, timeout=120, env=env)
     ray.init(address=os.environ.get("RAY_ADDRESS", "auto"))
     ft = Finetuner.remote()
     ref = ft.fit.remote(3)

@@ -1,6 +1,7 @@
 """Run each red-team scenario on a loopback cluster and diagnose it like a user would.
 
-Usage: python redteam/run_redteam.py PORT NAME [NAME...]   (outputs /tmp/rt_<name>)
+Usage: python redteam/run_redteam.py PORT NAME [NAME...]   (outputs /tmp/rt_<name>; a name given
+again runs again, into /tmp/rt_<name>.2, .3, ...)
 
 A scenario file may carry header comments read here (never by the tool):
   # redteam-settle: 25          seconds to wait after READY and quiet before diagnosing
@@ -67,6 +68,9 @@ def extra_evidence(cluster: localcluster.LocalCluster, job_id: str, out: str) ->
                 except subprocess.TimeoutExpired:
                     fh.write(f"=== round {round_} pid {pid}: timeout\n")
             time.sleep(3)
+    serve_logs = Path(cluster.temp_dir, "session_latest", "logs", "serve")
+    if serve_logs.is_dir():
+        subprocess.run(["cp", "-r", str(serve_logs), str(Path(out, "redteam_serve_logs"))], timeout=30)
     for name, path in (("serve_applications", "/api/serve/applications/"), ("data_datasets", f"/api/data/datasets/{job_id}")):
         try:
             with urllib.request.urlopen(cluster.dashboard + path, timeout=10) as resp:
@@ -75,7 +79,7 @@ def extra_evidence(cluster: localcluster.LocalCluster, job_id: str, out: str) ->
             Path(out, f"redteam_{name}.json").write_text(json.dumps({"error": str(e)}))
 
 
-def run_one(cluster: localcluster.LocalCluster, client: JobSubmissionClient, name: str) -> None:
+def run_one(cluster: localcluster.LocalCluster, client: JobSubmissionClient, name: str, out: str) -> None:
     sub = client.submit_job(entrypoint=f"python {name}.py", runtime_env={"working_dir": str(HERE)})
     try:
         localcluster.wait_for(lambda s=sub: "READY" in client.get_job_logs(s)
@@ -83,7 +87,6 @@ def run_one(cluster: localcluster.LocalCluster, client: JobSubmissionClient, nam
         job_id = str(client.get_job_info(sub).job_id)
         localcluster.wait_quiet(cluster, job_id, quiet_s=3, max_s=20)
         time.sleep(settle_of(name))
-        out = f"/tmp/rt_{name}"
         subprocess.run(["rm", "-rf", out])
         t0 = time.monotonic()
         r = subprocess.run([str(ROOT / "scripts/diagnose_ray_hang.sh"), cluster.gcs, out, "--job-id", job_id],
@@ -112,8 +115,13 @@ def main() -> None:
             continue
         try:
             client = JobSubmissionClient(cluster.dashboard)
+            seen: dict[str, int] = {}
             for name in members:
-                run_one(cluster, client, name)
+                seen[name] = seen.get(name, 0) + 1
+                try:
+                    run_one(cluster, client, name, f"/tmp/rt_{name}" + (f".{seen[name]}" if seen[name] > 1 else ""))
+                except Exception as e:  # noqa: BLE001 - a submission refused under load: report, go on
+                    print(f"=== {name} FAILED to submit: {e}"[:800], flush=True)
         finally:
             localcluster.stop(cluster)
 

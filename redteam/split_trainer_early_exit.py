@@ -16,6 +16,7 @@ all workers must use the same step count); worker 0 and the barrier are victims.
 evidence: worker 1 is not in a Ray Data frame (it is in ray.get on EpochBarrier.wait) while
 worker 0 is in the split iterator.
 """
+# redteam-settle: 30
 # redteam-ray-start: --object-store-memory=300000000 --resources='{"rt_split":1}'
 import asyncio
 import os
@@ -48,6 +49,7 @@ class TrainWorker:
         for _batch in shard.iter_batches(batch_size=32):
             steps += 1
             if self.max_steps is not None and steps >= self.max_steps:
+                print(f"READY rank {self.rank}: epoch done after {steps} steps", flush=True)
                 break
         ray.get(barrier.wait.remote(self.rank))
         return steps
@@ -62,7 +64,7 @@ def main():
     barrier = EpochBarrier.remote(2)
     workers = [TrainWorker.remote(0, None), TrainWorker.remote(1, 5)]
     refs = [w.train_epoch.remote(s, barrier) for w, s in zip(workers, splits, strict=True)]
-    print("READY epoch started on 2 workers", flush=True)
+    print("epoch started on 2 workers", flush=True)
     print(ray.get(refs))
 
 

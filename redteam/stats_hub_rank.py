@@ -13,6 +13,7 @@ Truth: culprit StatsHub ("stats-hub", namespace monitoring, rank 2) -- not in th
 trainers are victims. Fix: call hub.publish every step (or do not put the hub in the gradient
 group: give it its own group), and time out collectives.
 """
+# redteam-settle: 30
 # redteam-ray-start: --resources='{"rt_hub":1}'
 import datetime
 import os
@@ -46,8 +47,10 @@ class GradTrainer:
 def main():
     ray.init(address=os.environ.get("RAY_ADDRESS", "auto"))
     store = os.path.join(tempfile.mkdtemp(prefix="grad_store_"), "store")
+    # the monitoring team's launcher: a driver of its own, not part of this submission
+    env = {k: v for k, v in os.environ.items() if k != "RAY_JOB_CONFIG_JSON_ENV_VAR"}
     hub = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "_stats_hub_job.py"),
-                            store, "2", "3"])
+                            store, "2", "3"], env=env)
     trainers = [GradTrainer.remote(r, 3, store) for r in range(2)]
     refs = [t.fit.remote(50) for t in trainers]
     hub.wait(timeout=120)

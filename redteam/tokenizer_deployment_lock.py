@@ -3,8 +3,8 @@
 Scenario: a text-generation stack. Three RolloutWorker actors send prompts to the Serve
 deployment Tokenizer through a DeploymentHandle and wait on `.result()`. Tokenizer lazily waits
 for its vocabulary: __call__ takes self._lock ("one tokenization at a time while the vocab may
-change") and, inside it, awaits self._vocab_ready. The vocab is pushed by the driver a moment
-later with handle.load_vocab.remote(...), and load_vocab also takes self._lock before setting
+change") and, inside it, awaits self._vocab_ready. The driver sends a warm-up request, then pushes
+the vocab a moment later with handle.load_vocab.remote(...), and load_vocab also takes self._lock before setting
 the event -- it waits on the lock forever. All requests queue on the lock behind the first one.
 
 Mechanism: a Serve replica stuck on an asyncio.Lock held across an await: the awaited
@@ -61,12 +61,13 @@ def main():
     ray.init(address=os.environ.get("RAY_ADDRESS", "auto"))
     serve.start(proxy_location="Disabled")
     handle = serve.run(Tokenizer.bind(), name="tokenizer", route_prefix=None)
+    warmup = handle.remote("warm up the tokenizer")
     workers = [RolloutWorker.remote() for _ in range(3)]
     refs = [w.generate.remote([f"prompt {i} from worker {j}" for i in range(5)]) for j, w in enumerate(workers)]
     time.sleep(3)
     vocab_ref = handle.load_vocab.remote(["prompt", "from", "worker"] + [str(i) for i in range(10)])
     print("READY vocab pushed, rollouts running", flush=True)
-    print(ray.get(refs), vocab_ref.result())
+    print(ray.get(refs), vocab_ref.result(), warmup.result())
 
 
 if __name__ == "__main__":
