@@ -77,7 +77,6 @@ class TaskRow:
     creation_time_ms: float | None
     start_time_ms: float | None
     end_time_ms: float | None
-    creation_time_ms: float | None  # when it was submitted
     required_resources: dict[str, float]
     placement_group_id: str | None
     error_type: str | None
@@ -95,7 +94,6 @@ class TaskRow:
             node_id=_id(row.get("node_id")), worker_pid=pid if pid else None, worker_id=_id(row.get("worker_id")),
             creation_time_ms=_float(row.get("creation_time_ms")),
             start_time_ms=_float(row.get("start_time_ms")), end_time_ms=_float(row.get("end_time_ms")),
-            creation_time_ms=_float(row.get("creation_time_ms")),
             required_resources=_resources(row.get("required_resources")),
             placement_group_id=_id(row.get("placement_group_id")),
             error_type=_id(row.get("error_type")), error_message=str(row.get("error_message") or "") or None,
