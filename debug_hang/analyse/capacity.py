@@ -209,7 +209,9 @@ def claims(actors: list[ActorRow], tasks: list[TaskRow], groups: list[PlacementG
     `cpu_released`: blocked in ray.get), CREATED placement groups (per node of their bundles)."""
     out: list[Claim] = []
     created_at: dict[str, float] = {}
-    alive = {a.actor_id for a in actors if a.state == "ALIVE"}
+    # an actor being created (its __init__ runs) holds what it asked for; an ALIVE one is counted
+    # as an actor, a DEAD one's creation task may still read RUNNING (its owner died with it)
+    creating_actors = {a.actor_id for a in actors if a.state in ("PENDING_CREATION", "RESTARTING")}
     for task in tasks:
         placed = task.start_time_ms or task.creation_time_ms
         if task.type == "ACTOR_CREATION_TASK" and task.actor_id and placed:
@@ -222,7 +224,7 @@ def claims(actors: list[ActorRow], tasks: list[TaskRow], groups: list[PlacementG
                          held=held, job_id=actor.job_id, pool=actor.placement_group_id or group_of(held),
                          since_ms=created_at.get(actor.actor_id)))
     for task in tasks:
-        creating = task.type == "ACTOR_CREATION_TASK" and task.actor_id not in alive  # __init__ running
+        creating = task.type == "ACTOR_CREATION_TASK" and task.actor_id in creating_actors  # __init__ running
         if task.state != "RUNNING" or not (task.type == "NORMAL_TASK" or creating):
             continue
         held = positive(task.required_resources)

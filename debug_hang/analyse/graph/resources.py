@@ -185,7 +185,7 @@ def edges_resource_holders(b: Builder) -> None:
     jobs = {str(j.job_id): j for j in inp.jobs}
     never: dict[str, Holder] = {
         h.id: h for h in leaked_placement_groups(inp.placement_groups, inp.actors, inp.tasks, jobs, inp.now_s, inp.usage)
-        if h.used or h.age_s is None or h.age_s >= _threshold("placement-group-leaked", "min_age_never_used_s")}
+        if h.used or h.orphaned or h.age_s is None or h.age_s >= _threshold("placement-group-leaked", "min_age_never_used_s")}
     never |= {h.id: h for h in idle_actors(inp.actors, inp.tasks, jobs, inp.now_s)
               if h.age_s is None or h.age_s >= _threshold("idle-actor-holds-resources", "min_idle_s")}
     held = claims(inp.actors, inp.tasks, inp.placement_groups, _cpu_released(b))
@@ -270,7 +270,8 @@ def _follow_holders(b: Builder, key: str, held: list[Claim], never: dict[str, Ho
     for h in lead:
         assert h.key is not None
         target = g.nodes[h.key]
-        after = [c.since_ms - since for c in h.claims if c.since_ms and since and c.since_ms > since]
+        # only what never frees: those took what this request waits for, for good
+        after = [c.since_ms - since for c in h.claims if c.since_ms and since and c.since_ms > since and not h.frees]
         late = min(after) / 1000.0 if after else 0.0
         note = f" (placed {late:.{0 if late >= 10 else 1}f} s after this request began waiting)" if late >= 0.1 else ""
         amounts = h.amounts(wanted)
