@@ -316,21 +316,26 @@ def _resolve(b: Builder, claim: Claim, demand: str, never: dict[str, Holder], re
     if claim.id in never and (key is None or g.nodes[key].state == "idle"):
         return _Held([claim], _holder_node(b, never[claim.id], reserved), False,
                      "nothing uses it" if claim.kind == "placement_group" else "idle")
-    if key is not None:
+    if key is not None and g.nodes[key].state in ("blocked", "busy", "unknown"):
         node = g.nodes[key]
         calls = ", ".join(sorted({t.name for t in b.running.get(key, [])}))
         doing = f"runs {calls} ({node.state})" if calls else f"{node.state}" + (f", {node.pattern}" if node.pattern else "")
         return _Held([claim], key, True, doing)
-    return _Held([claim], None, True, _unseen_state(b, claim))
+    # Not followed (only named): not in the graph (another job's, not dumped), or idle by its
+    # stack but young or running a call the State API lists (an idle node would end the chain
+    # as if it were the cause).
+    return _Held([claim], None, True, _unseen_state(b, claim, key))
 
 
-def _unseen_state(b: Builder, claim: Claim) -> str:
-    """What the State API says a holder no stack was read of is doing (another job's, often)."""
+def _unseen_state(b: Builder, claim: Claim, key: str | None) -> str:
+    """What the State API says a holder is doing whose stack does not decide it (another job's
+    process, not dumped; or idle between calls)."""
     calls = sorted({t.name for t in b.inp.tasks if t.actor_id == claim.id and not t.done}) if claim.kind == "actor" else []
+    seen = "idle in its stack" if key is not None else "not dumped"
     own = f"job {claim.job_id}" + (", this job" if claim.job_id == b.job_id else "")
     if claim.kind == "actor":
-        return (f"runs {', '.join(calls[:3])}" if calls else "busy or between calls") + f"; {own}, not dumped"
-    return f"RUNNING; {own}, not dumped"
+        return (f"runs {', '.join(calls[:3])}" if calls else "between calls") + f"; {own}, {seen}"
+    return f"RUNNING; {own}, {seen}"
 
 
 def _group_in_use(b: Builder, claim: Claim, demand: str) -> _Held:
