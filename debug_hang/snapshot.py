@@ -185,10 +185,12 @@ def other_holders(snap: Snapshot, job_id: str, kept_actors: set[Any], kept_tasks
     return actors, tasks
 
 
-def public_rows(snap: Snapshot, job_id: str | None, include_runtime_env: bool = False) -> Snapshot:
+def public_rows(snap: Snapshot, job_id: str | None, include_runtime_env: bool = False,
+                named: frozenset[str] = frozenset()) -> Snapshot:
     """What of a snapshot is written: the diagnosed job's rows (and the other jobs' actors it
-    calls), other jobs as id, status and entrypoint head; runtime_env, metadata,
-    serialized_runtime_env and runtime_env_info dropped unless `include_runtime_env`."""
+    calls or the diagnosis names, `named`: actor ids), other jobs as id, status and entrypoint
+    head; runtime_env, metadata, serialized_runtime_env and runtime_env_info dropped unless
+    `include_runtime_env`."""
     foreign = calls_into_other_jobs(job_id, snap.tasks)
     called = {t.get("actor_id") for t in foreign}
 
@@ -205,6 +207,9 @@ def public_rows(snap: Snapshot, job_id: str | None, include_runtime_env: bool = 
             {k: (str(j.get(k) or "")[:ENTRYPOINT_HEAD] if k == "entrypoint" else j.get(k)) for k in OTHER_JOB_FIELDS}
             for j in snap.jobs]
     actors = [strip(a) for a in snap.actors if job_id is None or a.get("job_id") == job_id or a.get("actor_id") in called]
+    kept = {a.get("actor_id") for a in actors}
+    actors += [{k: a.get(k) for k in HOLDER_ACTOR_FIELDS} for a in snap.actors
+               if a.get("actor_id") in named and a.get("actor_id") not in kept]
     tasks = [strip(t) for t in [*(t for t in snap.tasks if job_id is None or t.get("job_id") == job_id), *foreign]]
     if job_id is not None:
         more_actors, more_tasks = other_holders(snap, job_id, {a.get("actor_id") for a in actors},

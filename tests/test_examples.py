@@ -79,10 +79,13 @@ def trim_capture(folder: Path) -> None:
     """Keep a recorded snapshot to the diagnosed job's own actors and tasks (the test cluster
     also holds every earlier example's), without the fields the analysis never reads."""
     snap_path = folder / "snapshot.json"
-    job_id = json.loads((folder / "diagnosis.json").read_text())["job_id"]
+    diag = json.loads((folder / "diagnosis.json").read_text())
+    job_id = diag["job_id"]
     snap = json.loads(snap_path.read_text())
     foreign = calls_into_other_jobs(job_id, snap["tasks"])  # calls into other jobs' actors stay
     called = {t.get("actor_id") for t in foreign}
+    # and other jobs' actors the diagnosis names (a member of a process group outside the job)
+    called |= {c.get("actor_id") for cause in diag["root_causes"] for c in cause["culprits"] if c.get("actor_id")}
     actors = [a for a in snap["actors"] if a.get("job_id") == job_id or a.get("actor_id") in called]
     tasks = [*(t for t in snap["tasks"] if t.get("job_id") == job_id), *foreign]
     # other jobs' actors and tasks that hold resources stay (a pending demand may wait for them)

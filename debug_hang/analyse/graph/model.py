@@ -27,7 +27,7 @@ QUEUED_STATES: frozenset[TaskState] = frozenset({"SUBMITTED_TO_WORKER", "PENDING
 # Why an edge waits: the pattern of the wait, or a tie no pattern names (a supervisor and the actors
 # it created, Ray Train's barrier and the ranks missing from it, a demand and what holds it).
 EdgeReason = PatternId | Literal["supervises", "train-barrier", "held-by"]
-NodeKind = Literal["actor", "task", "driver", "process", "rank", "placement_group", "resource"]
+NodeKind = Literal["actor", "task", "driver", "process", "rank", "placement_group", "resource", "collective"]
 
 
 NodeState = Literal["blocked", "busy", "idle", "dead", "pending", "restarting", "infeasible", "starved", "unknown"]
