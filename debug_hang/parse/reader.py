@@ -1,0 +1,353 @@
+"""The dispatcher: one pass over an input's lines, each line given to the reader of the form it
+starts or continues, so dumps of every family can follow each other (or interleave, once split
+by `streams`) in one input.
+
+Forms are detected per line from their first characters, then by each family's own patterns:
+py-spy text (`pyspy_text`), JSON values (`pyspy_json`), faulthandler and tracebacks
+(`python_tb`), and, when nothing else claims a line, the pasted forms (`pastes`: bare frames,
+arrow chains, names alone on a line). A line no reader claims is skipped and counted. Every
+reader is linear in its input: lines are cut at `MAX_LINE` before any regex, and no pattern
+backtracks over a whitespace run.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from debug_hang.model import Frame, Process, Thread
+from debug_hang.parse import pastes
+from debug_hang.parse import pyspy_text as spy
+from debug_hang.parse import python_tb as ptb
+from debug_hang.parse.collective_text import collective_facts
+from debug_hang.parse.frames import python_from_paths
+from debug_hang.parse.pastes import MAX_LINE
+from debug_hang.parse.pyspy_json import JsonDumps
+from debug_hang.parse.pyspy_text import PySpyText
+from debug_hang.parse.python_tb import PythonTracebacks
+
+# Lines that begin a dump: they end a traceback instead of being read as its exception line.
+_HEADERS = ("Traceback", "Process ", "Thread ", "Thread(", "Stack ", "Current thread", "```", "~~~",
+            "Fatal Python", "Timeout (", "During handling", "The above exception",
+            "Exception in thread", "Python v", "Parent Process")
+_SPACE = re.compile(r"\s")
+
+
+class Reader(PySpyText, JsonDumps, PythonTracebacks):
+    """Reads one text: `run()` returns its processes; `collectives` the per-rank facts it found."""
+
+    def run(self) -> list[Process]:
+        text = self.text
+        n = len(text)
+        pos = 0
+        lineno = 0
+        while pos < n:
+            end = text.find("\n", pos)
+            nxt = n if end < 0 else end + 1
+            lineno += 1
+            if text[pos] in "[{" and pos >= self.json_failed_until:
+                after = self.json_at(pos, lineno)
+                if after > pos:
+                    lineno += text.count("\n", pos, after)
+                    nl = text.find("\n", after)
+                    rest_end = n if nl < 0 else nl
+                    if text[after:rest_end].strip():
+                        pos = after  # more text on the line the JSON value ended on
+                        lineno -= 1
+                    else:
+                        pos = n if nl < 0 else nl + 1
+                    continue
+            stop = n if end < 0 else end
+            if stop - pos > MAX_LINE:
+                self.count("cut")
+                stop = pos + MAX_LINE
+            self.line(text[pos:stop].rstrip(), lineno)
+            pos = nxt
+        self.finish()
+        return [p for p in self.processes
+                if p.threads or p.error or p.pid is not None or p.collective]
+
+    def finish(self) -> None:
+        self.end_traceback()
+        if self.skipped:
+            assert self.first_skipped is not None
+            ln, sample = self.first_skipped
+            self.warnings.append(f"{self.skipped} line(s) not recognised and skipped "
+                                 f"(first at line {ln}: {sample[:80]!r})")
+        if self.last_unknown and self.processes and not self.fence_closed:
+            self.warnings.append("the input ends with an unrecognised line: the last dump may be "
+                                 "cut short; parsed as far as it goes")
+        elif self.processes and not self.processes[-1].threads and not self.processes[-1].error \
+                and self.processes[-1].pid is not None:
+            self.warnings.append(f"process {self.processes[-1].pid} has a header but no thread: "
+                                 "the dump was cut short")
+        for proc in self.processes:
+            if proc.python is None and proc.source in ("faulthandler", "traceback"):
+                proc.python = python_from_paths(proc)
+        self.warn_assumptions()
+
+    def warn_assumptions(self) -> None:
+        c = self.counts.get
+        if c("cut"):
+            self.warnings.append(f"{c('cut')} line(s) longer than {MAX_LINE} characters: read their "
+                                 f"first {MAX_LINE} only")
+        if c("loose"):
+            self.warnings.append(f"{c('loose')} thread(s) read from frame lines without a thread "
+                                 "header: process and thread ids unknown")
+        if c("no-id"):
+            self.warnings.append(f"{c('no-id')} thread header(s) without a thread id: the threads "
+                                 "are told apart by name only")
+        if c("arrows"):
+            order = (f"{c('arrows-reversed')} of them written caller first (they start at an entry "
+                     "point or end in a wait) and reversed" if c("arrows-reversed") else
+                     "all read innermost first, as dumps print them")
+            self.warnings.append(f"{c('arrows')} arrow chain(s) (`a -> b`) read as threads of "
+                                 f"function names only, no files or lines; {order}")
+        if c("elided"):
+            self.warnings.append(f"{c('elided')} `...` line(s): frames left out of the paste there")
+        if c("traceback"):
+            self.warnings.append(f"{c('traceback')} Python traceback(s) read as threads, innermost "
+                                 "frame first (where the thread was when the exception was raised)")
+        if self.markdown and c("markdown"):
+            self.warnings.append(f"the paste looks rendered as Markdown: {c('markdown')} frame(s) "
+                                 "repaired (`init.py` -> `__init__.py`, `X..y` -> `X.<locals>.y`, "
+                                 "a lost `<module>` name -> `?`)")
+
+
+    def line(self, line: str, lineno: int) -> None:  # noqa: C901 - one flat dispatch on the 1st char
+        self.last_unknown = False
+        if line[:1] == ">" and not line.startswith(">>>"):  # a Markdown quote (`> ` per level)
+            line = pastes.QUOTE.sub("", line, count=1)
+        if not line:
+            self.blank()
+            return
+        if "Detected mismatch between collectives" in line:
+            facts = collective_facts(line, lineno)
+            self.collectives.extend(facts)
+            if facts and self.tb is None:
+                return
+        if "(pid=" in line and "ray::" in line:
+            origin = ptb.RAY_ORIGIN.search(line)
+            if origin is not None:
+                self.ray_origin = origin
+        first = line[0]
+        if first == " " or first == "\t":
+            if not (line.startswith("  ! pid ") and self.node_dump_line(line)):
+                self.indented(line, lineno)
+            return
+        if (first == "=" or first == "#") and self.node_dump_line(line):
+            return
+        if self.tb is not None:
+            tb = ptb.TB_FRAME.match(line)
+            if tb is not None:  # a traceback pasted without its indentation
+                self.traceback_frame(tb.group("func"), tb.group("file"), int(tb.group("line")))
+                self.tb_flat = True
+                return
+            if (self.tb_flat and self.tb.frames and self.tb.frames[-1].code is None
+                    and not line.startswith(_HEADERS) and not ptb.EXCEPTION_LINE.match(line)):
+                self.tb.frames[-1].code = line.strip()[:300]
+                return
+            self.end_traceback()
+            if not line.startswith(_HEADERS):
+                return  # the exception line that ends every traceback
+        self.locals_target = None
+        if first == "`" or first == "~":
+            if line.startswith(("```", "~~~")):
+                self.fence(line, lineno)
+                return
+        elif first == "T":
+            if line == ptb.TRACEBACK_START:
+                self.start_traceback()
+                return
+            thread = spy.THREAD.match(line)
+            if thread is not None:
+                self.start_thread(thread)
+                return
+            fh = ptb.FH_THREAD.match(line)
+            if fh is not None:
+                self.start_fh_thread(fh)
+                return
+            if ptb.FH_START.match(line):
+                self.new_process(None, None, "faulthandler")
+                return
+            if line in ptb.TB_CHAINED:
+                self.tb_chained = True
+                return
+        elif first == "P":
+            proc = spy.PROCESS.match(line)
+            if proc is not None:
+                self.start_pyspy_process(int(proc.group("pid")), proc.group("title"))
+                return
+            py = spy.PYTHON.match(line)
+            if py is not None and self.proc is not None and self.proc.python is None:
+                self.proc.python = py.group("ver")
+                return
+            parent = spy.PARENT.match(line)
+            if parent is not None and self.proc is not None:
+                self.proc.parent_pid = int(parent.group("pid"))
+                self.proc.role = self.proc.role or "child"
+                return
+            old = spy.OLD_PYTHON.match(line)
+            if old is not None:
+                self.start_old_pyspy(old.group("ver"))
+                return
+            if spy.PYSPY_ERROR.match(line) and self.error(line):
+                return
+        elif first == "S":
+            ray = spy.RAY_STACK.match(line)
+            if ray is not None:
+                self.start_ray_stack(ray.group("ps"))
+                return
+            if ptb.FH_STACK.match(line):
+                self.start_fh_thread(None)
+                return
+            if self.in_error and spy.PYSPY_ERROR_DETAIL.match(line):
+                return
+        elif first == "C":
+            fh = ptb.FH_THREAD.match(line)
+            if fh is not None:
+                self.start_fh_thread(fh)
+                return
+            if self.in_error and spy.PYSPY_ERROR_DETAIL.match(line):
+                return
+        elif first == "F":
+            if ptb.FH_START.match(line):
+                self.new_process(None, None, "faulthandler")
+                return
+        elif first == "-":
+            if spy.SEPARATOR.match(line):  # --subprocesses: a rule between the processes
+                self.thread = None
+                self.rule_after = self.proc
+                return
+        elif first == "E" or first == "e":
+            if spy.PYSPY_ERROR.match(line):
+                if self.error(line):
+                    return
+            elif ptb.FH_NOISE.match(line):
+                return
+            else:
+                named = ptb.TB_THREAD.match(line)
+                if named is not None:
+                    self.tb_name = named.group("name")
+                    return
+        elif first == "D":
+            if line in ptb.TB_CHAINED:
+                self.tb_chained = True
+                return
+        elif first == "R":
+            if self.in_error and spy.PYSPY_ERROR_DETAIL.match(line):
+                return
+        elif first == "/":
+            if self.proc is None or self.proc.threads or " " not in line.strip():
+                return  # py-spy 0.1 printed the interpreter path before "Python version"
+        if self.pasted(line, line, lineno):
+            return
+        self.skip(lineno, line)
+
+    def indented(self, line: str, lineno: int) -> None:  # noqa: C901 - one dispatch per indented form
+        if line.startswith(("  File ", "    File ")):
+            tb = ptb.TB_FRAME.match(line)
+            if tb is not None:
+                self.traceback_frame(tb.group("func"), tb.group("file"), int(tb.group("line")))
+                return
+        if self.tb is not None:
+            repeated = ptb.TB_REPEATED.match(line)
+            if repeated is not None:  # Python folds recursion: the frame above, N more times
+                if self.tb.frames:
+                    extra = min(int(repeated.group("n")), ptb.MAX_REPEATED - self.tb_repeated)
+                    self.tb_repeated += max(extra, 0)
+                    self.tb.frames.extend(replace(self.tb.frames[-1]) for _ in range(extra))
+                return
+            if self.tb.frames and self.tb.frames[-1].code is None and line.startswith("    "):
+                if not ptb.TB_NOISE.match(line):
+                    self.tb.frames[-1].code = line.strip()[:300]  # the frame's source line
+                return
+            if ptb.TB_NOISE.match(line):
+                return
+        thread = self.thread
+        if thread is not None:
+            # "    func (file:line)" (py-spy), "\t func (file:line)" (py-spy 0.1)
+            if (line.startswith("    ") and line[4] != " ") or line[0] == "\t":
+                if self.frame(line, lineno):
+                    return
+            if line.startswith("  File "):
+                fh = ptb.FH_FRAME.match(line)
+                if fh is not None:
+                    lno = fh.group("line")
+                    thread.frames.append(Frame(function=fh.group("func"), file=fh.group("file"),
+                                               line=int(lno) if lno.isdigit() else None))
+                    return
+            if self.locals_target is not None:
+                local = spy.LOCAL.match(line)
+                if local is not None:
+                    self.locals_target[local.group("name")] = local.group("repr")
+                    return
+            if thread.frames and spy.LOCALS_HEADER.match(line):
+                frame = thread.frames[-1]
+                if frame.locals is None:
+                    frame.locals = {}
+                self.locals_target = frame.locals
+                return
+        if self.in_error and spy.PYSPY_ERROR_DETAIL.match(line):
+            return
+        if ptb.FH_NOISE.match(line) or ptb.TB_NOISE.match(line):
+            return
+        if self.pasted(line.strip(), line, lineno):
+            return
+        self.skip(lineno, line)
+
+
+    def pasted(self, body: str, line: str, lineno: int) -> bool:
+        """A bare frame, a `...` elision, an arrow chain or a thread name alone on its line."""
+        if pastes.ELISION.match(body):
+            self.count("elided")
+            return True
+        if body.startswith("File "):
+            tb = ptb.TB_FRAME.match(body)
+            if tb is not None:
+                self.traceback_frame(tb.group("func"), tb.group("file"), int(tb.group("line")))
+                self.tb_flat = line is body
+                return True
+        loose = pastes.loose_frame(body)
+        if loose is not None and (self.thread is not None or not _SPACE.search(loose[0])):
+            self.add_loose_frame(*loose)  # a new thread opens only on a function-like name (no spaces)
+            return True
+        chain = pastes.arrow_chain(body)
+        if chain is not None:
+            name, items, reversed_ = chain
+            proc = self.loose_process()
+            thread = Thread(name=name or self.pending_name)
+            thread.frames = [self.make_frame(f, file, lno) for f, file, lno in items]
+            proc.threads.append(thread)
+            self.thread, self.loose, self.pending_name = None, False, None
+            self.count("arrows")
+            if reversed_:
+                self.count("arrows-reversed")
+            return True
+        if line is body or not line.startswith("    "):
+            named = pastes.NAME_HEADER.match(body)
+            if named is not None:
+                self.thread, self.loose = None, False
+                self.pending_name = named.group("name")
+                return True
+        return False
+
+
+    def add_loose_frame(self, func: str, file: str, line: int | None) -> None:
+        thread = self.thread
+        if thread is None:
+            proc = self.loose_process()
+            thread = Thread(name=self.pending_name)
+            proc.threads.append(thread)
+            self.thread, self.loose, self.pending_name = thread, True, None
+            self.count("loose")
+        thread.frames.append(self.make_frame(func, file, line))
+
+    def fence(self, line: str, lineno: int) -> None:
+        """A Markdown fence ends the thread being read; a header may follow on its line."""
+        self.thread, self.loose, self.pending_name = None, False, None
+        self.fence_closed = self.proc is not None
+        rest = line.lstrip("`~").strip()
+        if rest.startswith(_HEADERS):
+            self.line(rest, lineno)
+
