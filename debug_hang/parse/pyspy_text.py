@@ -46,6 +46,79 @@ _FRAME_CACHE_MAX = 200_000
 class PySpyText(ReaderState):
     """Headers, threads and frames of py-spy's text output and of the tools that wrap it."""
 
+    def pyspy_line(self, line: str) -> bool:  # noqa: C901 - one branch per header py-spy prints
+        """A py-spy line at column 0: process, Python version, thread, error, `ray stack` header."""
+        first = line[0]
+        if first == "T":
+            thread = THREAD.match(line)
+            if thread is not None:
+                self.start_thread(thread)
+                return True
+        elif first == "P":
+            proc = PROCESS.match(line)
+            if proc is not None:
+                self.start_pyspy_process(int(proc.group("pid")), proc.group("title"))
+                return True
+            py = PYTHON.match(line)
+            if py is not None and self.proc is not None and self.proc.python is None:
+                self.proc.python = py.group("ver")
+                return True
+            parent = PARENT.match(line)
+            if parent is not None and self.proc is not None:
+                self.proc.parent_pid = int(parent.group("pid"))
+                self.proc.role = self.proc.role or "child"
+                return True
+            old = OLD_PYTHON.match(line)
+            if old is not None:
+                self.start_old_pyspy(old.group("ver"))
+                return True
+            return PYSPY_ERROR.match(line) is not None and self.error(line)
+        elif first == "S":
+            ray = RAY_STACK.match(line)
+            if ray is not None:
+                self.start_ray_stack(ray.group("ps"))
+                return True
+        elif first == "-":
+            if SEPARATOR.match(line):  # --subprocesses: a rule between the processes
+                self.thread = None
+                self.rule_after = self.proc
+                return True
+        elif first == "E" or first == "e":
+            if PYSPY_ERROR.match(line) is None:
+                return False
+            if self.proc is None:  # py-spy failed before printing any header: known by its details
+                self.orphan_error = line.strip()
+            return self.error(line)
+        elif first == "/":
+            # py-spy 0.1 printed the interpreter path before "Python version"
+            return self.proc is None or bool(self.proc.threads) or " " not in line.strip()
+        if first in "SCR" and PYSPY_ERROR_DETAIL.match(line) is not None:
+            if self.orphan_error is not None:  # `Stack backtrace:` / `Caused by:`: it was py-spy's
+                self.new_process(None, None, "py-spy-text").error = self.orphan_error
+                self.orphan_error, self.in_error = None, True
+            return self.in_error
+        return False
+
+    def pyspy_indented(self, line: str, lineno: int) -> bool:
+        """Under a thread: `    func (file:line)` (py-spy), `\t func (file:line)` (0.1), locals."""
+        thread = self.thread
+        assert thread is not None
+        if (line.startswith("    ") and line[4] != " ") or line[0] == "\t":
+            if self.frame(line, lineno):
+                return True
+        if self.locals_target is not None:
+            local = LOCAL.match(line)
+            if local is not None:
+                self.locals_target[local.group("name")] = local.group("repr")
+                return True
+        if thread.frames and LOCALS_HEADER.match(line):
+            frame = thread.frames[-1]
+            if frame.locals is None:
+                frame.locals = {}
+            self.locals_target = frame.locals
+            return True
+        return False
+
     def start_ray_stack(self, ps: str) -> None:
         fields = ps.split(None, 10)
         pid = int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None

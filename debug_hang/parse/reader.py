@@ -15,16 +15,18 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from debug_hang.model import Frame, Process, Thread
+from debug_hang.model import Process, Thread
 from debug_hang.parse import pastes
 from debug_hang.parse import pyspy_text as spy
 from debug_hang.parse import python_tb as ptb
-from debug_hang.parse.collective_text import collective_facts
+from debug_hang.parse.collective_text import CollectiveMessages
 from debug_hang.parse.frames import python_from_paths
+from debug_hang.parse.native import NativeStacks
 from debug_hang.parse.pastes import MAX_LINE
 from debug_hang.parse.pyspy_json import JsonDumps
 from debug_hang.parse.pyspy_text import PySpyText
 from debug_hang.parse.python_tb import PythonTracebacks
+from debug_hang.parse.recipes import ThreadDumpRecipes
 
 # Lines that begin a dump: they end a traceback instead of being read as its exception line.
 _HEADERS = ("Traceback", "Process ", "Thread ", "Thread(", "Stack ", "Current thread", "```", "~~~",
@@ -33,7 +35,7 @@ _HEADERS = ("Traceback", "Process ", "Thread ", "Thread(", "Stack ", "Current th
 _SPACE = re.compile(r"\s")
 
 
-class Reader(PySpyText, JsonDumps, PythonTracebacks):
+class Reader(NativeStacks, PySpyText, JsonDumps, PythonTracebacks, ThreadDumpRecipes, CollectiveMessages):
     """Reads one text: `run()` returns its processes; `collectives` the per-rank facts it found."""
 
     def run(self) -> list[Process]:
@@ -69,6 +71,8 @@ class Reader(PySpyText, JsonDumps, PythonTracebacks):
 
     def finish(self) -> None:
         self.end_traceback()
+        self.end_pybt()
+        self.end_mismatch()
         if self.skipped:
             assert self.first_skipped is not None
             ln, sample = self.first_skipped
@@ -114,22 +118,16 @@ class Reader(PySpyText, JsonDumps, PythonTracebacks):
                                  "a lost `<module>` name -> `?`)")
 
 
-    def line(self, line: str, lineno: int) -> None:  # noqa: C901 - one flat dispatch on the 1st char
+    def line(self, line: str, lineno: int) -> None:
+        """Give one line to the reader of the form it starts or continues."""
         self.last_unknown = False
         if line[:1] == ">" and not line.startswith(">>>"):  # a Markdown quote (`> ` per level)
             line = pastes.QUOTE.sub("", line, count=1)
         if not line:
             self.blank()
             return
-        if "Detected mismatch between collectives" in line:
-            facts = collective_facts(line, lineno)
-            self.collectives.extend(facts)
-            if facts and self.tb is None:
-                return
-        if "(pid=" in line and "ray::" in line:
-            origin = ptb.RAY_ORIGIN.search(line)
-            if origin is not None:
-                self.ray_origin = origin
+        if self.message_line(line, lineno):
+            return
         first = line[0]
         if first == " " or first == "\t":
             if not (line.startswith("  ! pid ") and self.node_dump_line(line)):
@@ -137,157 +135,75 @@ class Reader(PySpyText, JsonDumps, PythonTracebacks):
             return
         if (first == "=" or first == "#") and self.node_dump_line(line):
             return
-        if self.tb is not None:
-            tb = ptb.TB_FRAME.match(line)
-            if tb is not None:  # a traceback pasted without its indentation
-                self.traceback_frame(tb.group("func"), tb.group("file"), int(tb.group("line")))
-                self.tb_flat = True
-                return
-            if (self.tb_flat and self.tb.frames and self.tb.frames[-1].code is None
-                    and not line.startswith(_HEADERS) and not ptb.EXCEPTION_LINE.match(line)):
-                self.tb.frames[-1].code = line.strip()[:300]
-                return
-            self.end_traceback()
-            if not line.startswith(_HEADERS):
-                return  # the exception line that ends every traceback
+        if self.tb is not None and self.traceback_goes_on(line):
+            return
         self.locals_target = None
-        if first == "`" or first == "~":
-            if line.startswith(("```", "~~~")):
-                self.fence(line, lineno)
-                return
-        elif first == "T":
-            if line == ptb.TRACEBACK_START:
-                self.start_traceback()
-                return
-            thread = spy.THREAD.match(line)
-            if thread is not None:
-                self.start_thread(thread)
-                return
-            fh = ptb.FH_THREAD.match(line)
-            if fh is not None:
-                self.start_fh_thread(fh)
-                return
-            if ptb.FH_START.match(line):
-                self.new_process(None, None, "faulthandler")
-                return
-            if line in ptb.TB_CHAINED:
-                self.tb_chained = True
-                return
-        elif first == "P":
-            proc = spy.PROCESS.match(line)
-            if proc is not None:
-                self.start_pyspy_process(int(proc.group("pid")), proc.group("title"))
-                return
-            py = spy.PYTHON.match(line)
-            if py is not None and self.proc is not None and self.proc.python is None:
-                self.proc.python = py.group("ver")
-                return
-            parent = spy.PARENT.match(line)
-            if parent is not None and self.proc is not None:
-                self.proc.parent_pid = int(parent.group("pid"))
-                self.proc.role = self.proc.role or "child"
-                return
-            old = spy.OLD_PYTHON.match(line)
-            if old is not None:
-                self.start_old_pyspy(old.group("ver"))
-                return
-            if spy.PYSPY_ERROR.match(line) and self.error(line):
-                return
-        elif first == "S":
-            ray = spy.RAY_STACK.match(line)
-            if ray is not None:
-                self.start_ray_stack(ray.group("ps"))
-                return
-            if ptb.FH_STACK.match(line):
-                self.start_fh_thread(None)
-                return
-            if self.in_error and spy.PYSPY_ERROR_DETAIL.match(line):
-                return
-        elif first == "C":
-            fh = ptb.FH_THREAD.match(line)
-            if fh is not None:
-                self.start_fh_thread(fh)
-                return
-            if self.in_error and spy.PYSPY_ERROR_DETAIL.match(line):
-                return
-        elif first == "F":
-            if ptb.FH_START.match(line):
-                self.new_process(None, None, "faulthandler")
-                return
-        elif first == "-":
-            if spy.SEPARATOR.match(line):  # --subprocesses: a rule between the processes
-                self.thread = None
-                self.rule_after = self.proc
-                return
-        elif first == "E" or first == "e":
-            if spy.PYSPY_ERROR.match(line):
-                if self.error(line):
-                    return
-            elif ptb.FH_NOISE.match(line):
-                return
-            else:
-                named = ptb.TB_THREAD.match(line)
-                if named is not None:
-                    self.tb_name = named.group("name")
-                    return
-        elif first == "D":
-            if line in ptb.TB_CHAINED:
-                self.tb_chained = True
-                return
-        elif first == "R":
-            if self.in_error and spy.PYSPY_ERROR_DETAIL.match(line):
-                return
-        elif first == "/":
-            if self.proc is None or self.proc.threads or " " not in line.strip():
-                return  # py-spy 0.1 printed the interpreter path before "Python version"
-        if self.pasted(line, line, lineno):
+        if (first == "`" or first == "~") and line.startswith(("```", "~~~")):
+            self.fence(line, lineno)
+            return
+        if (self.native_line(line) or self.pyspy_line(line) or self.python_line(line)
+                or self.recipe_header(line) or self.pasted(line, line, lineno)):
             return
         self.skip(lineno, line)
 
-    def indented(self, line: str, lineno: int) -> None:  # noqa: C901 - one dispatch per indented form
-        if line.startswith(("  File ", "    File ")):
+    def message_line(self, line: str, lineno: int) -> bool:
+        """Facts written in messages (a collective mismatch; where a RayTaskError ran): read
+        wherever they are; True when the line is only that message."""
+        if self.mismatch_lines is not None:
+            if self.mismatch_continues(line, lineno):
+                return True
+        if "Detected mismatch between collectives" in line:
+            if self.mismatch_starts(line, lineno) and self.tb is None:
+                return True
+        elif self.progress_line(line, lineno) and self.tb is None:
+            return True
+        if "(pid=" in line and "ray::" in line:
+            origin = ptb.RAY_ORIGIN.search(line)
+            if origin is not None:
+                self.ray_origin = origin
+        return False
+
+    def traceback_goes_on(self, line: str) -> bool:
+        """A line at column 0 while a traceback is open: its frame (pasted without indentation),
+        its source line, or the exception line that ends it (consumed)."""
+        assert self.tb is not None
+        tb = ptb.TB_FRAME.match(line)
+        if tb is not None:  # a traceback pasted without its indentation
+            self.traceback_frame(tb.group("func"), tb.group("file"), int(tb.group("line")))
+            self.tb_flat = True
+            return True
+        fh = ptb.FH_FRAME.match(line)
+        if fh is not None:
+            self.fh_frame(fh)
+            return True
+        if (self.tb_flat and self.tb.frames and self.tb.frames[-1].code is None
+                and not line.startswith(_HEADERS) and not ptb.EXCEPTION_LINE.match(line)):
+            self.tb.frames[-1].code = line.strip()[:300]
+            return True
+        ends_exception = self.proc is not None and self.proc.source == "traceback" \
+            and (not self.tb_order.endswith("?") or ptb.EXCEPTION_LINE.match(line) is not None)
+        self.end_traceback()
+        return ends_exception and not line.startswith(_HEADERS)  # the exception line ending it
+
+    def indented(self, line: str, lineno: int) -> None:
+        """An indented line: a frame, a source line, locals, a native dumper's line."""
+        if (self.native_kind is not None or self.pybt is not None) and self.native_line(line):
+            return
+        if self.tb is not None and self.traceback_detail(line):
+            return
+        if line.lstrip().startswith("File"):
             tb = ptb.TB_FRAME.match(line)
             if tb is not None:
                 self.traceback_frame(tb.group("func"), tb.group("file"), int(tb.group("line")))
                 return
-        if self.tb is not None:
-            repeated = ptb.TB_REPEATED.match(line)
-            if repeated is not None:  # Python folds recursion: the frame above, N more times
-                if self.tb.frames:
-                    extra = min(int(repeated.group("n")), ptb.MAX_REPEATED - self.tb_repeated)
-                    self.tb_repeated += max(extra, 0)
-                    self.tb.frames.extend(replace(self.tb.frames[-1]) for _ in range(extra))
+            fh = ptb.FH_FRAME.match(line)
+            if fh is not None:
+                self.fh_frame(fh)
                 return
-            if self.tb.frames and self.tb.frames[-1].code is None and line.startswith("    "):
-                if not ptb.TB_NOISE.match(line):
-                    self.tb.frames[-1].code = line.strip()[:300]  # the frame's source line
-                return
-            if ptb.TB_NOISE.match(line):
-                return
-        thread = self.thread
-        if thread is not None:
-            # "    func (file:line)" (py-spy), "\t func (file:line)" (py-spy 0.1)
-            if (line.startswith("    ") and line[4] != " ") or line[0] == "\t":
-                if self.frame(line, lineno):
-                    return
-            if line.startswith("  File "):
-                fh = ptb.FH_FRAME.match(line)
-                if fh is not None:
-                    lno = fh.group("line")
-                    thread.frames.append(Frame(function=fh.group("func"), file=fh.group("file"),
-                                               line=int(lno) if lno.isdigit() else None))
-                    return
-            if self.locals_target is not None:
-                local = spy.LOCAL.match(line)
-                if local is not None:
-                    self.locals_target[local.group("name")] = local.group("repr")
-                    return
-            if thread.frames and spy.LOCALS_HEADER.match(line):
-                frame = thread.frames[-1]
-                if frame.locals is None:
-                    frame.locals = {}
-                self.locals_target = frame.locals
-                return
+        if self.thread is not None and self.pyspy_indented(line, lineno):
+            return
+        if line[:9] == "  thread " and self.native_line(line):  # lldb's threads after the first
+            return
         if self.in_error and spy.PYSPY_ERROR_DETAIL.match(line):
             return
         if ptb.FH_NOISE.match(line) or ptb.TB_NOISE.match(line):
@@ -296,13 +212,31 @@ class Reader(PySpyText, JsonDumps, PythonTracebacks):
             return
         self.skip(lineno, line)
 
+    def traceback_detail(self, line: str) -> bool:
+        """Inside a traceback: a folded recursion, the frame's source line, `^^^` markers."""
+        assert self.tb is not None
+        repeated = ptb.TB_REPEATED.match(line)
+        if repeated is not None:  # Python folds recursion: the frame above, N more times
+            if self.tb.frames:
+                extra = min(int(repeated.group("n")), ptb.MAX_REPEATED - self.tb_repeated)
+                self.tb_repeated += max(extra, 0)
+                self.tb.frames.extend(replace(self.tb.frames[-1]) for _ in range(extra))
+            return True
+        if self.tb.frames and self.tb.frames[-1].code is None and line.startswith(("    ", "  ")) \
+                and not line.lstrip().startswith("File"):
+            if line.startswith("    ") or self.proc is None or self.proc.source != "traceback" \
+                    or self.tb_order.endswith("?"):
+                if not ptb.TB_NOISE.match(line):
+                    self.tb.frames[-1].code = line.strip()[:300]  # the frame's source line
+                return True
+        return ptb.TB_NOISE.match(line) is not None
 
     def pasted(self, body: str, line: str, lineno: int) -> bool:
         """A bare frame, a `...` elision, an arrow chain or a thread name alone on its line."""
         if pastes.ELISION.match(body):
             self.count("elided")
             return True
-        if body.startswith("File "):
+        if body.startswith("File"):
             tb = ptb.TB_FRAME.match(body)
             if tb is not None:
                 self.traceback_frame(tb.group("func"), tb.group("file"), int(tb.group("line")))

@@ -12,7 +12,10 @@ from typing import Any
 
 from debug_hang.model import Frame, Process, Thread
 from debug_hang.parse import pastes
-from debug_hang.parse.frames import is_python_file
+from debug_hang.parse.frames import OUTER_FIRST, is_python_file, orientation
+
+# The interpreter's eval loop in a native stack: where gdb py-bt's Python frames belong.
+_EVAL_FRAME = re.compile(r"^_?PyEval_EvalFrame|^_PyEval_Vector$|^PyEval_EvalCode")
 
 
 class ReaderState:
@@ -26,6 +29,7 @@ class ReaderState:
         self.thread: Thread | None = None
         self.locals_target: dict[str, str] | None = None
         self.in_error = False
+        self.orphan_error: str | None = None  # a py-spy error line before any process header
         self.fh_seen: set[str] = set()
         self.fh_current = False
         self.rule_after: Process | None = None  # the process a --subprocesses rule followed
@@ -52,8 +56,22 @@ class ReaderState:
         self.partial_failed: set[int] = set()
         self.node_id: str | None = None  # the node of a run_on_each_ray_node.py --dump section
 
-        # Native backtraces (native.py): the frame number expected next in the thread being read.
+        # Native backtraces (native.py): the frame number expected next in the thread being read,
+        # the dumper of the current native process (gdb, eu, lldb), its threads by number, gdb's
+        # py-bt frames being read for the current thread.
         self.native_next = -1
+        self.native_kind: str | None = None
+        self.native_seen: dict[int, Thread] = {}
+        self.pybt: list[Frame] | None = None
+        self.pybt_merge = False
+        # Tracebacks: how the one being read was written (python_tb.INNER_FIRST / OUTER_FIRST,
+        # with `?` when no header said it); a sys._current_frames() recipe's thread header
+        # (name, id) waiting for its first frame line.
+        self.tb_order = "outer-first"
+        self.pending_thread: tuple[str | None, str | None] | None = None
+        # A collective-mismatch message wrapped over several lines, gathered until it is whole.
+        self.mismatch_lines: list[str] | None = None
+        self.mismatch_lineno = 0
 
     def count(self, what: str) -> None:
         self.counts[what] = self.counts.get(what, 0) + 1
@@ -61,12 +79,14 @@ class ReaderState:
     # -- process / thread bookkeeping -------------------------------------------------------
     def new_process(self, pid: int | None, title: str | None, source: str) -> Process:
         self.end_traceback()
+        self.end_pybt()
         proc = Process(pid=pid, title=title or None, source=source, node_id=self.node_id)
         self.processes.append(proc)
         self.proc, self.thread, self.locals_target, self.in_error = proc, None, None, False
         self.fh_seen, self.fh_current = set(), False
         self.rule_after = None
         self.loose, self.pending_name, self.fence_closed = False, None, False
+        self.native_kind, self.native_seen, self.pending_thread = None, {}, None
         return proc
 
     def loose_process(self) -> Process:
@@ -87,6 +107,9 @@ class ReaderState:
     def blank(self) -> None:
         self.locals_target = None
         self.pending_name = None
+        self.end_pybt()
+        if self.tb is not None and self.tb_order.endswith("?"):
+            self.end_traceback()  # a headerless list of frames ends at a blank line
         if self.loose:
             self.thread, self.loose = None, False
 
@@ -100,7 +123,30 @@ class ReaderState:
                      native=bool(file) and not is_python_file(file))
 
     def end_traceback(self) -> None:
-        if self.tb is not None:
-            self.tb.frames.reverse()  # tracebacks print outermost first; the model is innermost first
-            self.tb = None
+        """The traceback being read is complete: its frames go innermost first, as the model keeps
+        them (a header said how they were written, else their content or the dialect does)."""
+        tb = self.tb
+        if tb is None:
+            return
+        self.tb = None
+        order = self.tb_order
+        if order.endswith("?"):
+            order = orientation(tb.frames, order[:-1])
+            if order != self.tb_order[:-1]:
+                self.count("tb-reordered")
+        if order == OUTER_FIRST:
+            tb.frames.reverse()
 
+    def end_pybt(self) -> None:
+        """Put the gdb py-bt frames read into the thread: at its eval loop when it has native frames."""
+        frames, self.pybt = self.pybt, None
+        thread = self.thread
+        if not frames or thread is None:
+            return
+        self.count("py-bt")
+        native = thread.frames
+        if not native:
+            thread.frames = frames
+            return
+        at = next((i for i, f in enumerate(native) if f.native and _EVAL_FRAME.match(f.function)), len(native))
+        thread.frames = native[:at] + frames + native[at:]

@@ -17,7 +17,7 @@ _STREAM_PREFIX = re.compile(
     r"|\((?:(?P<name>[A-Za-z_][\w.:<>-]{0,200}) )?pid=(?P<pid>\d{1,10})"
     r"(?:, ip=(?P<ip>[0-9A-Fa-f.:]{1,64}))?(?:, [^()]{0,200})?\) ?"
 )
-_RAY_DEDUP = re.compile(r" ?\[repeated \d+x across cluster\]")
+_RAY_DEDUP = re.compile(r" ?\[repeated \d+x across cluster\](?: \(Ray deduplicates logs by default\.[^()]{0,300}\))?")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
@@ -56,6 +56,10 @@ def demux(text: str) -> list[Stream] | None:
                 match = _STREAM_PREFIX.match(head)
                 if match is not None:
                     line = line[match.end():]
+            if match is not None and line[:1] == "[":  # torchrun --tee over torch's own: `[default0]:[rank0]: `
+                inner = _STREAM_PREFIX.match(line[:_PREFIX_SPAN])
+                if inner is not None and inner.group("tag") is not None:
+                    line = line[inner.end():]
         if match is None:
             key, stream = "", streams.get("")
             if stream is None:

@@ -60,48 +60,68 @@ def names() -> dict[int, threading.Thread]:
     return {t.ident: t for t in threading.enumerate() if t.ident is not None}
 
 
-def dump(recipe: str, out: TextIO) -> None:
-    frames = sys._current_frames()
+def hash_thread(out: TextIO) -> None:
+    """The classic recipe, with its own %-formatting."""
     threads = names()
-    if recipe == "faulthandler":
-        faulthandler.dump_traceback(file=out, all_threads=True)
-    elif recipe == "stack-only":
-        faulthandler.dump_traceback(file=out, all_threads=False)
-    elif recipe == "print-stack":
-        traceback.print_stack(file=out)
-    elif recipe == "hash-thread":
-        code = []
-        for tid, stack in frames.items():
-            t = threads.get(tid)
-            code.append("\n# Thread: %s(%d)" % (t.name if t else "", tid))
-            for filename, lineno, name, line in traceback.extract_stack(stack):
-                code.append('File: "%s", line %d, in %s' % (filename, lineno, name))
-                if line:
-                    code.append("  %s" % (line.strip()))
-        out.write("\n".join(code) + "\n")
-    elif recipe == "format-list":
-        for tid, stack in frames.items():
-            out.write("thread {}:\n".format(threads.get(tid)))
-            out.write("".join(traceback.format_list(traceback.extract_stack(stack))) + "\n")
-    elif recipe == "dashes":
-        for tid, stack in frames.items():
-            out.write(f"\n-- Thread ID: {tid} ---\n")
-            out.write("".join(traceback.format_stack(stack)))
-    elif recipe == "hex-ids":
-        for tid, stack in frames.items():
-            t = threads.get(tid)
-            out.write(f"Thread {hex(tid)} ({t.name if t else '?'}):\n")
-            traceback.print_stack(stack, file=out)
-            out.write("\n")
-    elif recipe == "logging":
-        handler = logging.StreamHandler(out)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        log = logging.getLogger("watchdog")
-        log.addHandler(handler)
-        for tid, stack in frames.items():
-            t = threads.get(tid)
-            log.error("Thread %s (%d):\n%s", t.name if t else "?", tid, "".join(traceback.format_stack(stack)).rstrip())
-        handler.flush()
+    code = []
+    for tid, stack in sys._current_frames().items():
+        t = threads.get(tid)
+        code.append("\n# Thread: %s(%d)" % (t.name if t else "", tid))  # noqa: UP031
+        for filename, lineno, name, line in traceback.extract_stack(stack):
+            code.append('File: "%s", line %d, in %s' % (filename, lineno, name))  # noqa: UP031
+            if line:
+                code.append("  %s" % (line.strip()))  # noqa: UP031
+    out.write("\n".join(code) + "\n")
+
+
+def format_list(out: TextIO) -> None:
+    threads = names()
+    for tid, stack in sys._current_frames().items():
+        out.write(f"thread {threads.get(tid)}:\n")
+        out.write("".join(traceback.format_list(traceback.extract_stack(stack))) + "\n")
+
+
+def dashes(out: TextIO) -> None:
+    for tid, stack in sys._current_frames().items():
+        out.write(f"\n-- Thread ID: {tid} ---\n")
+        out.write("".join(traceback.format_stack(stack)))
+
+
+def hex_ids(out: TextIO) -> None:
+    threads = names()
+    for tid, stack in sys._current_frames().items():
+        t = threads.get(tid)
+        out.write(f"Thread {hex(tid)} ({t.name if t else '?'}):\n")
+        traceback.print_stack(stack, file=out)
+        out.write("\n")
+
+
+def log_threads(out: TextIO) -> None:
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    log = logging.getLogger("watchdog")
+    log.addHandler(handler)
+    threads = names()
+    for tid, stack in sys._current_frames().items():
+        t = threads.get(tid)
+        log.error("Thread %s (%d):\n%s", t.name if t else "?", tid, "".join(traceback.format_stack(stack)).rstrip())
+    handler.flush()
+
+
+RECIPES = {
+    "faulthandler": lambda out: faulthandler.dump_traceback(file=out, all_threads=True),
+    "stack-only": lambda out: faulthandler.dump_traceback(file=out, all_threads=False),
+    "print-stack": lambda out: traceback.print_stack(file=out),
+    "hash-thread": hash_thread,
+    "format-list": format_list,
+    "dashes": dashes,
+    "hex-ids": hex_ids,
+    "logging": log_threads,
+}
+
+
+def dump(recipe: str, out: TextIO) -> None:
+    RECIPES[recipe](out)
     out.flush()
 
 
