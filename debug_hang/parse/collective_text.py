@@ -80,7 +80,8 @@ def attach_collectives(processes: list[Process], facts: list[dict[str, Any]],
     for rank, fact in sorted(by_rank.items()):
         proc = next((p for p in processes if p.rank == rank), None)
         if proc is None:
-            proc = Process(rank=rank, source="torch-mismatch")
+            proc = Process(rank=rank, source="torch-mismatch" if fact.get("source") == _MISMATCH_SOURCE
+                           else "collective-facts")
             processes.append(proc)
             added.append(rank)
         proc.collective = {k: v for k, v in fact.items() if k != "rank"}
@@ -190,6 +191,30 @@ def _monitored_facts(line: str, lineno: int, reporter: int | None) -> list[dict[
     if reporter is not None:
         facts.append({"rank": reporter, "op": "BARRIER", "state": "timed out", "line": lineno,
                       "source": _MONITORED_SOURCE})
+    return facts
+
+
+def mismatch_in_text(text: str, streams_prefix: re.Pattern[str]) -> list[dict[str, Any]]:
+    """Mismatch messages wrapped over lines that lost their log prefix (a wrapped paste of a
+    prefixed log): each message joined with the lines after it, prefixes removed, until it names
+    two ranks. One pass over the lines; each line joins at most one message."""
+    facts: list[dict[str, Any]] = []
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        if _MISMATCH not in lines[i]:
+            i += 1
+            continue
+        parts = [lines[i][lines[i].find(_MISMATCH):]]
+        j = i + 1
+        while j < len(lines) and j - i < _WRAP_LINES and len(_RANK_RUNNING.findall(" ".join(parts))) < 2:
+            body = streams_prefix.sub("", lines[j], count=1).strip()
+            if not body:
+                break
+            parts.append(body)
+            j += 1
+        facts.extend(collective_facts(" ".join(parts)[:_WRAP_CHARS], i + 1))
+        i = max(j, i + 1)
     return facts
 
 

@@ -68,6 +68,19 @@ _MAX_ARGS = 8
 _MAX_ARG_CHARS = 200
 
 
+def pybt_native_frame(line: str) -> Frame | None:
+    """py-bt's lines for C code under Python: `  Waiting for the GIL`, `  <built-in method sleep of
+    module object at remote 0x..>` (a `_thread.lock.__enter__` is a Python lock taken in C)."""
+    if line == _PYBT_GIL:
+        return Frame(function="Waiting for the GIL", native=True)
+    builtin = _PYBT_BUILTIN.match(line)
+    if builtin is None:
+        return None
+    owner = builtin.group("owner")
+    name = builtin.group("name") if owner in (None, "module") else f"{owner}.{builtin.group('name')}"
+    return Frame(function=name, native=True)
+
+
 def is_stop_location(line: str) -> bool:
     """gdb's line for where it stopped on attach: `func (args) at file.c:57` (no `#N`)."""
     at = line.rfind(") at ")
@@ -362,14 +375,9 @@ class NativeStacks(ReaderState):
         if line.startswith("    ") and self.pybt and self.pybt[-1].code is None and not self.pybt[-1].native:
             self.pybt[-1].code = line.strip()[:300]
             return True
-        if line == _PYBT_GIL:
-            self.pybt.append(Frame(function="Waiting for the GIL", native=True))
-            return True
-        builtin = _PYBT_BUILTIN.match(line)
-        if builtin is not None:
-            owner = builtin.group("owner")
-            name = builtin.group("name") if owner in (None, "module") else f"{owner}.{builtin.group('name')}"
-            self.pybt.append(Frame(function=name, native=True))
+        special = pybt_native_frame(line)
+        if special is not None:
+            self.pybt.append(special)
             return True
         if line.startswith("  ") and _NATIVE_NOISE.match(line):
             return True

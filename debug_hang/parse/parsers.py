@@ -54,10 +54,10 @@ from typing import Any
 
 from debug_hang.errors import BadInputError
 from debug_hang.model import STACKS_SCHEMA, Process
-from debug_hang.parse.collective_text import attach_collectives
+from debug_hang.parse.collective_text import attach_collectives, mismatch_in_text
 from debug_hang.parse.frames import is_python_file, split_frame
 from debug_hang.parse.reader import Reader
-from debug_hang.parse.streams import Stream, demux
+from debug_hang.parse.streams import STREAM_PREFIX, Stream, demux
 
 __all__ = ["FORMATS_HELP", "decode_input", "is_python_file", "parse_bytes", "parse_path",
            "parse_text", "paused_gc", "renumber_samples", "split_frame"]
@@ -80,6 +80,7 @@ FORMATS_HELP = """input formats (auto-detected; several may follow each other in
                    `[rankN]: ` or Ray `(Name pid=N) ` line prefixes are read per source
   DIR              every file inside; a diagnose folder's stacks.json is used alone"""
 
+_MISMATCH_MARK = "Detected mismatch between collectives"
 # A directory holding this file is a diagnose collection folder: the file is authoritative.
 COLLECTION_STACKS_FILE = "stacks.json"
 # A folder member larger than this is not read (a core file beside the dumps, say): 1 GiB is
@@ -115,6 +116,8 @@ def parse_text(text: str, warnings: list[str] | None = None) -> list[Process]:
             facts = parser.collectives
         else:
             processes, facts = _parse_streams(streams, sink)
+        if _MISMATCH_MARK in text and len({f.get("rank") for f in facts if "shapes" in f or "dtypes" in f}) < 2:
+            facts = facts + mismatch_in_text(text, STREAM_PREFIX)  # wrapped across prefixed lines
         if facts:
             attach_collectives(processes, facts, sink)
         renumber_samples(processes)
@@ -147,6 +150,9 @@ def _parse_streams(streams: list[Stream], warnings: list[str]) -> tuple[list[Pro
                     proc.task_name = stream.name
             proc.node_ip = proc.node_ip or stream.node_ip
         processes.extend(procs)
+        for fact in parser.collectives:  # a watchdog line says its rank, or its prefix does
+            if fact.get("rank") is None and stream.rank is not None:
+                fact["rank"] = stream.rank
         facts.extend(parser.collectives)
         warnings.extend(f"{stream.key.rstrip(':')}: {w}" if stream.key else w for w in local)
     return processes, facts

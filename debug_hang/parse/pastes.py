@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 
+from debug_hang.parse.frames import strip_note
+
 # Characters of a line examined by any pattern: a stack line is < 1 KB; a collective mismatch
 # message ~1 KB per rank; longer lines are cut (and counted in a warning).
 MAX_LINE = 16384
@@ -25,6 +27,8 @@ _LOCATION = re.compile(
     r"^(?:[^()\s]*\.(?:py|pyx|pxi|pyi|pyw|so(?:\.[\d.]+)?|c|cc|cpp|h|rs)(?::\d+)?"
     r"|<(?:frozen [\w.]+|string|stdin)>(?::\d+)?)$"
 )
+# A frame in aligned columns: a function, two or more spaces, a Python file with a line number.
+_ALIGNED = re.compile(r"^(?P<func>[^\s()]{1,300}) {2,}(?P<loc>[^\s()]{1,1000}:\d{1,7})$")
 # A thread name alone on its line: `MainThread:`, `Thread-1 (FlushWorker):`, `AsyncIO Thread: default:`.
 NAME_HEADER = re.compile(r"^(?P<name>[A-Za-z_][\w.\-]*(?: [\w.\-()<>#]+){0,2}):$")
 ELISION = re.compile(r"^\s*(?:\.\.\.|…)(?:\s*[\[(]?\d+ (?:more )?frames?.*)?$")
@@ -50,9 +54,11 @@ QUOTE = re.compile(r"^(?:> ?)+")
 
 
 def loose_frame(body: str) -> tuple[str, str, int | None] | None:
-    """`func (file:line)` with a file-like location → (func, file, line); None otherwise."""
+    """`func (file:line)` with a file-like location → (func, file, line), or the same aligned in
+    columns (`func    path/file.py:50`); a poster's note after it is dropped; None otherwise."""
+    body = strip_note(body)
     if not body.endswith(")"):
-        return None
+        return aligned_frame(body)
     at = body.rfind(" (")
     if at < 0:
         if not body.startswith("("):
@@ -60,12 +66,23 @@ def loose_frame(body: str) -> tuple[str, str, int | None] | None:
         at = -1  # ` (file:line)` whose function Markdown removed (`<module>`)
     loc = body[at + 2:-1]
     if not _LOCATION.match(loc):
+        if " " in loc and at > 0:  # `func (file.py:12) (some note)`: the note is not the location
+            return loose_frame(body[:at])
         return None
     func = body[:at].strip() if at >= 0 else ""
     file, sep, tail = loc.rpartition(":")
     if sep and tail.isdigit():
         return func, file, int(tail)
     return func, loc, None
+
+
+def aligned_frame(body: str) -> tuple[str, str, int | None] | None:
+    """`func    path/to/file.py:50` (columns a poster aligned) → (func, file, line)."""
+    match = _ALIGNED.match(body)
+    if match is None or not _LOCATION.match(match.group("loc")):
+        return None
+    file, _, line = match.group("loc").rpartition(":")
+    return match.group("func"), file, int(line)
 
 
 def arrow_chain(line: str) -> tuple[str | None, list[tuple[str, str, int | None]], bool] | None:

@@ -147,7 +147,9 @@ class PythonTracebacks(ReaderState):
                 self.proc.title = f"ray::{origin.group('name')}"
                 self.proc.node_ip = origin.group("ip")
         assert self.tb is not None
-        self.tb.frames.append(self.make_frame(func, file, line))
+        frame = self.make_frame(func, file, line)
+        frame.native = False  # a traceback lists Python frames only (`bin/torchrun` is Python too)
+        self.tb.frames.append(frame)
 
     def start_recipe_thread(self, pending: tuple[str | None, str | None], order: str) -> None:
         """A thread of a `sys._current_frames()` recipe: threads of one dump share a process."""

@@ -20,8 +20,8 @@ from debug_hang.parse import pastes
 from debug_hang.parse import pyspy_text as spy
 from debug_hang.parse import python_tb as ptb
 from debug_hang.parse.collective_text import CollectiveMessages
-from debug_hang.parse.frames import python_from_paths
-from debug_hang.parse.native import NativeStacks
+from debug_hang.parse.frames import INNER_FIRST, python_from_paths
+from debug_hang.parse.native import NativeStacks, pybt_native_frame
 from debug_hang.parse.pastes import MAX_LINE
 from debug_hang.parse.pyspy_json import JsonDumps
 from debug_hang.parse.pyspy_text import PySpyText
@@ -213,8 +213,14 @@ class Reader(NativeStacks, PySpyText, JsonDumps, PythonTracebacks, ThreadDumpRec
         self.skip(lineno, line)
 
     def traceback_detail(self, line: str) -> bool:
-        """Inside a traceback: a folded recursion, the frame's source line, `^^^` markers."""
+        """Inside a traceback: a folded recursion, the frame's source line, `^^^` markers, and in
+        py-bt's innermost-first form the C code under Python (`Waiting for the GIL`)."""
         assert self.tb is not None
+        if self.tb_order == INNER_FIRST:
+            special = pybt_native_frame(line)
+            if special is not None:
+                self.tb.frames.append(special)
+                return True
         repeated = ptb.TB_REPEATED.match(line)
         if repeated is not None:  # Python folds recursion: the frame above, N more times
             if self.tb.frames:

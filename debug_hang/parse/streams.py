@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 # Characters examined for a log prefix at the start of a line.
 _PREFIX_SPAN = 300
 
-_STREAM_PREFIX = re.compile(
+STREAM_PREFIX = _STREAM_PREFIX = re.compile(
     r"\[(?P<tag>rank|default)(?P<num>\d{1,7})\]: ?"
     r"|\((?:(?P<name>[A-Za-z_][\w.:<>-]{0,200}) )?pid=(?P<pid>\d{1,10})"
     r"(?:, ip=(?P<ip>[0-9A-Fa-f.:]{1,64}))?(?:, [^()]{0,200})?\) ?"
