@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from debug_hang.analyse.collectives import mismatches
+from debug_hang.analyse.collectives import mismatches, progress_findings
 from debug_hang.analyse.patterns import ProcessVerdict, ThreadMatch, catalog, load_catalog, match_process
 from debug_hang.errors import EXIT_CODES_HELP, EXIT_OK, BadInputError
 from debug_hang.model import STACKS_SCHEMA, Process, stacks_from_dict
@@ -92,7 +92,7 @@ def to_document(verdicts: list[ProcessVerdict], show_all: bool,
                                "rank": p.rank, "verdict": v.verdict, "pattern": v.pattern, "threads": threads}
         if p.collective:
             row["collective"] = p.collective
-        if reasons and p.rank in reasons and p.collective:
+        if reasons and p.rank in reasons:
             row["reason"] = reasons[p.rank]
         out.append(row)
     counts = Counter(v.pattern or v.verdict for v in verdicts)
@@ -126,6 +126,24 @@ def collective_mismatch_match(verdict: ProcessVerdict) -> ThreadMatch:
     return ThreadMatch("collective-mismatch", 0.9, None, None)
 
 
+def collective_progress_match(verdict: ProcessVerdict, pattern: str) -> ThreadMatch:
+    """A rank the NCCL watchdog / desync report / monitored_barrier facts place: `collective-wait`
+    keeps the rank's collective frame when its stack shows one; `collective-skipped` keeps the
+    frame where its stack waits instead (what keeps it out of the collective)."""
+    main = verdict.main
+    frame, index, user = (main.frame, main.frame_index, main.user_frame) if main is not None else (None, None, None)
+    also = [main.pattern] if main is not None and main.pattern not in ("unknown", pattern) else []
+    return ThreadMatch(pattern, 0.9, frame, index, also=also, user_frame=user)
+
+
+def fact_only_ranks(processes: list[Process], progress: dict[int, tuple[str, str]]) -> list[ProcessVerdict]:
+    """Rows for ranks the facts name that the input has no process for (a rank that never reports)."""
+    present = {p.rank for p in processes if p.rank is not None}
+    return [ProcessVerdict(Process(rank=rank, source="collective-facts"), [], "blocked",
+                           ThreadMatch(pattern, 0.8, None, None))
+            for rank, (pattern, _) in sorted(progress.items()) if rank not in present]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     patterns = load_catalog(args.catalog) if args.catalog else None
@@ -134,11 +152,17 @@ def main(argv: list[str] | None = None) -> int:
         raise BadInputError(f"{args.input}: no stacks found")
     verdicts = [match_process(p, patterns) for p in processes[: args.max_processes]]
     reported = mismatches(processes)
+    progress = progress_findings(processes)
     for v in verdicts:
         if v.process.rank in reported and v.process.collective:
             v.main = collective_mismatch_match(v)
             v.verdict = "blocked"
-    doc = to_document(verdicts, args.all, reported)
+        elif v.process.rank in progress:
+            v.main = collective_progress_match(v, progress[v.process.rank][0])
+            v.verdict = "blocked"
+    reasons = {**{r: why for r, (_, why) in progress.items()}, **reported}
+    verdicts += fact_only_ranks(processes, progress)
+    doc = to_document(verdicts, args.all, reasons)
     if len(processes) > args.max_processes:
         doc["truncated"] = f"{len(processes) - args.max_processes} more processes not shown (--max-processes)"
     print(json.dumps(doc, indent=1) if args.format == "json" else render_summary(doc))
