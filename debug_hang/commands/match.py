@@ -18,7 +18,8 @@ MATCHES_SCHEMA = "debug-hang/matches/v1"
 DESCRIPTION = """Match stacks against the hang-pattern catalog (references/patterns.yaml).
 
 INPUT is a parse_stacks.py JSON document (debug-hang/stacks/v1), a diagnose output folder, or any
-stack dump parse_stacks.py reads (py-spy text/JSON, ray stack, faulthandler); `-` reads stdin.
+stack dump parse_stacks.py reads (py-spy text/JSON, ray stack, faulthandler, tracebacks, gdb,
+eu-stack, lldb, NCCL watchdog lines; see parse_stacks.py --help); `-` reads stdin.
 For each thread: the matching pattern, its confidence and the deciding frame; for each process a
 verdict: blocked (on a pattern), busy, idle, unknown. Threads that match nothing are `unknown`,
 never forced into a pattern. Ray housekeeping threads are hidden unless --all."""

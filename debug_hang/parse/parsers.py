@@ -1,38 +1,30 @@
 """Read every stack format responders paste into one model: `Process` → `Thread` → `Frame`.
 
-Formats (auto-detected, and mixed freely in one input, back to back):
+The entry points (`parse_text`, `parse_bytes`, `parse_path`) decode the input and hand it to the
+one dispatcher, `reader.Reader`, which gives each line to the reader of its family (merged logs
+are first split per source by `streams`). Formats (auto-detected, mixed freely, back to back):
 
-- `py-spy-text`: `py-spy dump` text, current layout (`Process N: title`, `Python vX (exe)`,
-  `Thread N (idle|active|active+gil): "name"`, frames `func (file:line)`), with `--native` frames,
-  `--locals` blocks (`Arguments:`/`Locals:`; `Arguments::` in py-spy 0.2), `--subprocesses`
-  sections (a dashed rule, `Parent Process N: ...`), and py-spy's own error output.
-- `py-spy-text-0.1`: py-spy 0.1's `--dump` layout (exe path, `Python version X`,
-  `Thread 0xADDR[/TID] (idle)`, tab-indented frames) — what old `ray stack` pastes show.
-- `py-spy-json`: `py-spy dump --json` (a list of threads), read by `pyspy.processes_from_pyspy_json`.
-- `ray-stack`: `ray stack` output: `Stack dump for <ps aux line>` then py-spy text per worker.
-- `faulthandler`: Python's `faulthandler` (`Thread 0x... (most recent call first):`,
-  `Current thread 0x...`, `  File "x.py", line N in func`), from `dump_traceback[_later]`,
-  `register(signal)` or a fatal error.
-- `stacks-v1`: a `debug-hang/stacks/v1` JSON document (`model.stacks_from_dict`).
+- `py-spy-text` / `py-spy-text-0.1` / `ray-stack` / node dumps (`pyspy_text`): py-spy 0.1-0.4 text
+  with `--native`, `--locals`, `--subprocesses` and py-spy's own errors; `ray stack`'s sections;
+- `py-spy-json` / `stacks-v1` (`pyspy_json`): JSON documents, cut short or not;
+- `faulthandler` / `traceback` (`python_tb`): faulthandler's sections (also unindented, or with no
+  thread header), tracebacks written outermost first (`most recent call last`) or innermost first
+  (`most recent call first`, gdb's py-bt), headerless frame lists ordered from their content;
+- `thread-dump` (`recipes`): `sys._current_frames()` recipes (`# Thread: name(id)`,
+  `-- Thread ID: N ---`, `thread <Thread(...)>:`, `Thread 0x7f.. (name):`, log-prefixed);
+- `gdb` / `eu-stack` / `lldb` (`native`): gdb `bt`, `thread apply all bt [full]`, `py-bt` (merged
+  into the same threads), typed sessions and the gstack/pstack filter, eu-stack [-v], lldb
+  `bt [all]`: every frame `native: true`;
+- pasted forms (`pastes`, best effort, each assumption said in a warning): Markdown fences,
+  rendered Markdown, bare or column-aligned frames, notes after a frame, `...` elisions, arrow
+  chains, names alone on a line; merged logs with `[rankN]:`, `[defaultN]:[rankN]:` or Ray
+  `(Name pid=N)` prefixes read per source;
+- collective facts (`collective_text`): TORCH_DISTRIBUTED_DEBUG=DETAIL mismatches (on a line, in
+  a traceback, wrapped), ProcessGroupNCCL watchdog and heartbeat lines, the desync report,
+  monitored_barrier: per-rank `Process.collective` facts, on the process of that rank when the
+  input has one, else on a process with the rank and no thread (no stack is invented).
 
-And what people paste (best effort, `pastes.py`; each assumption is said in a warning):
-
-- any of the above inside Markdown fences, the first header possibly on the fence line;
-- `traceback`: Python tracebacks (innermost frame = where the thread was when it raised, e.g. a
-  KeyboardInterrupt in a hung wait), chained ones in one process;
-- `frames`: frames with no process header (the dashboard's Stack Trace view, a trimmed paste),
-  indented or not; `Thread (idle): "name"` without its id; a thread name alone on its line
-  (`MainThread:`) over bare frames; `...` for elided frames; `a → b → c` arrow chains (function
-  names only; read innermost first unless the chain visibly starts at an entry point);
-- dumps rendered as Markdown and copied back (`<module>` lost, `logging/init.py`);
-- merged logs whose lines carry a source prefix (`[rank1]: `, `(RayTrainWorker pid=123) `): read
-  per source, each process given that rank or pid;
-- `torch-mismatch`: TORCH_DISTRIBUTED_DEBUG=DETAIL "Detected mismatch between collectives": each
-  rank it names gets a `Process.collective` fact (op, sequence number, shapes) — on the process of
-  that rank when the input has one, else on a process with the rank and no thread (no stack is
-  invented).
-
-Frames are innermost first, as every one of these dumpers prints them. A thread without a known
+Frames are innermost first in the model whatever order the input used. A thread without a known
 process or thread id is still a thread (pid/thread_id None). Unknown lines between dumps (shell
 prompts, log lines) are skipped; input with no dump at all, binary or empty input raises
 `BadInputError`. A dump cut short is parsed as far as it goes, with a warning. Every input is read
@@ -67,17 +59,28 @@ FORMATS_HELP = """input formats (auto-detected; several may follow each other in
   py-spy-text-0.1  py-spy 0.1 `--dump` (Thread 0xADDR (idle), tab-indented frames)
   py-spy-json      py-spy dump --json
   ray-stack        `ray stack` ("Stack dump for <ps line>" + py-spy text per worker)
-  faulthandler     Python faulthandler (dump_traceback, dump_traceback_later, register, crash)
+  faulthandler     Python faulthandler (dump_traceback[_later], register, crash), also with its
+                   indentation stripped or no thread header
   stacks-v1        debug-hang/stacks/v1 JSON (what parse_stacks.py and diagnose write)
-  traceback        Python tracebacks ("Traceback (most recent call last):"), e.g. a Ctrl-C
-                   KeyboardInterrupt in the hung wait; the innermost frame is the blocking one
+  traceback        Python tracebacks: "most recent call last" (a Ctrl-C KeyboardInterrupt in the
+                   hung wait) and "most recent call first" (gdb py-bt); File lines with no header
+                   (traceback.print_stack) are ordered by their content
+  thread-dump      sys._current_frames() recipes: `# Thread: name(id)`, `-- Thread ID: N ---`,
+                   `thread <Thread(name, started N)>:`, `Thread 0x7f.. (name):`, in log lines
+  gdb              gdb `bt`, `thread apply all bt [full]`, `thread apply all py-bt` (merged into
+                   the native threads), a typed gdb session, pstack/gstack; C++ names demangled
+  eu-stack         elfutils eu-stack -p PID [-v]
+  lldb             lldb `bt` / `bt all` (`thread backtrace all`)
   frames           frame lists without headers (dashboard Stack Trace view, trimmed pastes),
-                   `Thread (idle): "name"` without id, `MainThread:` over bare frames, `...`
+                   `Thread (idle): "name"` without id, `MainThread:` over bare frames, frames in
+                   aligned columns, notes after frames (`<- blocks`, `(some note)`), `...`
                    elisions, `a -> b -> c` / `a → b → c` chains (function names only)
-  torch-mismatch   TORCH_DISTRIBUTED_DEBUG=DETAIL "Detected mismatch between collectives":
-                   a per-rank fact (op, sequence number, shapes) in each process's "collective"
+  collective facts TORCH_DISTRIBUTED_DEBUG=DETAIL "Detected mismatch between collectives" (alone,
+                   in a traceback, wrapped), NCCL watchdog timeouts and progress ("last enqueued
+                   work"), the desync report, monitored_barrier: per-rank facts in "collective"
   pasted forms     any of these inside ``` fences or rendered Markdown; merged logs with
-                   `[rankN]: ` or Ray `(Name pid=N) ` line prefixes are read per source
+                   `[rankN]: `, `[defaultN]:[rankN]: ` or Ray `(Name pid=N) ` prefixes are read
+                   per source
   DIR              every file inside; a diagnose folder's stacks.json is used alone"""
 
 _MISMATCH_MARK = "Detected mismatch between collectives"
@@ -92,8 +95,8 @@ _SNIFF_BYTES = 65536
 _BINARY_RATIO = 0.10
 
 _NO_DUMP = ("no stack dump recognised in the input (expected py-spy text or JSON, `ray stack`, "
-            "faulthandler, a Python traceback, `func (file:line)` frame lines or "
-            "debug-hang/stacks/v1 JSON; see --help for the formats)")
+            "faulthandler, a Python traceback, gdb/pstack/eu-stack/lldb backtraces, "
+            "`func (file:line)` frame lines or debug-hang/stacks/v1 JSON; see --help for the formats)")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
