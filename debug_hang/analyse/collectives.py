@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.model import Process
 
 _COMPARED = ("op", "shapes", "dtypes")
@@ -42,14 +43,14 @@ def _describe(fact: dict[str, Any]) -> str:
 
 
 # -- progress facts: NCCL watchdog, desync report, monitored_barrier --------------------------
-LAGGING = "collective-skipped"  # the rank is not in the collective its peers wait in
-WAITING = "collective-wait"
+LAGGING: PatternId = "collective-skipped"  # the rank is not in the collective its peers wait in
+WAITING: PatternId = "collective-wait"
 # At most this share of the reporting ranks is named for never reporting: a log holding the lines
 # of a few ranks only says nothing about the others.
 _GAP_SHARE = 0.25
 
 
-def progress_findings(processes: list[Process]) -> dict[int, tuple[str, str]]:
+def progress_findings(processes: list[Process]) -> dict[int, tuple[PatternId, str]]:
     """rank → (pattern, reason) from the per-rank progress facts parse/collective_text reads:
     the ranks PyTorch's desync report or monitored_barrier names, the ranks whose last enqueued
     work is behind the collective the others timed out in, and the ranks that never report while
@@ -57,7 +58,7 @@ def progress_findings(processes: list[Process]) -> dict[int, tuple[str, str]]:
     `collective-wait`."""
     facts = {p.rank: p.collective for p in processes if p.rank is not None and p.collective
              and _is_progress(p.collective)}
-    out: dict[int, tuple[str, str]] = {}
+    out: dict[int, tuple[PatternId, str]] = {}
     for rank, fact in sorted(facts.items()):
         if fact.get("lagging"):
             out[rank] = (LAGGING, f"{fact.get('source')} names rank {rank}: {fact['lagging']}")
@@ -86,7 +87,7 @@ def _is_progress(fact: dict[str, Any]) -> bool:
 
 
 def _never_reported(processes: list[Process], facts: dict[int, dict[str, Any]],
-                    timed: dict[int, dict[str, Any]], target: int, out: dict[int, tuple[str, str]]) -> None:
+                    timed: dict[int, dict[str, Any]], target: int, out: dict[int, tuple[PatternId, str]]) -> None:
     """Ranks with no watchdog line while others timed out: a process of that rank in the input
     with no progress fact, or a few ranks missing between the ranks that reported."""
     if not timed or not any(f.get("sequence") is not None for f in timed.values()):

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from debug_hang.model import Frame, Process, Thread
+from debug_hang.model import Frame, Process, StackSource, Thread
 
 if TYPE_CHECKING:
     from debug_hang.analyse.patterns import ThreadMatch
 
 GIL_WAIT = "gil-wait"
 # Dumpers that print every thread of the process (a traceback or a bare `bt` shows one).
-_ALL_THREADS = frozenset({"py-spy-text", "py-spy-text-0.1", "py-spy-json", "ray-stack", "stacks-v1",
+_ALL_THREADS: frozenset[StackSource] = frozenset({"py-spy-text", "py-spy-text-0.1", "py-spy-json", "ray-stack", "stacks-v1",
                           "node-stacks-v1", "node-dump", "gdb", "eu-stack", "lldb", "thread-dump"})
 # Native frames of the system and of runtimes, never the job's own code.
 _SYSTEM_PREFIXES = ("/usr/", "/lib", "./", "../", "/build/", "/opt/conda/conda-bld/")

@@ -13,11 +13,12 @@ import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 import yaml
 
 from debug_hang.analyse.native_waits import mark_gil_holder, native_user_frame, shows_all_threads
+from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.errors import BadInputError
 from debug_hang.model import Frame, Process, Thread
 from debug_hang.paths import bundle_root
@@ -31,6 +32,10 @@ EDGES = ("submitted-tasks", "own-calls", "collective-peers", "placement-group",
 # cpu: how real CPU use (read on the node over the sampling window) bears on a stack reading.
 CPU_RULES = ("busy", "idle")
 # Files of the Python runtime and installed packages: never the job's own code.
+# A thread's reading: a catalog id, or "unknown" (no pattern recognises the stack).
+Reading = PatternId | Literal["unknown"]
+# A process's verdict from its threads' readings.
+ProcessState = Literal["blocked", "busy", "idle", "unknown", "error"]
 _LIBRARY_FILE = re.compile(r"(/site-packages/|/dist-packages/|/lib/python\d+\.\d+/|^<frozen )")
 
 
@@ -74,7 +79,7 @@ class FrameRule:
 
 @dataclass(frozen=True)
 class Pattern:
-    id: str
+    id: PatternId
     title: str
     kind: str
     detect: str
@@ -100,7 +105,7 @@ class Pattern:
     holds: tuple[FrameRule, ...] = ()
     # A benign reading is dropped when one of these patterns decides the thread at a frame further
     # in: what the thread waits on wins over where it runs.
-    overridden_by: tuple[str, ...] = ()
+    overridden_by: tuple[PatternId, ...] = ()
     # Kernel functions a thread sleeps in (its /proc wchan) that mean this wait (file-lock-wait).
     kernel_waits: tuple[re.Pattern[str], ...] = ()
     # Numbers this pattern's rule decides with (ages, in seconds), as data: {name: value}.
@@ -137,17 +142,17 @@ class Settings:
 class ThreadMatch:
     """A thread's classification: the best pattern, its deciding frame, and the runners-up."""
 
-    pattern: str  # a catalog id, or "unknown"
+    pattern: Reading
     confidence: float
     frame: Frame | None
     frame_index: int | None
-    also: list[str] = field(default_factory=list)
+    also: list[PatternId] = field(default_factory=list)
     user_frame: Frame | None = None  # the innermost frame of the job's own code, if any
     # What the wait is on when another thread of the process shows it (the GIL's holder).
     waits_for: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out = {
+        out: dict[str, Any] = {
             "pattern": self.pattern,
             "confidence": round(self.confidence, 2),
             "frame": _frame_dict(self.frame),
@@ -242,7 +247,7 @@ def load_catalog(path: Path | str = CATALOG_PATH) -> list[Pattern]:
             if not all(isinstance(item, str) for item in raw.get(key) or ()):
                 raise BadInputError(f"{where} ({pid}): every item of {key} must be text (quote items that contain ': ')")
         patterns.append(Pattern(
-            id=pid, title=str(raw["title"]), kind=raw["kind"], detect=raw["detect"],
+            id=cast(PatternId, pid), title=str(raw["title"]), kind=raw["kind"], detect=raw["detect"],
             meaning=str(raw["meaning"]).strip(), leads_to=str(raw["leads_to"]), edge=raw["edge"],
             root_causes=tuple(raw.get("root_causes") or ()), fixes=tuple(raw.get("fixes") or ()),
             references=tuple(raw.get("references") or ()), states=tuple(raw.get("states") or ()),
@@ -255,7 +260,7 @@ def load_catalog(path: Path | str = CATALOG_PATH) -> list[Pattern]:
             cpu=_cpu_rule(raw.get("cpu"), f"{where} ({pid})"),
             library_penalty=float(raw.get("library_penalty", 0.0)),
             holds=tuple(_rule(r, where) for r in stack.get("holds") or ()),
-            overridden_by=tuple(str(x) for x in stack.get("overridden_by") or ()),
+            overridden_by=tuple(cast(PatternId, str(x)) for x in stack.get("overridden_by") or ()),
             kernel_waits=tuple(_regex(r, where) for r in raw.get("kernel_waits") or ()),
             thresholds=_thresholds(raw.get("thresholds"), where),
             extend=bool(stack.get("extend", False)),
@@ -375,7 +380,7 @@ def match_thread(thread: Thread, patterns: list[Pattern] | None = None, single: 
 
 
 # Stack shape -> (pattern, confidence, deciding frame index, runners-up, job-code frame index).
-_SEEN: dict[tuple[Any, ...], tuple[str, float, int | None, tuple[str, ...], int | None]] = {}
+_SEEN: dict[tuple[Any, ...], tuple[Reading, float, int | None, tuple[PatternId, ...], int | None]] = {}
 _SEEN_MAX = 100_000
 
 
@@ -493,11 +498,11 @@ class ProcessVerdict:
 
     process: Process
     threads: list[tuple[Thread, ThreadMatch]]
-    verdict: str  # "blocked" | "busy" | "idle" | "unknown" | "error"
+    verdict: ProcessState
     main: ThreadMatch | None  # the thread match that decides the verdict
 
     @property
-    def pattern(self) -> str | None:
+    def pattern(self) -> Reading | None:
         return self.main.pattern if self.main else None
 
 
@@ -534,6 +539,7 @@ def match_process(proc: Process, patterns: list[Pattern] | None = None) -> Proce
 
     relevant.sort(key=rank)
     _, main = relevant[0]
+    verdict: ProcessState
     if main.pattern == "busy-loop" or (main.pattern == "unknown" and relevant[0][0].active):
         verdict = "busy"
     elif main.pattern == "unknown":
@@ -545,11 +551,11 @@ def match_process(proc: Process, patterns: list[Pattern] | None = None) -> Proce
 
 # Native readings that say only "waits on a lock or a condition": on a runtime thread of a Python
 # process they are that thread's idle point, not a finding.
-_GENERIC_NATIVE = ("native-lock-wait", "native-condition-wait")
+_GENERIC_NATIVE: tuple[PatternId, ...] = ("native-lock-wait", "native-condition-wait")
 
 
 def _runtime_thread(thread: Thread, match: ThreadMatch) -> ThreadMatch:
-    if match.pattern in _GENERIC_NATIVE and all(f.native for f in thread.frames):
+    if match.pattern != "unknown" and match.pattern in _GENERIC_NATIVE and all(f.native for f in thread.frames):
         return ThreadMatch("unknown", 0.0, None, None, also=[match.pattern])
     return match
 

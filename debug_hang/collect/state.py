@@ -16,7 +16,7 @@ import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from debug_hang.errors import UnreachableError
 from debug_hang.snapshot import Snapshot
@@ -310,7 +310,7 @@ class ProgressReading:
     """
 
     rows: list[dict[str, Any]] = field(default_factory=list)
-    mode: str = "full"
+    mode: Literal["full", "by-id"] = "full"
     error: str | None = None
     cut: dict[str, int] | None = None  # ListResult.completeness() of a list that came back cut
     notes: list[str] = field(default_factory=list)
@@ -323,7 +323,7 @@ class ProgressReading:
 
 def progress_reading(client: DashboardClient, job_id: str, before: list[dict[str, Any]],
                      history_cut: bool, deadline: Deadline | None = None) -> ProgressReading:
-    """Read the job's tasks again for the progress comparison (analyse.verdict.detect_progress).
+    """Read the job's tasks again for the progress comparison (analyse.analysis.detect_progress).
 
     While the job's history fits one listing (`history_cut` False: the first reading of its rows
     was whole), list every task of the job, as always. Otherwise — or when that listing comes

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from debug_hang.analyse.collectives import mismatches, progress_findings
+from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.analyse.patterns import ProcessVerdict, ThreadMatch, catalog, load_catalog, match_process
 from debug_hang.errors import EXIT_CODES_HELP, EXIT_OK, BadInputError
 from debug_hang.model import STACKS_SCHEMA, Process, stacks_from_dict
@@ -127,17 +128,18 @@ def collective_mismatch_match(verdict: ProcessVerdict) -> ThreadMatch:
     return ThreadMatch("collective-mismatch", 0.9, None, None)
 
 
-def collective_progress_match(verdict: ProcessVerdict, pattern: str) -> ThreadMatch:
+def collective_progress_match(verdict: ProcessVerdict, pattern: PatternId) -> ThreadMatch:
     """A rank the NCCL watchdog / desync report / monitored_barrier facts place: `collective-wait`
     keeps the rank's collective frame when its stack shows one; `collective-skipped` keeps the
     frame where its stack waits instead (what keeps it out of the collective)."""
     main = verdict.main
     frame, index, user = (main.frame, main.frame_index, main.user_frame) if main is not None else (None, None, None)
-    also = [main.pattern] if main is not None and main.pattern not in ("unknown", pattern) else []
+    also: list[PatternId] = [main.pattern] if main is not None and main.pattern != "unknown" \
+        and main.pattern != pattern else []
     return ThreadMatch(pattern, 0.9, frame, index, also=also, user_frame=user)
 
 
-def fact_only_ranks(processes: list[Process], progress: dict[int, tuple[str, str]]) -> list[ProcessVerdict]:
+def fact_only_ranks(processes: list[Process], progress: dict[int, tuple[PatternId, str]]) -> list[ProcessVerdict]:
     """Rows for ranks the facts name that the input has no process for (a rank that never reports)."""
     present = {p.rank for p in processes if p.rank is not None}
     return [ProcessVerdict(Process(rank=rank, source="collective-facts"), [], "blocked",

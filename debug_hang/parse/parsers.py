@@ -36,12 +36,9 @@ nesting is not recursed into.
 
 from __future__ import annotations
 
-import gc
 import os
 import re
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from debug_hang.errors import BadInputError
@@ -50,9 +47,10 @@ from debug_hang.parse.collective_text import attach_collectives, mismatch_in_tex
 from debug_hang.parse.frames import is_python_file, split_frame
 from debug_hang.parse.reader import Reader
 from debug_hang.parse.streams import STREAM_PREFIX, Stream, demux
+from debug_hang.perf import paused_gc
 
 __all__ = ["FORMATS_HELP", "decode_input", "is_python_file", "parse_bytes", "parse_path",
-           "parse_text", "paused_gc", "renumber_samples", "split_frame"]
+           "parse_text", "renumber_samples", "split_frame"]
 
 FORMATS_HELP = """input formats (auto-detected; several may follow each other in one file):
   py-spy-text      py-spy dump (0.2 to 0.4 layouts), with --native, --locals, --subprocesses
@@ -276,16 +274,3 @@ def renumber_samples(processes: list[Process]) -> None:
         if proc.pid is not None:
             proc.title = proc.title or titles.get(proc.pid)
             proc.python = proc.python or pythons.get(proc.pid)
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while building millions of acyclic objects: its
-    repeated full scans of the growing heap cost a third of the time of a 10k-process parse."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()

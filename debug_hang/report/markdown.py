@@ -18,7 +18,7 @@ from debug_hang.analyse.flight_recorder import describe
 from debug_hang.analyse.graph import proc_key
 from debug_hang.analyse.patterns import catalog
 from debug_hang.model import Frame, Process
-from debug_hang.redact import code_span, fence, md_cell, md_inline, strip_controls
+from debug_hang.untrusted import code_span, fence, md_cell, md_inline, strip_controls
 
 if TYPE_CHECKING:
     from debug_hang.analyse.diagnosis import Diagnosis
