@@ -77,8 +77,12 @@ def attach_collectives(processes: list[Process], facts: list[dict[str, Any]],
         for key, value in fact.items():
             merged.setdefault(key, value)
     added = []
+    of_rank: dict[int, Process] = {}
+    for p in processes:
+        if p.rank is not None:
+            of_rank.setdefault(p.rank, p)
     for rank, fact in sorted(by_rank.items()):
-        proc = next((p for p in processes if p.rank == rank), None)
+        proc = of_rank.get(rank)
         if proc is None:
             proc = Process(rank=rank, source="torch-mismatch" if fact.get("source") == _MISMATCH_SOURCE
                            else "collective-facts")
