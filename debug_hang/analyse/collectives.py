@@ -92,11 +92,11 @@ def _never_reported(processes: list[Process], facts: dict[int, dict[str, Any]],
     with no progress fact, or a few ranks missing between the ranks that reported."""
     if not timed or not any(f.get("sequence") is not None for f in timed.values()):
         return  # only a watchdog's own timeout says which collective the others are in
-    reported = set(facts)
+    reported = set(timed)  # ranks whose own watchdog timed out
     present = {p.rank for p in processes if p.rank is not None}
-    silent = present - reported
+    silent = present - set(facts)
     if len(reported) >= 3:
-        gaps = set(range(max(reported) + 1)) - reported - present
+        gaps = set(range(max(reported) + 1)) - set(facts) - present
         if gaps and len(gaps) <= max(1, int(len(reported) * _GAP_SHARE)):
             silent |= gaps
     for rank in sorted(silent):

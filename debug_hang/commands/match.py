@@ -10,7 +10,7 @@ from typing import Any
 
 from debug_hang.analyse.collectives import mismatches, progress_findings
 from debug_hang.analyse.pattern_ids import PatternId
-from debug_hang.analyse.patterns import ProcessVerdict, ThreadMatch, catalog, load_catalog, match_process
+from debug_hang.analyse.patterns import Pattern, ProcessVerdict, ThreadMatch, catalog, load_catalog, match_process
 from debug_hang.errors import EXIT_CODES_HELP, EXIT_OK, BadInputError
 from debug_hang.model import STACKS_SCHEMA, Process, stacks_from_dict
 
@@ -147,13 +147,11 @@ def fact_only_ranks(processes: list[Process], progress: dict[int, tuple[PatternI
             for rank, (pattern, _) in sorted(progress.items()) if rank not in present]
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    patterns = load_catalog(args.catalog) if args.catalog else None
-    processes = latest_samples(load_processes(args.input))
-    if not processes:
-        raise BadInputError(f"{args.input}: no stacks found")
-    verdicts = [match_process(p, patterns) for p in processes[: args.max_processes]]
+def classify(processes: list[Process], patterns: list[Pattern] | None = None,
+             max_processes: int | None = None) -> tuple[list[ProcessVerdict], dict[int, str]]:
+    """Each process's verdict, with what the collective facts of the input say about its rank
+    (a mismatch PyTorch reported, a watchdog's sequence numbers), and rank → why."""
+    verdicts = [match_process(p, patterns) for p in processes[:max_processes]]
     reported = mismatches(processes)
     progress = progress_findings(processes)
     for v in verdicts:
@@ -164,7 +162,16 @@ def main(argv: list[str] | None = None) -> int:
             v.main = collective_progress_match(v, progress[v.process.rank][0])
             v.verdict = "blocked"
     reasons = {**{r: why for r, (_, why) in progress.items()}, **reported}
-    verdicts += fact_only_ranks(processes, progress)
+    return verdicts + fact_only_ranks(processes, progress), reasons
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    patterns = load_catalog(args.catalog) if args.catalog else None
+    processes = latest_samples(load_processes(args.input))
+    if not processes:
+        raise BadInputError(f"{args.input}: no stacks found")
+    verdicts, reasons = classify(processes, patterns, args.max_processes)
     doc = to_document(verdicts, args.all, reasons)
     if len(processes) > args.max_processes:
         doc["truncated"] = f"{len(processes) - args.max_processes} more processes not shown (--max-processes)"

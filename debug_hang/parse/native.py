@@ -91,8 +91,9 @@ def is_stop_location(line: str) -> bool:
 
 def split_call(text: str, spaced: bool) -> tuple[str, str | None]:
     """`name (args)` → (name, args); `name(args)` when not `spaced` (lldb) and the group holds
-    `=` or nothing. The argument list is the last top-level parenthesised group, found by one
-    backward scan (C++ names keep their own parentheses: `wait<...>(std::unique_lock<...>&)`)."""
+    `=` (else it is the signature of a function without debug information). The argument list
+    is the last top-level parenthesised group, found by one backward scan (C++ names keep their
+    own parentheses: `wait<...>(std::unique_lock<...>&)`)."""
     text = text.rstrip()
     if not text.endswith(")"):
         return text, None
@@ -110,7 +111,7 @@ def split_call(text: str, spaced: bool) -> tuple[str, str | None]:
                     if not head.endswith(" "):
                         return text, None
                     return head.rstrip(), args
-                if args and "=" not in args:
+                if "=" not in args:  # `std::thread::join()`: the signature, not arguments
                     return text, None
                 return head, args
     return text, None
