@@ -424,3 +424,15 @@ def test_damaged_native_captures_parse_and_match_or_fail_cleanly(text: str) -> N
         return
     json.dumps([p.collective for p in procs])
     classify(procs)
+
+
+def test_the_report_shows_a_culprits_native_frames_and_who_waits_for_its_gil() -> None:
+    from debug_hang.analyse.graph import proc_key
+    from debug_hang.report.markdown import native_lines
+
+    proc = one("gil/py-spy-native.txt")
+    lines = list(native_lines([match_process(proc)], proc_key(proc)))
+    text = "\n".join(lines)
+    assert "native frames of thread c-extension (innermost first):" in text
+    assert "pthread_mutex_lock (libc.so.6)" in text and "ffi_call (libffi.so.8.1.2)" in text
+    assert "3 other thread(s) wait for the GIL, held by thread 25620 (c-extension): MainThread, holder, ticker" in text

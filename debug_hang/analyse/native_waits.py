@@ -52,21 +52,28 @@ def mark_gil_holder(matched: list[tuple[Thread, ThreadMatch]]) -> Thread | None:
         # No native frames to show the waits: py-spy's mark of a thread that owns the GIL while
         # it is off the CPU (blocked in a C call that kept it) is the holder when other threads
         # of the process stand idle in Python code.
-        idle_python = [t for t, _ in matched if t is not owner and t.active is False
+        idle_python = [(t, m) for t, m in matched if t is not owner and t.active is False
                        and any(not f.native for f in t.frames)]
-        return owner if owner is not None and owner.active is False and idle_python else None
+        if owner is None or owner.active is not False or not idle_python:
+            return None
+        for _, match in idle_python:  # nothing in the process runs Python until the GIL is back
+            match.waits_for = match.waits_for or f"the GIL, held by {_who(owner)}, once its own wait ends"
+        return owner
     holder = owner
     if holder is None:
         running = [t for t, m in matched if m.pattern != GIL_WAIT and _runs_python(t)]
         holder = running[0] if len(running) == 1 else None
     if holder is None:
         return None
-    who = f"thread {holder.name or holder.thread_id or '?'}"
-    if holder.name and holder.thread_id and holder.name != holder.thread_id:
-        who = f"thread {holder.thread_id} ({holder.name})"
     for match in waiters:
-        match.waits_for = f"the GIL, held by {who}"
+        match.waits_for = f"the GIL, held by {_who(holder)}"
     return holder
+
+
+def _who(thread: Thread) -> str:
+    if thread.name and thread.thread_id and thread.name != thread.thread_id:
+        return f"thread {thread.thread_id} ({thread.name})"
+    return f"thread {thread.name or thread.thread_id or '?'}"
 
 
 def _runs_python(thread: Thread) -> bool:
