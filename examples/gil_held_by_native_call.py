@@ -58,7 +58,7 @@ class FeatureStore:
     def _refresher(self) -> None:
         self._releasing.pthread_mutex_lock(self._cache_mutex)
         self._rebuilding.set()
-        for round_ in range(10_000):  # a slow rebuild with the cache locked
+        for _ in range(10_000):  # a slow rebuild with the cache locked
             self._features = {k: v + 1 for k, v in self._features.items()}
             time.sleep(0.05)
         self._releasing.pthread_mutex_unlock(self._cache_mutex)
