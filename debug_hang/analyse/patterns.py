@@ -52,6 +52,7 @@ class FrameRule:
     without_python: bool = False  # only in a stack with no Python frame (gdb's bt without py-bt)
     below_job_code: bool = False  # a native frame called directly by a Python frame of the job's code
     without_native: bool = False  # a Python rule read only when the stack has no native frame
+    caller: re.Pattern[str] | None = None  # searched in "function file" of the frame that called it
 
     def matches(self, frame: Frame) -> bool:
         if not frame.file and self.file:
@@ -191,6 +192,7 @@ def _rule(raw: dict[str, Any], where: str) -> FrameRule:
             without_python=bool(raw.get("without_python", False)),
             below_job_code=bool(raw.get("below_job_code", False)),
             without_native=bool(raw.get("without_native", False)),
+            caller=re.compile(raw["caller"]) if raw.get("caller") else None,
         )
     except re.error as exc:
         raise BadInputError(f"{where}: invalid regular expression: {exc}") from None
@@ -447,13 +449,20 @@ def _deciding_frame(pattern: Pattern, thread: Thread, frames: list[tuple[int, Fr
     stack = thread.frames
     for pos, (i, f) in enumerate(natives):
         caller = stack[i + 1] if i + 1 < len(stack) else None
-        if any(r.matches(f) and (not r.below_python or (caller is not None and not caller.native))
-               and (not r.below_job_code or (caller is not None and not caller.native and not is_library(caller)))
-               for r in native_rules):
+        if any(r.matches(f) and _called_as(r, caller) for r in native_rules):
             if pattern.extend:
                 pos = _extend(natives, pos, native_rules)
             return natives[pos][0], natives[pos][1], natives
     return None
+
+
+def _called_as(rule: FrameRule, caller: Frame | None) -> bool:
+    """The conditions a native rule puts on the frame that called the matched one."""
+    if rule.below_python and (caller is None or caller.native):
+        return False
+    if rule.below_job_code and (caller is None or caller.native or is_library(caller)):
+        return False
+    return rule.caller is None or (caller is not None and rule.caller.search(f"{caller.function} {caller.file}") is not None)
 
 
 def _extend(natives: list[tuple[int, Frame]], pos: int, rules: list[FrameRule]) -> int:

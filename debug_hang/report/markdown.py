@@ -91,7 +91,11 @@ def native_lines(verdicts: list[ProcessVerdict], key: str) -> Iterator[str]:
     if verdict is None or verdict.main is None:
         return
     thread = next((t for t, m in verdict.threads if m is verdict.main), None)
-    natives = [f for f in thread.frames if f.native][:MAX_NATIVE_FRAMES] if thread is not None else []
+    natives: list[Frame] = []
+    for frame in thread.frames if thread is not None else []:
+        if not frame.native or len(natives) >= MAX_NATIVE_FRAMES:
+            break  # the wait's own native frames: those under the innermost Python frame
+        natives.append(frame)
     if thread is not None and natives:
         yield f"  - native frames of thread {md_cell(thread.name or thread.thread_id or '?')} (innermost first):"
         yield from fence([f"{strip_controls(f.function, newlines=False)[:200]} ({strip_controls(f.short_file, newlines=False)}"
@@ -337,7 +341,7 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
         for c in cause.culprits[:MAX_CULPRITS]:
             if c.frame is not None and c.state != "idle":
                 yield (f"  - {md_cell(c.name)}: at {code_span(c.frame.function)} "
-                       f"({md_cell(c.frame.short_file)}:{c.frame.line})"
+                       f"({md_cell(c.frame.short_file)}{'' if c.frame.line is None else f':{c.frame.line}'})"
                        + (f": {code_span(c.frame.code)}" if c.frame.code else ""))
             source = _user_context(diag, c.key)
             if source:
