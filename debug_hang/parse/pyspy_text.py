@@ -46,7 +46,7 @@ _FRAME_CACHE_MAX = 200_000
 class PySpyText(ReaderState):
     """Headers, threads and frames of py-spy's text output and of the tools that wrap it."""
 
-    def pyspy_line(self, line: str) -> bool:  # noqa: C901 - one branch per header py-spy prints
+    def pyspy_line(self, line: str) -> bool:
         """A py-spy line at column 0: process, Python version, thread, error, `ray stack` header."""
         first = line[0]
         if first == "T":
@@ -55,24 +55,7 @@ class PySpyText(ReaderState):
                 self.start_thread(thread)
                 return True
         elif first == "P":
-            proc = PROCESS.match(line)
-            if proc is not None:
-                self.start_pyspy_process(int(proc.group("pid")), proc.group("title"))
-                return True
-            py = PYTHON.match(line)
-            if py is not None and self.proc is not None and self.proc.python is None:
-                self.proc.python = py.group("ver")
-                return True
-            parent = PARENT.match(line)
-            if parent is not None and self.proc is not None:
-                self.proc.parent_pid = int(parent.group("pid"))
-                self.proc.role = self.proc.role or "child"
-                return True
-            old = OLD_PYTHON.match(line)
-            if old is not None:
-                self.start_old_pyspy(old.group("ver"))
-                return True
-            return PYSPY_ERROR.match(line) is not None and self.error(line)
+            return self.pyspy_p_line(line)
         elif first == "S":
             ray = RAY_STACK.match(line)
             if ray is not None:
@@ -98,6 +81,27 @@ class PySpyText(ReaderState):
                 self.orphan_error, self.in_error = None, True
             return self.in_error
         return False
+
+    def pyspy_p_line(self, line: str) -> bool:
+        """`Process N: title`, `Python vX (exe)`, `Parent Process N`, `Python version X`, `Permission Denied`."""
+        proc = PROCESS.match(line)
+        if proc is not None:
+            self.start_pyspy_process(int(proc.group("pid")), proc.group("title"))
+            return True
+        py = PYTHON.match(line)
+        if py is not None and self.proc is not None and self.proc.python is None:
+            self.proc.python = py.group("ver")
+            return True
+        parent = PARENT.match(line)
+        if parent is not None and self.proc is not None:
+            self.proc.parent_pid = int(parent.group("pid"))
+            self.proc.role = self.proc.role or "child"
+            return True
+        old = OLD_PYTHON.match(line)
+        if old is not None:
+            self.start_old_pyspy(old.group("ver"))
+            return True
+        return PYSPY_ERROR.match(line) is not None and self.error(line)
 
     def pyspy_indented(self, line: str, lineno: int) -> bool:
         """Under a thread: `    func (file:line)` (py-spy), `\t func (file:line)` (0.1), locals."""

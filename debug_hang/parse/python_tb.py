@@ -50,27 +50,12 @@ MAX_REPEATED = 1000
 class PythonTracebacks(ReaderState):
     """faulthandler's per-thread sections and Python tracebacks, as threads."""
 
-    def python_line(self, line: str) -> bool:  # noqa: C901 - one branch per header Python prints
+    def python_line(self, line: str) -> bool:
         """A faulthandler or traceback line at column 0."""
         first = line[0]
         if first == "T":
-            if line == TRACEBACK_START:
-                self.start_traceback()
-                return True
-            if line == TRACEBACK_FIRST:  # gdb's py-bt, pasted without its gdb thread
-                self.start_traceback(INNER_FIRST)
-                return True
-            fh = FH_THREAD.match(line)
-            if fh is not None:
-                self.start_fh_thread(fh)
-                return True
-            if FH_START.match(line):
-                self.new_process(None, None, "faulthandler")
-                return True
-            if line in TB_CHAINED:
-                self.tb_chained = True
-                return True
-        elif first == "C":
+            return self.python_t_line(line)
+        if first == "C":
             fh = FH_THREAD.match(line)
             if fh is not None:
                 self.start_fh_thread(fh)
@@ -98,6 +83,27 @@ class PythonTracebacks(ReaderState):
             if line in TB_CHAINED:
                 self.tb_chained = True
                 return True
+        return False
+
+    def python_t_line(self, line: str) -> bool:
+        """`Traceback (...)`, faulthandler's `Thread 0x.. (most recent call first):` and
+        `Timeout (0:00:06)!`, `The above exception was the direct cause ...`."""
+        if line == TRACEBACK_START:
+            self.start_traceback()
+            return True
+        if line == TRACEBACK_FIRST:  # gdb's py-bt, pasted without its gdb thread
+            self.start_traceback(INNER_FIRST)
+            return True
+        fh = FH_THREAD.match(line)
+        if fh is not None:
+            self.start_fh_thread(fh)
+            return True
+        if FH_START.match(line):
+            self.new_process(None, None, "faulthandler")
+            return True
+        if line in TB_CHAINED:
+            self.tb_chained = True
+            return True
         return False
 
     def start_fh_thread(self, match: re.Match[str] | None) -> None:
