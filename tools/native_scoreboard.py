@@ -59,7 +59,7 @@ def labelled_files(labels: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
     for name, group in labels["groups"].items():
         files = [f"{name}/{f}.txt" for f in group["files"]] if "files" in group else \
-            [name if name.endswith(".log") else f"{name}.txt"]
+            [name if name.endswith((".log", ".json")) else f"{name}.txt"]
         for rel in files:
             out.setdefault(rel, []).extend(group["labels"])
     return out
@@ -110,7 +110,8 @@ def recorded_inputs() -> list[str]:
     out = []
     for path in sorted(NATIVE.rglob("*")):
         rel = path.relative_to(NATIVE).as_posix()
-        if path.is_file() and path.suffix in (".txt", ".log") and not rel.startswith("targets/") \
+        if path.is_file() and (path.suffix in (".txt", ".log") or path.name == "stacks.json") \
+                and not rel.startswith("targets/") \
                 and not path.name.startswith("commands"):
             out.append(rel)
     return out
@@ -123,6 +124,8 @@ def check() -> list[FileResult]:
 
 def _dumper(rel: str) -> str:
     name = Path(rel).stem
+    if rel.startswith("diagnose-native/"):
+        return "diagnose --native (stacks.json)"
     return "torchrun log" if rel.startswith("torch/") else ("reshaped paste" if rel.startswith("reshaped/") else name)
 
 
