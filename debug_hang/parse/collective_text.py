@@ -101,7 +101,8 @@ def attach_collectives(processes: list[Process], facts: list[dict[str, Any]],
 
 
 # -- ProcessGroupNCCL's watchdog and heartbeat monitor, the desync report, monitored_barrier ----
-_MARKERS = ("atchdog", "enqueued", "monitoredBarrier", "at collective", "lagging", "join", "dump signal")
+# Words one of these lines holds: a single search decides whether the patterns below are tried.
+MARKERS = _MARKERS = re.compile("atchdog|enqueued|monitoredBarrier|at collective|lagging|join|dump signal")
 _RANK_TAG = re.compile(r"(?:\[|\s)Rank (?P<rank>\d{1,7})\]")
 _WATCHDOG_TIMEOUT = re.compile(
     r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d{1,20}), OpType=(?P<op>\w{1,40})"
@@ -130,7 +131,7 @@ def _ranks(text: str) -> list[int]:
 def progress_facts(line: str, lineno: int) -> list[dict[str, Any]]:
     """Per-rank facts of one NCCL watchdog, desync-report or monitored_barrier line (the rank is
     the line's `[Rank R]`, or None: the log prefix's rank is given later)."""
-    if not any(m in line for m in _MARKERS):
+    if _MARKERS.search(line) is None:
         return []
     tag = _RANK_TAG.search(line)
     rank = int(tag.group("rank")) if tag is not None else None

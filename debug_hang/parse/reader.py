@@ -19,7 +19,7 @@ from debug_hang.model import Process, Thread
 from debug_hang.parse import pastes
 from debug_hang.parse import pyspy_text as spy
 from debug_hang.parse import python_tb as ptb
-from debug_hang.parse.collective_text import CollectiveMessages
+from debug_hang.parse.collective_text import MARKERS, CollectiveMessages
 from debug_hang.parse.frames import INNER_FIRST, python_from_paths
 from debug_hang.parse.native import NativeStacks, pybt_native_frame
 from debug_hang.parse.pastes import MAX_LINE
@@ -33,6 +33,8 @@ _HEADERS = ("Traceback", "Process ", "Thread ", "Thread(", "Stack ", "Current th
             "Fatal Python", "Timeout (", "During handling", "The above exception",
             "Exception in thread", "Python v", "Parent Process")
 _SPACE = re.compile(r"\s")
+# First characters of native dumpers' lines (gdb's frames and prompts, lldb's threads, notices).
+_NATIVE_FIRST = frozenset("#(*[AP")
 
 
 class Reader(NativeStacks, PySpyText, JsonDumps, PythonTracebacks, ThreadDumpRecipes, CollectiveMessages):
@@ -126,9 +128,13 @@ class Reader(NativeStacks, PySpyText, JsonDumps, PythonTracebacks, ThreadDumpRec
         if not line:
             self.blank()
             return
+        first = line[0]
+        if (first == " " and self.thread is not None and line[4:5] not in (" ", "\t", "") and line[:4] == "    "
+                and self.tb is None and self.pybt is None and self.native_kind is None
+                and self.mismatch_lines is None and self.frame(line, lineno)):
+            return  # the common case, a py-spy frame under its thread: nothing else to try
         if self.message_line(line, lineno):
             return
-        first = line[0]
         if first == " " or first == "\t":
             if not (line.startswith("  ! pid ") and self.node_dump_line(line)):
                 self.indented(line, lineno)
@@ -141,10 +147,19 @@ class Reader(NativeStacks, PySpyText, JsonDumps, PythonTracebacks, ThreadDumpRec
         if (first == "`" or first == "~") and line.startswith(("```", "~~~")):
             self.fence(line, lineno)
             return
-        if (self.native_line(line) or self.pyspy_line(line) or self.python_line(line)
-                or self.recipe_header(line) or self.pasted(line, line, lineno)):
+        if self.headers(first, line) or self.recipe_header(line) or self.pasted(line, line, lineno):
             return
         self.skip(lineno, line)
+
+    def headers(self, first: str, line: str) -> bool:
+        """The line's family by its first character: py-spy's headers (the most common) first; the
+        native dumpers' where their lines start (`#N`, `(gdb)`, `* thread`, `[Inferior`, `PID`),
+        and gdb's `Traceback (most recent call first)` inside a gdb thread before Python's."""
+        if first == "T":
+            return self.pyspy_line(line) or self.native_line(line) or self.python_line(line)
+        if first in _NATIVE_FIRST:
+            return self.native_line(line) or self.pyspy_line(line) or self.python_line(line)
+        return self.pyspy_line(line) or self.python_line(line) or self.native_line(line)
 
     def message_line(self, line: str, lineno: int) -> bool:
         """Facts written in messages (a collective mismatch; where a RayTaskError ran): read
@@ -155,7 +170,7 @@ class Reader(NativeStacks, PySpyText, JsonDumps, PythonTracebacks, ThreadDumpRec
         if "Detected mismatch between collectives" in line:
             if self.mismatch_starts(line, lineno) and self.tb is None:
                 return True
-        elif self.progress_line(line, lineno) and self.tb is None:
+        elif MARKERS.search(line) is not None and self.progress_line(line, lineno) and self.tb is None:
             return True
         if "(pid=" in line and "ray::" in line:
             origin = ptb.RAY_ORIGIN.search(line)
@@ -191,7 +206,7 @@ class Reader(NativeStacks, PySpyText, JsonDumps, PythonTracebacks, ThreadDumpRec
             return
         if self.tb is not None and self.traceback_detail(line):
             return
-        if line.lstrip().startswith("File"):
+        if "File" in line[:14]:
             tb = ptb.TB_FRAME.match(line)
             if tb is not None:
                 self.traceback_frame(tb.group("func"), tb.group("file"), int(tb.group("line")))
