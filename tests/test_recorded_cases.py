@@ -153,6 +153,23 @@ def test_a_full_queue_nobody_read_is_no_finding_while_a_process_is_free(monkeypa
     assert all(c.pattern != "queue-cycle" for c in diag.causes)
 
 
+def test_task_rows_only_the_second_reading_had_are_followed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN workers waiting on calls the State API showed only in its second reading
+    folder = ROOT / "tests" / "data" / "captures" / "late_task_rows"
+    diag = reanalyse(folder)
+    graph = diag.graph
+    workers = [k for k, n in graph.nodes.items() if n.name == "dp_worker"]
+    # THEN each worker's wait leads to the aggregator its call is on
+    assert workers and all(any(graph.nodes[e.dst].class_name == "GradientAggregator" for e in graph.out(k))
+                           for k in workers)
+    # (and without the second reading's rows, most of them would lead nowhere)
+    from debug_hang.analyse import analysis
+
+    monkeypatch.setattr(analysis, "with_late_rows", lambda rows, after: rows)
+    graph = reanalyse(folder).graph
+    assert sum(any(graph.nodes[e.dst].class_name == "GradientAggregator" for e in graph.out(k)) for k in workers) < len(workers)
+
+
 def test_cycle_case_names_every_member() -> None:
     case = ROOT / "tests" / "data" / "cases" / "actor_call_cycle"
     if not case.exists():
