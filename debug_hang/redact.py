@@ -27,9 +27,11 @@ Pure standard library: the node probe may import it.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import json
+import os
 import re
 import secrets
 import threading
@@ -633,13 +635,18 @@ class SafeStream(io.TextIOBase):
 
     Installed over sys.stdout and sys.stderr by the scripts (errors.run_main): what a script
     prints is redacted there once. A partial line waits for its newline (or flush/close), so
-    that a token is never split across two writes.
+    that a token is never split across two writes. When the reader goes away (`| head -1`: EPIPE),
+    the stream is `broken`: the write that found it raises BrokenPipeError, and so does every
+    later write (a loop printing forever ends); flushes do not raise, and the descriptor is pointed
+    at /dev/null so that what is still buffered, other threads and the interpreter's last flush
+    at exit make no noise ("Exception ignored ... BrokenPipeError").
     """
 
     def __init__(self, target: TextIO, redactor: Redactor = DEFAULT) -> None:
         super().__init__()
         self.target = target
         self.redactor = redactor
+        self.broken = False
         self._pending = ""
         self._lock = threading.Lock()
 
@@ -648,22 +655,51 @@ class SafeStream(io.TextIOBase):
 
     def write(self, text: str) -> int:
         with self._lock:
+            if self.broken:
+                raise BrokenPipeError(errno.EPIPE, "the reader of this stream went away")
             self._pending += text
             head, sep, tail = self._pending.rpartition("\n")
             if sep:
                 self._pending = tail
-                self.target.write(self.redactor.redact(strip_controls(head + sep)))
+                self._send(self.redactor.redact(strip_controls(head + sep)))
             elif len(self._pending) > MAX_PENDING:
-                self.target.write(self.redactor.redact(strip_controls(self._pending)))
+                self._send(self.redactor.redact(strip_controls(self._pending)))
                 self._pending = ""
         return len(text)
 
     def flush(self) -> None:
         with self._lock:
+            if self.broken:
+                return
             if self._pending:
-                self.target.write(self.redactor.redact(strip_controls(self._pending)))
+                self._send(self.redactor.redact(strip_controls(self._pending)))
                 self._pending = ""
-        self.target.flush()
+            try:
+                self.target.flush()
+            except BrokenPipeError:
+                self._reader_gone()
+
+    def _send(self, text: str) -> None:
+        try:
+            self.target.write(text)
+        except BrokenPipeError:
+            self._reader_gone()
+            raise
+
+    def _reader_gone(self) -> None:
+        """The reader closed the pipe: nothing more reaches it, and nothing still buffered may
+        fail again later (the target's buffer is emptied into /dev/null)."""
+        self.broken = True
+        self._pending = ""
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, self.target.fileno())
+            finally:
+                os.close(devnull)
+            self.target.flush()
+        except (OSError, ValueError):  # no descriptor (a StringIO), or already closed
+            pass
 
     def isatty(self) -> bool:
         return self.target.isatty()
