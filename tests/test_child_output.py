@@ -69,7 +69,7 @@ def test_data_written_through_a_childs_stdout_is_counted_not_quoted(ray_cluster:
         assert not [log for log in window["logs"] if log["name"] == name], window["logs"]
         (grown,) = [o for o in window["outputs"] if o["name"] == name]
         assert grown["bytes"] > 0, window
-        assert "output-write" in _signals(diagnosis, info["pid"]), diagnosis["progress"]
+        assert {"output-write", "output-write-small"} & _signals(diagnosis, info["pid"]), diagnosis["progress"]
     # AND the child that logs into the worker's .out is read: its lines and its counter
     logger = _info(stacks, "exported chunk")
     (log,) = [entry for entry in logger["progress"]["logs"] if entry["fd"] == 1]

@@ -88,6 +88,11 @@ def test_a_childs_data_files_are_counted_in_bytes_and_its_inherited_log_is_read(
     rows = child_info(value, ROWS.split("\n")[0])["progress"]
     assert not rows["logs"] and rows["outputs"][0]["name"] == "rows.csv" and rows["outputs"][0]["bytes"] > 0
     assert not re.search(r"\d+,user\d+@customer", str(value))  # no row (the titles hold the code)
+    # ... and a few KiB of rows in the window is activity, not proof of work (it could be a heartbeat)
+    rows_read = assess("local", 3, "rows", rows, None, None, None)
+    assert rows_read.readings["output_file_bytes"] < 65536, rows_read.readings
+    assert {f.signal for f in rows_read.findings if f.family == "io" and f.signal.startswith("output")} == {"output-write-small"}
+    assert rows_read.deciding("activity") and not [f for f in rows_read.deciding("progress") if f.signal.startswith("output")]
     # AND the child that writes into the target's log is read: its lines, its counter
     logger = child_info(value, LOGGER.split("\n")[0])["progress"]
     (log,) = logger["logs"]

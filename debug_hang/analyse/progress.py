@@ -40,6 +40,7 @@ class SignalRule:
     strength: str
     says: str
     unless: tuple[str, ...] = ()
+    below: float | None = None  # the reading counts only under this value (a stronger rule takes it from there)
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,8 @@ def load_rules(path: Path | str = RULES_PATH) -> Rules:
             raise BadInputError(f"{where}: needs an id, a reading from {READINGS} and a strength from {STRENGTHS}")
         signals.append(SignalRule(id=str(raw["id"]), reading=raw["reading"], min=float(raw.get("min", 1)),
                                   strength=raw["strength"], says=str(raw.get("says") or raw["id"]),
-                                  unless=tuple(raw.get("unless") or ())))
+                                  unless=tuple(raw.get("unless") or ()),
+                                  below=float(raw["below"]) if raw.get("below") is not None else None))
     logs = doc.get("logs") or {}
     conf = doc.get("confidence") or {}
     crash = doc.get("crash_loop") or {}
@@ -342,7 +344,8 @@ def assess(node_id: str | None, pid: int | None, name: str, window: dict[str, An
         if family:
             families_read.add(family)
         value, example = values[rule.reading]
-        if value < rule.min or (pattern is not None and pattern in rule.unless):
+        if value < rule.min or (rule.below is not None and value >= rule.below) \
+                or (pattern is not None and pattern in rule.unless):
             continue
         text = rule.says.format(value=f"{value:g}", amount=_amount(value), example=example)
         result.findings.append(Finding(rule.id, rule.strength, family, value, text))
