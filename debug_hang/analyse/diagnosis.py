@@ -6,7 +6,7 @@ Every renderer (report.md, diagnosis.json, the stdout summary) reads this one ob
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from debug_hang.analyse.flight_recorder import FRAnalysis
 from debug_hang.analyse.graph import WaitGraph
@@ -15,6 +15,9 @@ from debug_hang.analyse.progress import ProcessProgress
 from debug_hang.analyse.rootcause import Chain, RootCause, chains
 from debug_hang.model import Collection, CollectionError, Evidence
 from debug_hang.snapshot import Snapshot
+
+# What a diagnosis concludes.
+Verdict = Literal["hang", "no-hang", "inconclusive"]
 
 
 @dataclass
@@ -28,7 +31,7 @@ class Diagnosis:
     job_id: str | None
     job_choice: str
     other_jobs: list[dict[str, Any]]
-    verdict: str
+    verdict: Verdict
     summary: str
     snapshot: Snapshot | None
     collection: Collection

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from debug_hang.analyse.pattern_ids import PatternId
+
 # Task states after which a task no longer uses (or waits to use) a placement group's bundles.
 _DONE = {"FINISHED", "FAILED"}
 # Resource names internal to placement groups (CPU_group_<i>_<id>, bundle_group_<id>): what an
@@ -31,7 +33,7 @@ class Holder:
     kind: str  # placement_group | actor
     id: str
     name: str
-    pattern: str  # catalog id of the finding
+    pattern: PatternId  # catalog id of the finding
     job_id: str | None
     class_name: str | None
     held: dict[str, float]

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from debug_hang.analyse.crashloop import DEATH_PREFIX, DEATH_SOURCE, death_reason
-from debug_hang.analyse.diagnosis import Diagnosis
+from debug_hang.analyse.diagnosis import Diagnosis, Verdict
 from debug_hang.analyse.graph import GraphInputs, WaitGraph, build_graph
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, match_process, settings
 from debug_hang.analyse.progress import ProcessProgress, assess, loop_moved, progress_confidence, rules, summary_text
@@ -277,7 +277,7 @@ def youngest_task_age_s(job: dict[str, Any], tasks: list[dict[str, Any]], now_s:
 
 def _verdict(job: dict[str, Any], causes: list[RootCause], progress: list[str], moving: list[Process],
              graph: WaitGraph, verdicts: list[ProcessVerdict],
-             signals: list[ProcessProgress] | None = None) -> tuple[str, str]:
+             signals: list[ProcessProgress] | None = None) -> tuple[Verdict, str]:
     job_id = job.get("job_id")
     status = job.get("status")
     if status in ("SUCCEEDED", "FAILED", "STOPPED"):
