@@ -1,8 +1,8 @@
 """A healthy job whose actor's children write data files through their stdout (not a hang: no EXPECTED).
 
 An ``Exporter`` actor runs three children and waits for them, the way export steps do:
-  - ``gen | gzip -9 -c > OUT/big.csv.gz``: a Python generator pipes CSV rows into gzip, whose
-    stdout is the compressed data file (binary);
+  - ``gen | sh -c "gzip -9 -c > OUT/big.csv.gz"``: a Python generator pipes CSV rows into gzip,
+    run by a shell whose redirect makes gzip's stdout the compressed data file (binary);
   - a Python child whose stdout is ``OUT/rows.csv``: rows of a dataset (text, and the job's data:
     user emails, amounts);
   - a Python child that inherits the worker's stdout (its .out file under the session's log
@@ -12,6 +12,7 @@ Usage: python child_writes_data.py OUT_DIR [RUN_SECONDS]
 """
 
 import os
+import shlex
 import subprocess
 import sys
 
@@ -52,10 +53,10 @@ while time.time() < end:
 class Exporter:
     def run(self, out_dir: str, seconds: float) -> int:
         secs = str(seconds)
-        with open(os.path.join(out_dir, "big.csv.gz"), "wb") as gz_out, \
-                open(os.path.join(out_dir, "rows.csv"), "wb") as rows_out:
+        with open(os.path.join(out_dir, "rows.csv"), "wb") as rows_out:
             gen = subprocess.Popen([sys.executable, "-c", GEN, secs], stdout=subprocess.PIPE)
-            gzip = subprocess.Popen(["gzip", "-9", "-c"], stdin=gen.stdout, stdout=gz_out)
+            gzip = subprocess.Popen(f"gzip -9 -c > {shlex.quote(os.path.join(out_dir, 'big.csv.gz'))}", shell=True,
+                                    stdin=gen.stdout)
             assert gen.stdout is not None
             gen.stdout.close()  # gzip holds the read end
             rows = subprocess.Popen([sys.executable, "-c", ROWS, secs], stdout=rows_out)
