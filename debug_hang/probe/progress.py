@@ -107,7 +107,8 @@ def _log_window(before: dict[str, Any], after: dict[str, Any], clean: Callable[[
     try:
         if start > 0:
             head = _read_range(after["path"], max(0, start - TAIL_BYTES), start)
-            entry["tail"] = _lines(head.split(b"\n", 1)[-1] if start > TAIL_BYTES else head, clean)[0][-TAIL_LINES:]
+            piece = head.split(b"\n", 1)[-1] if start > TAIL_BYTES else head
+            entry["tail"] = _lines(piece, clean, cut=True)[0][-TAIL_LINES:]
         if end < start:
             entry["rotated"] = True  # truncated or replaced: growth unknown
             return entry
@@ -115,7 +116,8 @@ def _log_window(before: dict[str, Any], after: dict[str, Any], clean: Callable[[
         if end > start:
             data = _read_range(after["path"], start, min(end, start + MAX_NEW_BYTES))
             whole = end - start <= MAX_NEW_BYTES
-            lines, not_text = _lines(data, clean, cut=not whole)
+            # A reading may end inside a character (a buffered writer splits its writes anywhere).
+            lines, not_text = _lines(data, clean, cut=True)
             entry["lines"] = len(lines) if whole else None
             # Beyond the read, the unread rest is taken to be like what was read.
             entry["not_text_bytes"] = not_text if whole else round(not_text / max(1, len(data)) * (end - start))
