@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from debug_hang.analyse.analysis import analyse
 from debug_hang.analyse.diagnosis import Diagnosis
 from debug_hang.analyse.flight_recorder import analyse as analyse_fr
 from debug_hang.analyse.fr_join import attach
 from debug_hang.analyse.patterns import settings
 from debug_hang.analyse.progress import rules
 from debug_hang.analyse.rootcause import chains
-from debug_hang.analyse.verdict import analyse, quote_deaths, youngest_task_age_s
+from debug_hang.analyse.verdict import quote_deaths, youngest_task_age_s
 from debug_hang.collect.address import ClusterAddress, check_reachable, parse_address, resolve_dashboard
 from debug_hang.collect.evidence import gather
 from debug_hang.collect.raytrain import worker_ranks
@@ -43,6 +44,7 @@ from debug_hang.probe.pyspy import DumpOptions
 from debug_hang.redact import DEFAULT as redactor
 from debug_hang.redact import learn_digests, learn_runtime_envs, redact_obj
 from debug_hang.report.write import write_outputs
+from debug_hang.rows import tasks_of
 from debug_hang.snapshot import Snapshot, running_jobs
 from debug_hang.timeouts import DEFAULT_DEADLINE_S, Deadline, PhaseTimer
 
@@ -130,7 +132,7 @@ def run(opts: Options) -> Diagnosis:
     # Progress is judged on the task states between the first listing and a second one. When a
     # task started moments ago, stretch that window to FRESH_TASK_S so that a healthy job's next
     # step has time to show (a hung job costs at most those few seconds more).
-    age = youngest_task_age_s(job, snap.tasks, snap.taken_at)
+    age = youngest_task_age_s(job.get("job_id"), tasks_of(snap.tasks), snap.taken_at)
     if age is not None:
         window = time.time() - snap.taken_at
         wait = min(FRESH_TASK_S - max(age, window), deadline.remaining() - 5.0)

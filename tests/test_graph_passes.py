@@ -7,12 +7,13 @@ is made from recorded rows (a recorded task row re-pointed), never typed from sc
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from debug_hang.analyse import graph as G
+from debug_hang.analyse.analysis import graph_inputs
 from debug_hang.analyse.graph.builder import PassFn
 from debug_hang.analyse.graph.collectives import edges_collectives
 from debug_hang.analyse.graph.edges import UNRECOGNISED_EDGE, edge_of, follow_edges
@@ -22,7 +23,6 @@ from debug_hang.analyse.graph.processes import add_actor_nodes, add_process_node
 from debug_hang.analyse.graph.raycalls import edges_supervisors, edges_train_barrier, follow_own_calls
 from debug_hang.analyse.graph.resources import edges_pending_actors, edges_resource_holders, edges_starved_resources
 from debug_hang.analyse.patterns import EDGES, catalog
-from debug_hang.analyse.verdict import graph_inputs
 from debug_hang.pipeline import load_capture
 
 pytestmark = pytest.mark.unit
@@ -84,9 +84,9 @@ def test_index_running_tasks_a_call_no_thread_shows_is_not_idleness() -> None:
     # Recorded rows made to show the mechanism: an idle actor's recorded RUNNING row pointed at it.
     b = run_before(builder("producer_never_produces"), index_running_tasks)
     idle_key = next(k for k, n in b.g.nodes.items() if n.state == "idle" and n.actor_id)
-    task = copy.deepcopy(next(t for t in b.tasks if t.get("state") == "RUNNING" and t.get("worker_pid")))
     proc = b.verdicts[idle_key].process
-    task.update(worker_pid=proc.pid, node_id=proc.node_id, actor_id=proc.actor_id, name="RolloutWorker.stream")
+    task = dataclasses.replace(next(t for t in b.tasks if t.state == "RUNNING" and t.worker_pid), worker_pid=proc.pid,
+                               node_id=proc.node_id, actor_id=proc.actor_id, name="RolloutWorker.stream")
     b.tasks.append(task)
     index_running_tasks(b)
     node = b.g.nodes[idle_key]
@@ -128,9 +128,8 @@ def test_follow_own_calls_a_poll_over_unfinished_calls_is_a_wait() -> None:
     b = run_before(builder("producer_never_produces"), follow_edges)
     key = next(k for k, n in b.g.nodes.items() if n.pattern == "poll-never-satisfied")
     own = b.running[key][0]
-    call = copy.deepcopy(next(t for t in b.tasks if t.get("actor_id") and t.get("actor_id") != own.get("actor_id")
-                              and t.get("type") == "ACTOR_TASK"))
-    call.update(parent_task_id=own["task_id"], state="SUBMITTED_TO_WORKER", task_id="ff" * 12)
+    call = dataclasses.replace(next(t for t in b.tasks if t.actor_id and t.actor_id != own.actor_id and t.type == "ACTOR_TASK"),
+                               parent_task_id=own.task_id, state="SUBMITTED_TO_WORKER", task_id="ff" * 12)
     b.tasks.append(call)
     b.index = G.TaskIndex.of(b.tasks)
     follow_own_calls(b, key)

@@ -14,6 +14,7 @@ from debug_hang.analyse.patterns import ProcessVerdict
 from debug_hang.analyse.progress import ProcessProgress
 from debug_hang.analyse.rootcause import Chain, RootCause, chains
 from debug_hang.model import Collection, CollectionError, Evidence
+from debug_hang.rows import Rows
 from debug_hang.snapshot import Snapshot
 
 # What a diagnosis concludes.
@@ -46,6 +47,7 @@ class Diagnosis:
     # Processes in unfinished calls whose stack could not be read, and why (see verdict.uninspected):
     # when not empty and the verdict is inconclusive, the exit code says so (EXIT_INCONCLUSIVE).
     uninspected: list[dict[str, Any]] = field(default_factory=list)
+    rows: Rows = field(default_factory=Rows)  # the snapshot's State API rows, typed (rows.py)
     signals: list[ProcessProgress] = field(default_factory=list)  # what each process did in the window
     # PyTorch Flight Recorder dumps of the job's ranks, when any were found (analyse/flight_recorder.py),
     # and what they add: agreement with the stacks, files refused, pipes that can trigger a dump.

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from debug_hang.analyse.graph.model import GNode, GraphInputs, TaskIndex, WaitGraph
 from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.analyse.patterns import ProcessVerdict
 from debug_hang.model import ProcessRef
-from debug_hang.snapshot import DRIVER_TASK_PREFIX, calls_into_other_jobs
+from debug_hang.rows import ActorRow, TaskRow, calls_into_other_jobs
+from debug_hang.snapshot import DRIVER_TASK_PREFIX
 
 
 @dataclass
@@ -19,33 +19,33 @@ class Builder:
 
     inp: GraphInputs
     g: WaitGraph
-    actors: dict[str, dict[str, Any]]  # the job's actors, and other jobs' actors it calls
-    tasks: list[dict[str, Any]]  # the job's tasks, and its calls into other jobs' actors
+    actors: dict[str, ActorRow]  # the job's actors, and other jobs' actors it calls
+    tasks: list[TaskRow]  # the job's tasks, and its calls into other jobs' actors
     index: TaskIndex
     verdicts: dict[str, ProcessVerdict] = field(default_factory=dict)  # graph key -> stack verdict
     by_pid: dict[ProcessRef, str] = field(default_factory=dict)  # a dumped process -> its key
     actor_node: dict[str, str] = field(default_factory=dict)  # actor id -> key
-    running: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # key -> its RUNNING tasks
-    paused: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # key -> RUNNING calls no thread shows
+    running: dict[str, list[TaskRow]] = field(default_factory=dict)  # key -> its RUNNING tasks
+    paused: dict[str, list[TaskRow]] = field(default_factory=dict)  # key -> RUNNING calls no thread shows
     file_lock_holders: dict[str, list[str]] = field(default_factory=dict)  # key -> paths of file locks others wait for
     task_loops: dict[str, GNode] = field(default_factory=dict)  # task id -> its crash loop's node (graphed when waited on)
 
     @classmethod
     def start(cls, inp: GraphInputs) -> Builder:
-        job_id = inp.job.get("job_id")
+        job_id = inp.job.job_id
         foreign = calls_into_other_jobs(job_id, inp.tasks)  # calls into other jobs' (detached) actors
-        called = {t.get("actor_id") for t in foreign}
-        actors = {a["actor_id"]: a for a in inp.actors if a.get("job_id") == job_id or a.get("actor_id") in called}
-        tasks = [t for t in inp.tasks if t.get("job_id") == job_id] + foreign
+        called = {t.actor_id for t in foreign}
+        actors = {a.actor_id: a for a in inp.actors if a.job_id == job_id or a.actor_id in called}
+        tasks = [t for t in inp.tasks if t.job_id == job_id] + foreign
         return cls(inp=inp, g=WaitGraph(), actors=actors, tasks=tasks, index=TaskIndex.of(tasks))
 
     @property
     def job_id(self) -> str | None:
-        return self.inp.job.get("job_id")
+        return self.inp.job.job_id
 
     def own_calls(self, key: str) -> set[str]:
         """Ids of the tasks a process runs (the driver's own task id included): parents of its calls."""
-        own = {str(t["task_id"]) for t in self.running.get(key, []) if t.get("task_id")}
+        own = {str(t.task_id) for t in self.running.get(key, []) if t.task_id}
         verdict = self.verdicts.get(key)
         if verdict is not None and verdict.process.role == "driver":
             own.add(DRIVER_TASK_PREFIX + str(self.job_id))

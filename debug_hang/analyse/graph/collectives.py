@@ -23,7 +23,7 @@ def _collective_group(b: Builder) -> dict[str, list[str]]:
             groups.setdefault(node.class_name, [])
     for cls in groups:
         for actor_id, actor in b.actors.items():
-            if actor.get("class_name") == cls and actor_id in b.actor_node:
+            if actor.class_name == cls and actor_id in b.actor_node:
                 groups[cls].append(b.actor_node[actor_id])
     return groups
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from debug_hang.analyse.graph.builder import Builder, graph_pass
 from debug_hang.analyse.graph.model import QUEUED_STATES, TaskIndex, WaitGraph
 from debug_hang.analyse.graph.raycalls import STREAM_READER
 from debug_hang.analyse.graph.threads import cannot_signal, deciding_thread, frame_text, other_threads_in_job_code, reachable_from
 from debug_hang.analyse.patterns import ProcessVerdict
+from debug_hang.rows import TaskRow
 
 
 @graph_pass(after=("edges_supervisors",), decides=("async-await-stuck",))
@@ -18,7 +17,7 @@ def detect_async_await(b: Builder) -> None:
         _detect_async_await(b.g, key, verdict, b.running)
 
 
-def _detect_async_await(g: WaitGraph, key: str, verdict: ProcessVerdict, running: dict[str, list[dict[str, Any]]]) -> None:
+def _detect_async_await(g: WaitGraph, key: str, verdict: ProcessVerdict, running: dict[str, list[TaskRow]]) -> None:
     """An async actor that others wait on, whose method runs but whose loop is idle and which
     awaits no Ray call: it awaits an in-process asyncio object nobody resolves."""
     node = g.nodes[key]
@@ -28,7 +27,7 @@ def _detect_async_await(g: WaitGraph, key: str, verdict: ProcessVerdict, running
     if not loops:
         return
     node.pattern, node.state = "async-await-stuck", "blocked"
-    doing = ", ".join(sorted({str(t.get("name")) for t in running[key]}))
+    doing = ", ".join(sorted({str(t.name) for t in running[key]}))
     node.evidence.append(f"{doing} RUNNING, its event loop idle and no Ray call of it unfinished: it awaits an asyncio "
                          "object of this actor (Event, Queue, Future, Lock) that nothing resolves")
 
@@ -44,7 +43,7 @@ def detect_event_waits(b: Builder) -> None:
 
 
 def _detect_event_wait(g: WaitGraph, key: str, verdict: ProcessVerdict, index: TaskIndex,
-                       running: dict[str, list[dict[str, Any]]]) -> None:
+                       running: dict[str, list[TaskRow]]) -> None:
     """A thread in Event.wait / Condition.wait that waits on no Ray work: who could signal it?
 
     Calls queued on the same actor behind the waiting method cannot run before it returns
@@ -55,11 +54,11 @@ def _detect_event_wait(g: WaitGraph, key: str, verdict: ProcessVerdict, index: T
     if node.pattern != "event-wait" or verdict.main is None or g.out(key):
         return
     where = frame_text(verdict.main.user_frame or verdict.main.frame)
-    doing = ", ".join(sorted({str(t.get("name")) for t in running.get(key, [])})) or "its current call"
-    queued = [t for t in index.of_actor(node.actor_id) if t.get("state") in QUEUED_STATES and not t.get("worker_pid")]
+    doing = ", ".join(sorted({str(t.name) for t in running.get(key, [])})) or "its current call"
+    queued = [t for t in index.of_actor(node.actor_id) if t.state in QUEUED_STATES and not t.worker_pid]
     if queued:
         node.pattern, node.state = "event-setter-queued", "blocked"
-        names = ", ".join(sorted({str(t.get("name")) for t in queued}))
+        names = ", ".join(sorted({str(t.name) for t in queued}))
         node.evidence.append(f"waits at {where} inside {doing}, while {len(queued)} call(s) to this actor are queued "
                              f"behind it ({names}): they cannot start until it returns, so none of them can signal it")
         return
@@ -86,14 +85,14 @@ def _event_set_by_paused_generator(b: Builder, key: str) -> None:
     g = b.g
     reach = reachable_from(g, key)
     for gen_key, calls in b.paused.items():
-        parents = {str(t.get("parent_task_id")) for t in calls}
+        parents = {str(t.parent_task_id) for t in calls}
         for consumer in (k for k in b.verdicts if k != gen_key and b.own_calls(k) & parents):
             main = b.verdicts[consumer].main
             thread = deciding_thread(b.verdicts[consumer])
             reading = thread is not None and any(STREAM_READER.search(f.file) for f in thread.frames)
             if main is None or reading or key not in reachable_from(g, consumer) or gen_key in reach:
                 continue
-            names = ", ".join(sorted({str(t.get("name")) for t in calls}))
+            names = ", ".join(sorted({str(t.name) for t in calls}))
             where = frame_text(main.user_frame or main.frame)
             node, gen = g.nodes[key], g.nodes[gen_key]
             node.pattern = "event-wait"

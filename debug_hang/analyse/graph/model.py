@@ -14,6 +14,7 @@ from debug_hang.analyse.crashloop import CrashLoop
 from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.analyse.patterns import ProcessVerdict
 from debug_hang.model import Frame, ProcessRef
+from debug_hang.rows import ActorRow, JobRow, PlacementGroupRow, TaskRow
 from debug_hang.snapshot import TaskState
 
 # Task states of a call not yet placed on a worker, and of a call queued on a busy actor.
@@ -114,26 +115,26 @@ class TaskIndex:
     """The job's tasks, indexed once by parent task and by actor, so that following each blocked
     process to the calls it made stays linear in the number of tasks (thousands of ranks)."""
 
-    tasks: list[dict[str, Any]]
+    tasks: list[TaskRow]
     by_parent: dict[str, list[int]] = field(default_factory=dict)
     by_actor: dict[str, list[int]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, tasks: list[dict[str, Any]]) -> TaskIndex:
+    def of(cls, tasks: list[TaskRow]) -> TaskIndex:
         index = cls(tasks)
         for i, task in enumerate(tasks):
-            if task.get("parent_task_id"):
-                index.by_parent.setdefault(str(task["parent_task_id"]), []).append(i)
-            if task.get("actor_id"):
-                index.by_actor.setdefault(str(task["actor_id"]), []).append(i)
+            if task.parent_task_id:
+                index.by_parent.setdefault(str(task.parent_task_id), []).append(i)
+            if task.actor_id:
+                index.by_actor.setdefault(str(task.actor_id), []).append(i)
         return index
 
-    def children(self, parents: set[str]) -> list[dict[str, Any]]:
+    def children(self, parents: set[str]) -> list[TaskRow]:
         """Tasks submitted by any of `parents`, in listing order."""
         positions = sorted(i for p in parents for i in self.by_parent.get(p, []))
         return [self.tasks[i] for i in positions]
 
-    def of_actor(self, actor_id: str | None) -> list[dict[str, Any]]:
+    def of_actor(self, actor_id: str | None) -> list[TaskRow]:
         """Tasks run by (or calls queued on) one actor, in listing order."""
         return [self.tasks[i] for i in self.by_actor.get(actor_id or "", [])]
 
@@ -142,15 +143,15 @@ class TaskIndex:
 class GraphInputs:
     """What the graph is built from: one job's state and the latest stack of each process."""
 
-    job: dict[str, Any]
-    actors: list[dict[str, Any]]
-    tasks: list[dict[str, Any]]
-    placement_groups: list[dict[str, Any]]
+    job: JobRow
+    actors: list[ActorRow]
+    tasks: list[TaskRow]
+    placement_groups: list[PlacementGroupRow]
     node_totals: list[dict[str, float]]
     verdicts: list[ProcessVerdict]
     available: dict[str, float] | None = None  # cluster-wide free resources, when known
     info: dict[ProcessRef, dict[str, Any]] = field(default_factory=dict)  # per-process evidence read on its node
-    jobs: list[dict[str, Any]] = field(default_factory=list)  # every job (creators of resource holders)
+    jobs: list[JobRow] = field(default_factory=list)  # every job (creators of resource holders)
     now_s: float = 0.0  # when the state was read (epoch seconds): ages of holders
     usage: dict[str, tuple[float, float]] = field(default_factory=dict)  # {resource: (used, total)}, ray status's
     status_text: str | None = None  # `ray status` as text

@@ -12,7 +12,8 @@ from debug_hang.analyse.graph.model import QUEUED_STATES, GNode, NodeKind, NodeS
 from debug_hang.analyse.graph.threads import frame_text, proc_key
 from debug_hang.analyse.patterns import ProcessVerdict, settings
 from debug_hang.model import Process, ProcessRef
-from debug_hang.snapshot import DONE_STATES, POLLING_TASKS, rank_env
+from debug_hang.rows import ActorRow, TaskRow
+from debug_hang.snapshot import DONE_STATES, POLLING_TASKS
 
 _PROCESS_STATE: dict[str, NodeState] = {"blocked": "blocked", "busy": "busy", "idle": "idle"}
 
@@ -23,15 +24,16 @@ _ROLE_KIND: dict[str, NodeKind] = {"driver": "driver", "actor": "actor", "task":
 _RANK_IN_NAME = re.compile(r"rank[-_ ]?(\d+)", re.IGNORECASE)
 
 
-def _rank_of(proc: Process | None, actor: dict[str, Any] | None) -> int | None:
+def _rank_of(proc: Process | None, actor: ActorRow | None) -> int | None:
     """A rank from evidence: the process environment, the actor's runtime_env env_vars, its name."""
     if proc is not None and proc.rank is not None:
         return proc.rank
-    actor = actor or {}
-    env = rank_env(actor)
+    if actor is None:
+        return None
+    env = actor.rank_env
     if str(env.get("RANK", "")).isdigit():
         return int(env["RANK"])
-    name = actor.get("name") or actor.get("repr_name") or ""
+    name = actor.name or actor.repr_name or ""
     match = _RANK_IN_NAME.search(name)
     return int(match.group(1)) if match else None
 
@@ -59,7 +61,7 @@ def _process_node(b: Builder, verdict: ProcessVerdict) -> GNode:
     node = GNode(
         key=proc_key(proc), kind="rank" if rank is not None else kind, name=name, pid=proc.pid,
         node_id=proc.node_id, actor_id=proc.actor_id, task_id=proc.task_id, class_name=proc.actor_class,
-        actor_name=proc.actor_name or (actor or {}).get("name") or None, task_name=proc.task_name, rank=rank,
+        actor_name=proc.actor_name or (actor.name if actor else None), task_name=proc.task_name, rank=rank,
         state=_PROCESS_STATE.get(verdict.verdict, "unknown"),
         pattern=verdict.pattern if verdict.pattern != "unknown" else None,
         frame=verdict.main.frame if verdict.main else None,
@@ -92,20 +94,20 @@ def _note_lock_across_call(node: GNode, verdict: ProcessVerdict) -> None:
 def add_actor_nodes(b: Builder) -> None:
     """A node for each dead or pending actor of the job (no process to dump)."""
     for actor_id, actor in b.actors.items():
-        state = actor.get("state")
+        state = actor.state
         if actor_id in b.actor_node or state == "ALIVE":
             continue  # dumped, or alive but not dumped (reported as a collection error)
         node = GNode(
-            key=f"actor:{actor_id}", kind="actor", name=str(actor.get("class_name")),
+            key=f"actor:{actor_id}", kind="actor", name=str(actor.class_name),
             state="dead" if state == "DEAD" else "pending", actor_id=actor_id,
-            class_name=actor.get("class_name"), actor_name=actor.get("name") or None, node_id=actor.get("node_id"),
-            pid=int(actor.get("pid") or 0) or None,
+            class_name=actor.class_name, actor_name=actor.name, node_id=actor.node_id,
+            pid=actor.pid,
         )
         node.rank = _rank_of(None, actor)
         if state == "DEAD":
-            node.evidence.append(f"actor DEAD: {_death_text(actor.get('death_cause'))}")
+            node.evidence.append(f"actor DEAD: {_death_text(actor.death_cause)}")
         else:
-            node.evidence.append(f"actor {state}, required resources {actor.get('required_resources')}")
+            node.evidence.append(f"actor {state}, required resources {actor.required_resources}")
         b.g.nodes[node.key] = node
         b.actor_node[actor_id] = node.key
 
@@ -124,10 +126,10 @@ def mark_crash_loops(b: Builder) -> None:
 
 def _task_loop_node(b: Builder, loop: CrashLoop) -> GNode:
     """The node of a task retried after each death, from its current (unfinished) attempt."""
-    task = next((t for t in b.tasks if t.get("task_id") == loop.id and t.get("state") not in DONE_STATES), {})
+    task = next((t for t in b.tasks if t.task_id == loop.id and not t.done), None)
     node = GNode(key=f"task:{loop.id}", kind="task", name=loop.name, state="restarting", task_id=loop.id,
-                 task_name=loop.name, class_name=str(task.get("func_or_class_name") or loop.name),
-                 node_id=task.get("node_id"), pid=int(task["worker_pid"]) if task.get("worker_pid") else None)
+                 task_name=loop.name, class_name=(task.func_or_class_name if task else None) or loop.name,
+                 node_id=task.node_id if task else None, pid=task.worker_pid if task else None)
     mark_crash_loop(node, loop)
     return node
 
@@ -142,20 +144,20 @@ def mark_crash_loop(node: GNode, loop: CrashLoop) -> None:
 def index_running_tasks(b: Builder) -> None:
     """The RUNNING calls of each dumped process; a call that no thread shows is not idleness."""
     for task in b.tasks:
-        if task.get("state") == "RUNNING" and task.get("worker_pid"):
-            key = b.by_pid.get(ProcessRef(task.get("node_id"), int(task["worker_pid"])))
+        if task.state == "RUNNING" and task.worker_pid:
+            key = b.by_pid.get(ProcessRef(task.node_id, int(task.worker_pid)))
             if key:
                 b.running.setdefault(key, []).append(task)
     for key, running in b.running.items():
         node = b.g.nodes[key]
-        calls = [t for t in running if t.get("name") not in POLLING_TASKS]
+        calls = [t for t in running if t.name not in POLLING_TASKS]
         if node.state == "idle" and calls:
             # The State API says a call runs here, yet no thread shows it: a generator paused by
             # backpressure (num_returns="streaming") until its consumer reads on, or a call caught
             # between two frames. Not an idle actor.
             node.state, node.pattern = "unknown", None
             b.paused[key] = calls
-            node.evidence.append(f"{', '.join(sorted({str(t.get('name')) for t in calls}))} RUNNING here, but no thread "
+            node.evidence.append(f"{', '.join(sorted({str(t.name) for t in calls}))} RUNNING here, but no thread "
                                  "runs it: a streaming generator paused until its consumer reads more, or a call "
                                  "between frames (dump again with --samples 5)")
 
@@ -163,21 +165,21 @@ def index_running_tasks(b: Builder) -> None:
 @graph_pass(after=("index_running_tasks",))  # its line follows the running-call note
 def add_last_calls(b: Builder) -> None:
     """Record each actor's last finished/failed call as evidence (a rank that finished early)."""
-    last: dict[str, dict[str, Any]] = {}
+    last: dict[str, TaskRow] = {}
     for task in b.tasks:
-        aid = task.get("actor_id")
-        if not aid or task.get("state") not in DONE_STATES or task.get("type") != "ACTOR_TASK" or task.get("name") in POLLING_TASKS:
+        aid = task.actor_id
+        if not aid or task.state not in DONE_STATES or task.type != "ACTOR_TASK" or task.name in POLLING_TASKS:
             continue
-        if aid not in last or (task.get("end_time_ms") or 0) > (last[aid].get("end_time_ms") or 0):
+        if aid not in last or (task.end_time_ms or 0) > (last[aid].end_time_ms or 0):
             last[aid] = task
     for aid, task in last.items():
         key = b.actor_node.get(aid)
         if key is None:
             continue
-        text = f"last finished call: {task.get('name')} {task.get('state')}"
-        if task.get("state") == "FAILED":
-            err = (task.get("error_message") or "").strip().splitlines()
-            text += f" ({task.get('error_type')}: {err[-1][:200] if err else ''})"
+        text = f"last finished call: {task.name} {task.state}"
+        if task.state == "FAILED":
+            err = (task.error_message or "").strip().splitlines()
+            text += f" ({task.error_type}: {err[-1][:200] if err else ''})"
         b.g.nodes[key].evidence.append(text)
 
 
@@ -196,10 +198,10 @@ def _death_text(cause: Any) -> str:
 def note_queued_calls(b: Builder) -> None:
     """Calls queued behind a busy actor (actor-call-queued), as evidence on that actor."""
     for task in b.tasks:
-        if task.get("state") not in QUEUED_STATES or task.get("worker_pid"):
+        if task.state not in QUEUED_STATES or task.worker_pid:
             continue
-        key = b.actor_node.get(task.get("actor_id") or "")
+        key = b.actor_node.get(task.actor_id or "")
         if key is None:
             continue
-        busy_with = ", ".join(t.get("name", "?") for t in b.running.get(key, [])) or "another call"
-        b.g.nodes[key].evidence.append(f"call {task.get('name')} queued (actor-call-queued) behind {busy_with}")
+        busy_with = ", ".join(t.name or "?" for t in b.running.get(key, [])) or "another call"
+        b.g.nodes[key].evidence.append(f"call {task.name} queued (actor-call-queued) behind {busy_with}")

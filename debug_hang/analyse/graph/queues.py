@@ -4,7 +4,6 @@ ray.util.queue by other actors, read from their state."""
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from debug_hang.analyse.graph.builder import Builder, follows
 from debug_hang.analyse.graph.model import GNode
@@ -12,6 +11,7 @@ from debug_hang.analyse.graph.raycalls import follow_submitted
 from debug_hang.analyse.graph.threads import cannot_signal, deciding_thread, frame_text, job_frame, joins, other_threads_in_job_code
 from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.analyse.patterns import ProcessVerdict
+from debug_hang.rows import ActorRow
 from debug_hang.snapshot import QUEUE_ACTOR_CLASS
 
 
@@ -44,16 +44,16 @@ def _edges_queue(b: Builder, key: str) -> None:
     me = g.nodes[key]
     # A put blocked on the queue actor: the queue is full and the wait is on its consumers.
     full = me.class_name == QUEUE_ACTOR_CLASS and any(
-        t.get("actor_id") == me.actor_id and t.get("state") == "RUNNING" and str(t.get("name")).endswith(".put")
+        t.actor_id == me.actor_id and t.state == "RUNNING" and str(t.name).endswith(".put")
         for t in tasks)
     role: PatternId
     role, text = (("consumer-gone", "waits to put into a full queue this actor should drain") if full
                   else ("producer-gone", "waits on a queue this actor should fill"))
-    failed = {t.get("actor_id") for t in tasks if t.get("state") == "FAILED" and t.get("actor_id")}
-    called = {t.get("actor_id") for t in tasks if t.get("type") == "ACTOR_TASK" and t.get("actor_id")}
-    candidates: list[tuple[str, dict[str, Any]]] = []
+    failed = {t.actor_id for t in tasks if t.state == "FAILED" and t.actor_id}
+    called = {t.actor_id for t in tasks if t.type == "ACTOR_TASK" and t.actor_id}
+    candidates: list[tuple[str, ActorRow]] = []
     for actor_id, actor in b.actors.items():
-        if actor_id == me.actor_id or actor.get("class_name") == QUEUE_ACTOR_CLASS:
+        if actor_id == me.actor_id or actor.class_name == QUEUE_ACTOR_CLASS:
             continue
         node_key = b.actor_node.get(actor_id)
         if node_key is not None:
@@ -61,7 +61,7 @@ def _edges_queue(b: Builder, key: str) -> None:
     found = False
     for node_key, actor in candidates:
         node = g.nodes[node_key]
-        if node.state == "dead" or (actor.get("actor_id") in failed and node.state == "idle"):
+        if node.state == "dead" or (actor.actor_id in failed and node.state == "idle"):
             node.pattern = role
             g.add_edge(key, node_key, "queue-get-wait", text)
             found = True
@@ -69,7 +69,7 @@ def _edges_queue(b: Builder, key: str) -> None:
         return
     for node_key, actor in candidates:
         node = g.nodes[node_key]
-        if node.state != "idle" or actor.get("actor_id") in called:
+        if node.state != "idle" or actor.actor_id in called:
             continue
         node.pattern = "idle-no-work"
         note = "idle and has never run a method (only its creation task): the call that should make it produce was never made"

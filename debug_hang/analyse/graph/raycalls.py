@@ -5,7 +5,6 @@ Ray Train's report barrier."""
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from debug_hang.analyse.graph.builder import Builder, follows, graph_pass
 from debug_hang.analyse.graph.model import PENDING_SCHED
@@ -13,6 +12,7 @@ from debug_hang.analyse.graph.resources import pending_pg_of, pg_node, resource_
 from debug_hang.analyse.graph.threads import deciding_thread, frame_text
 from debug_hang.analyse.patterns import catalog
 from debug_hang.model import ProcessRef
+from debug_hang.rows import TaskRow
 from debug_hang.snapshot import BARRIER_TASK, DONE_STATES, POLLING_TASKS, WORKER_CLASS
 
 
@@ -25,14 +25,14 @@ def follow_submitted(b: Builder, key: str) -> None:
         # A thread the actor started itself submits with whatever task its main thread ran last
         # as parent (Ray Train's training thread: a finished status poll), so any task of this
         # actor may be the parent of what it waits for.
-        own_ids = {str(t["task_id"]) for t in b.index.of_actor(proc.actor_id) if t.get("task_id")}
+        own_ids = {str(t.task_id) for t in b.index.of_actor(proc.actor_id) if t.task_id}
         found = edges_from_parents(b, key, own_ids)
     mine = b.running.get(key, [])
     if not found and mine and b.g.nodes[key].pattern == "ray-get-wait":
         # It waits on objects it did not create: ObjectRefs handed to it by its caller, whose
         # other unfinished tasks are the likely producers.
-        callers = {str(t.get("parent_task_id")) for t in mine}
-        edges_from_parents(b, key, callers, skip={str(t.get("task_id")) for t in mine},
+        callers = {str(t.parent_task_id) for t in mine}
+        edges_from_parents(b, key, callers, skip={str(t.task_id) for t in mine},
                             text="probably waits for {name} ({state}), started by its caller (an ObjectRef passed in)")
 
 
@@ -73,32 +73,32 @@ def mark_stream_pacing(b: Builder) -> None:
                     "between the items it yields; each item is progress no task state shows")
 
 
-def node_for_task(b: Builder, task: dict[str, Any]) -> str | None:
+def node_for_task(b: Builder, task: TaskRow) -> str | None:
     """The graph node a waiting thread depends on, for one unfinished task it submitted."""
     g, node_totals = b.g, b.inp.node_totals
-    if task.get("actor_id"):
+    if task.actor_id:
         # A call to an actor, or its creation: the actor (its process, or the pending actor).
-        return b.actor_node.get(task["actor_id"])
-    loop = b.task_loops.get(str(task.get("task_id")))
+        return b.actor_node.get(task.actor_id)
+    loop = b.task_loops.get(str(task.task_id))
     if loop is not None:
         # A task retried after each death: the loop is what the caller waits on, wherever the
         # current attempt is (pending, or running on a fresh worker).
         g.nodes.setdefault(loop.key, loop)
         return loop.key
-    if task.get("state") == "RUNNING" and task.get("worker_pid"):
-        return b.by_pid.get(ProcessRef(task.get("node_id"), int(task["worker_pid"])))
-    if task.get("state") in PENDING_SCHED:
+    if task.state == "RUNNING" and task.worker_pid:
+        return b.by_pid.get(ProcessRef(task.node_id, int(task.worker_pid)))
+    if task.state in PENDING_SCHED:
         pg = pending_pg_of(task, b.inp.placement_groups)
         if pg is not None:
             # Scheduled into a placement group that is not placed: the group is what it waits for
             # (its resources show as Ray's internal CPU_group_<i>_<id> names).
             key = pg_node(g, pg, node_totals)
-            g.nodes[key].evidence.append(f"task {task.get('name')} is scheduled into it")
+            g.nodes[key].evidence.append(f"task {task.name} is scheduled into it")
             if g.nodes[key].class_name is None:
-                g.nodes[key].class_name = str(task.get("func_or_class_name") or task.get("name"))
+                g.nodes[key].class_name = str(task.func_or_class_name or task.name)
             return key
-        return resource_node(g, task.get("required_resources") or {}, node_totals,
-                              f"task {task.get('name')}", b.inp.available, requester=str(task.get("func_or_class_name") or task.get("name")))
+        return resource_node(g, task.required_resources or {}, node_totals,
+                              f"task {task.name}", b.inp.available, requester=str(task.func_or_class_name or task.name))
     return None
 
 
@@ -107,15 +107,15 @@ def edges_from_parents(b: Builder, key: str, parents: set[str], skip: set[str] |
     """Edges from `key` to whatever runs the unfinished tasks submitted by `parents`; how many."""
     found = 0
     for task in b.index.children(parents):
-        if task.get("state") in DONE_STATES or task.get("name") in POLLING_TASKS:
+        if task.state in DONE_STATES or task.name in POLLING_TASKS:
             continue
-        if skip and task.get("task_id") in skip:
+        if skip and task.task_id in skip:
             continue
         dst = node_for_task(b, task)
         if dst is None or (skip is not None and dst == key):
             continue
         found += 1
-        b.g.add_edge(key, dst, "ray-get-wait", text.format(name=task.get("name"), state=task.get("state")))
+        b.g.add_edge(key, dst, "ray-get-wait", text.format(name=task.name, state=task.state))
     return found
 
 
@@ -132,16 +132,16 @@ def edges_supervisors(b: Builder) -> None:
     created_by: dict[str, str] = {}  # child actor id -> id of the task that created it
     own_tasks: dict[str, set[str]] = {}  # actor id -> ids of its tasks (creation task included)
     for task in tasks:
-        actor_id, task_id = task.get("actor_id"), task.get("task_id")
+        actor_id, task_id = task.actor_id, task.task_id
         if actor_id and task_id:
             own_tasks.setdefault(actor_id, set()).add(task_id)
-            if task.get("type") == "ACTOR_CREATION_TASK" and task.get("parent_task_id"):
-                created_by[actor_id] = task["parent_task_id"]
+            if task.type == "ACTOR_CREATION_TASK" and task.parent_task_id:
+                created_by[actor_id] = task.parent_task_id
     for sup_id, sup_key in actor_node.items():
         sup = g.nodes[sup_key]
         if sup.pattern is not None or sup.state not in ("unknown", "idle") or g.out(sup_key) or not running.get(sup_key):
             continue
-        doing = ", ".join(sorted({str(t.get("name")) for t in running[sup_key]}))
+        doing = ", ".join(sorted({str(t.name) for t in running[sup_key]}))
         for child_id, parent in created_by.items():
             child_key = actor_node.get(child_id)
             if child_key is None or child_id == sup_id or parent not in own_tasks.get(sup_id, set()):
@@ -166,14 +166,14 @@ def edges_train_barrier(b: Builder) -> None:
     parent task. Every RayTrainWorker of the job without such a call is missing.
     """
     g, tasks, actors, actor_node = b.g, b.tasks, b.actors, b.actor_node
-    by_id = {t.get("task_id"): t for t in tasks}
-    calls = [t for t in tasks if t.get("name") == BARRIER_TASK and t.get("state") == "RUNNING" and t.get("actor_id")]
-    workers = [aid for aid, a in actors.items() if a.get("class_name") == WORKER_CLASS and aid in actor_node]
-    for sync_id in sorted({str(t["actor_id"]) for t in calls}):
+    by_id = {t.task_id: t for t in tasks}
+    calls = [t for t in tasks if t.name == BARRIER_TASK and t.state == "RUNNING" and t.actor_id]
+    workers = [aid for aid, a in actors.items() if a.class_name == WORKER_CLASS and aid in actor_node]
+    for sync_id in sorted({str(t.actor_id) for t in calls}):
         sync_key = actor_node.get(sync_id)
         if sync_key is None:
             continue
-        joined = {(by_id.get(t.get("parent_task_id")) or {}).get("actor_id") for t in calls if t["actor_id"] == sync_id}
+        joined = {(by_id[t.parent_task_id].actor_id if t.parent_task_id in by_id else None) for t in calls if t.actor_id == sync_id}
         missing = [aid for aid in workers if aid not in joined]
         if not missing:
             continue

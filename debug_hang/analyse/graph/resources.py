@@ -4,20 +4,20 @@ who holds what they need (blocked holders, leaked groups, idle actors)."""
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from debug_hang.analyse.graph.builder import Builder, follows, graph_pass
 from debug_hang.analyse.graph.model import GNode, NodeKind, NodeState, WaitGraph
-from debug_hang.analyse.holders import Holder, bundle_total, idle_actors, leaked_placement_groups, status_reserved_line
+from debug_hang.analyse.holders import Holder, idle_actors, leaked_placement_groups, status_reserved_line
 from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.analyse.patterns import catalog
+from debug_hang.rows import ActorRow, PlacementGroupRow, TaskRow
 
 
 @follows("placement-group")
 def follow_placement_group(b: Builder, key: str) -> None:
     """A thread in pg.ready(): the job's PENDING placement groups."""
     for pg in b.inp.placement_groups:
-        if pg.get("creator_job_id") not in (b.job_id, None) or pg.get("state") != "PENDING":
+        if pg.creator_job_id not in (b.job_id, None) or pg.state != "PENDING":
             continue
         pg_key = pg_node(b.g, pg, b.inp.node_totals)
         if b.g.nodes[pg_key].class_name is None:
@@ -28,12 +28,12 @@ def follow_placement_group(b: Builder, key: str) -> None:
 _PG_RESOURCE = re.compile(r"_group_(?:\d+_)?([0-9a-f]{16,})$")
 
 
-def pending_pg_of(task: dict[str, Any], placement_groups: list[dict[str, Any]]) -> dict[str, Any] | None:
+def pending_pg_of(task: TaskRow | ActorRow, placement_groups: list[PlacementGroupRow]) -> PlacementGroupRow | None:
     """The PENDING placement group a task is scheduled into: the task's placement_group_id, or,
     where the State API row lacks it, the group id inside its CPU_group_<i>_<id> resource names."""
-    ids = {task["placement_group_id"]} if task.get("placement_group_id") else {
-        m.group(1) for k in (task.get("required_resources") or {}) if (m := _PG_RESOURCE.search(k))}
-    return next((pg for pg in placement_groups if pg.get("placement_group_id") in ids and pg.get("state") == "PENDING"), None)
+    ids = {task.placement_group_id} if task.placement_group_id else {
+        m.group(1) for k in (task.required_resources or {}) if (m := _PG_RESOURCE.search(k))}
+    return next((pg for pg in placement_groups if pg.placement_group_id in ids and pg.state == "PENDING"), None)
 
 
 def _amount(resource: str, value: float) -> str:
@@ -65,19 +65,18 @@ def resource_node(g: WaitGraph, demand: dict[str, float], node_totals: list[dict
     return key
 
 
-def pg_node(g: WaitGraph, pg: dict[str, Any], node_totals: list[dict[str, float]]) -> str:
+def pg_node(g: WaitGraph, pg: PlacementGroupRow, node_totals: list[dict[str, float]]) -> str:
     """The graph node of a PENDING placement group: infeasible (a bundle no node can hold) or not."""
-    pg_key = f"pg:{pg.get('placement_group_id')}"
-    bundles = [b.get("unit_resources") or {} for b in pg.get("bundles") or []]
-    stats = pg.get("stats") or {}
-    infeasible = stats.get("scheduling_state") == "INFEASIBLE" or any(
+    pg_key = f"pg:{pg.placement_group_id}"
+    bundles = list(pg.bundles)
+    infeasible = pg.scheduling_state == "INFEASIBLE" or any(
         not any(all(t.get(k, 0.0) >= float(v) for k, v in b.items()) for t in node_totals) for b in bundles)
     if pg_key not in g.nodes:
         g.nodes[pg_key] = GNode(
-            key=pg_key, kind="placement_group", name=f"placement group {pg.get('name') or pg.get('placement_group_id', '')[:12]}",
-            state="infeasible" if infeasible else "pending", demand=bundle_total(pg),
-            evidence=[f"PENDING, scheduling_state {stats.get('scheduling_state')}"
-                      + (f", strategy {pg['strategy']}" if pg.get("strategy") else "") + f", bundles {bundles}"],
+            key=pg_key, kind="placement_group", name=f"placement group {pg.name or pg.placement_group_id[:12]}",
+            state="infeasible" if infeasible else "pending", demand=pg.total,
+            evidence=[f"PENDING, scheduling_state {pg.scheduling_state}"
+                      + (f", strategy {pg.strategy}" if pg.strategy else "") + f", bundles {bundles}"],
         )
     return pg_key
 
@@ -90,14 +89,14 @@ def edges_pending_actors(b: Builder) -> None:
         key = b.actor_node.get(actor_id)
         if key is None or g.nodes[key].state != "pending":
             continue
-        demand = dict(actor.get("required_resources") or {})
-        creation = next((t for t in b.index.of_actor(actor_id) if t.get("type") == "ACTOR_CREATION_TASK"), None)
-        if creation and creation.get("required_resources"):
-            demand = dict(creation["required_resources"])
+        demand = dict(actor.required_resources or {})
+        creation = next((t for t in b.index.of_actor(actor_id) if t.type == "ACTOR_CREATION_TASK"), None)
+        if creation and creation.required_resources:
+            demand = dict(creation.required_resources)
         if _edge_to_pending_group(b, key, actor, creation):
             continue
-        res = resource_node(g, demand, b.inp.node_totals, f"actor {actor.get('class_name')}", b.inp.available,
-                             requester=actor.get("class_name"))
+        res = resource_node(g, demand, b.inp.node_totals, f"actor {actor.class_name}", b.inp.available,
+                             requester=actor.class_name)
         g.add_edge(key, res, "infeasible-resource", "waits to be scheduled")
 
 
@@ -130,17 +129,17 @@ def edges_starved_resources(b: Builder) -> None:
         for holder_key, holder in g.nodes.items():
             if holder.kind == "resource" or holder.state not in ("blocked", "busy"):
                 continue
-            holder_actor = b.actors.get(holder.actor_id or "") or {}
-            held = dict(holder_actor.get("required_resources") or {})
+            holder_actor = b.actors.get(holder.actor_id or "")
+            held = dict(holder_actor.required_resources) if holder_actor else {}
             for task in b.running.get(holder_key, []):
-                if task.get("type") == "NORMAL_TASK":
-                    held.update(task.get("required_resources") or {})
+                if task.type == "NORMAL_TASK":
+                    held.update(task.required_resources or {})
             if any(float(held.get(r, 0)) > 0 for r in wanted):
                 g.add_edge(key, holder_key, "resource-starvation",
                            f"{holder.name} holds {{{', '.join(f'{r}: {held[r]:g}' for r in wanted if r in held)}}}")
 
 
-def _edge_to_pending_group(b: Builder, key: str, actor: dict[str, Any], creation: dict[str, Any] | None) -> bool:
+def _edge_to_pending_group(b: Builder, key: str, actor: ActorRow, creation: TaskRow | None) -> bool:
     """A pending actor to be placed in a PENDING placement group waits for the group (its
     resources are the group's CPU_group_<i>_<id> names, which no node has until it is placed)."""
     pgs = b.inp.placement_groups
@@ -148,11 +147,11 @@ def _edge_to_pending_group(b: Builder, key: str, actor: dict[str, Any], creation
     if pg is None:
         return False
     pg_key = pg_node(b.g, pg, b.inp.node_totals)
-    note = f"actor {actor.get('class_name')} is to be placed in it"
+    note = f"actor {actor.class_name} is to be placed in it"
     if note not in b.g.nodes[pg_key].evidence:
         b.g.nodes[pg_key].evidence.append(note)
     if b.g.nodes[pg_key].class_name is None:
-        b.g.nodes[pg_key].class_name = actor.get("class_name")
+        b.g.nodes[pg_key].class_name = actor.class_name
     b.g.add_edge(key, pg_key, "pg-ready-wait", "waits to be placed in its placement group, which is PENDING")
     return True
 
@@ -166,7 +165,7 @@ def edges_resource_holders(b: Builder) -> None:
     demands = [k for k in g.nodes if _unmet_for_lack_of_resources(b, k)]
     if not demands:
         return
-    jobs = {str(j.get("job_id")): j for j in inp.jobs}
+    jobs = {str(j.job_id): j for j in inp.jobs}
     holders = [h for h in leaked_placement_groups(inp.placement_groups, inp.actors, inp.tasks, jobs, inp.now_s, inp.usage)
                if h.used or h.age_s is None or h.age_s >= _threshold("placement-group-leaked", "min_age_never_used_s")]
     holders += [h for h in idle_actors(inp.actors, inp.tasks, jobs, inp.now_s)
@@ -194,10 +193,10 @@ def _unmet_for_lack_of_resources(b: Builder, key: str) -> bool:
         return False
     if node.kind == "resource":
         return node.state == "starved"
-    pg = next((p for p in b.inp.placement_groups if f"pg:{p.get('placement_group_id')}" == key), {})
-    if node.state != "pending" or pg.get("state") != "PENDING":
+    pg = next((p for p in b.inp.placement_groups if f"pg:{p.placement_group_id}" == key), None)
+    if node.state != "pending" or pg is None or pg.state != "PENDING":
         return False
-    if (pg.get("stats") or {}).get("scheduling_state") == "NO_RESOURCES":
+    if pg.scheduling_state == "NO_RESOURCES":
         return True
     free = b.inp.available
     return free is not None and any(free.get(r, 0.0) < v for r, v in node.demand.items())
