@@ -80,12 +80,12 @@ def ptrace_help() -> str:
 def run_main(main: Callable[[], int], prog: str) -> None:
     """Run a script's main(): map errors to exit codes and one-line messages, then exit.
 
-    stdout and stderr go through `redact.SafeStream` for the whole run: whatever a script prints
+    stdout and stderr go through `printer.SafeStream` for the whole run: whatever a script prints
     (its own text, a job's names and log lines, a library's warnings) loses secrets and control
     characters there, once. A reader that goes away (`| head -1`, `grep -m1`, `less` quit) ends the
     script quietly, as grep and git do: no traceback, no message, exit 0.
     """
-    from debug_hang.redact import SafeStream
+    from debug_hang.printer import SafeStream
 
     out, err = SafeStream(sys.stdout), SafeStream(sys.stderr)
     sys.stdout, sys.stderr = out, err
