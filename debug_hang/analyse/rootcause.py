@@ -37,7 +37,8 @@ def find_cycles(g: WaitGraph) -> list[list[str]]:
     counter = [0]
     succ: dict[str, list[str]] = {}
     for e in g.edges:
-        succ.setdefault(e.src, []).append(e.dst)
+        if not e.guessed:  # a deadlock is proven by facts, never closed by a guess
+            succ.setdefault(e.src, []).append(e.dst)
 
     def visit(v: str) -> None:
         index[v] = low[v] = counter[0]
