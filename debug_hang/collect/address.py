@@ -151,19 +151,33 @@ def kv_get_value(reply: bytes) -> tuple[int, bytes | None]:
     return code, value
 
 
-def _read_dashboard_grpc(gcs: str, timeout_s: float) -> str | None:
-    """The dashboard address from the GCS by one raw gRPC call (grpc is imported in ~50 ms where
-    Ray's client takes ~250 ms to import: this is on every diagnosis' critical path)."""
+def grpc_call(gcs: str, method: str, request: bytes, timeout_s: float) -> bytes:
+    """One raw unary gRPC call to the GCS: serialized request in, serialized reply out (grpc is
+    imported in ~50 ms where Ray's client takes ~250 ms to import: this is on every diagnosis'
+    critical path)."""
     import grpc  # type: ignore[import-untyped]
 
     channel = grpc.insecure_channel(gcs, options=[("grpc.enable_http_proxy", 0)])
     try:
-        reply = channel.unary_unary(KV_GET_METHOD)(kv_get_request(DASHBOARD_KEY, DASHBOARD_NAMESPACE), timeout=timeout_s)
+        reply: bytes = channel.unary_unary(method)(request, timeout=timeout_s)
     finally:
         channel.close()
-    code, value = kv_get_value(reply)
+    return reply
+
+
+def kv_get(gcs: str, key: bytes, namespace: bytes, timeout_s: float) -> bytes | None:
+    """The value of one key of the GCS's internal key-value store (None when it is not set)."""
+    code, value = kv_get_value(grpc_call(gcs, KV_GET_METHOD, kv_get_request(key, namespace), timeout_s))
+    if code == 17:  # NotFound (src/ray/common/status.h): the key is not set
+        return None
     if code != 0:
         raise ValueError(f"GCS status {code}")
+    return value
+
+
+def _read_dashboard_grpc(gcs: str, timeout_s: float) -> str | None:
+    """The dashboard address from the GCS by one raw gRPC call."""
+    value = kv_get(gcs, DASHBOARD_KEY, DASHBOARD_NAMESPACE, timeout_s)
     return value.decode() if value else None
 
 

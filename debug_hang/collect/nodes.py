@@ -54,8 +54,14 @@ NODE_DEAD = "node-dead"  # the GCS lists the node as dead (before or during the 
 NODE_UNKNOWN = "node-unknown"  # the GCS does not know the node id
 NOT_SCHEDULED = "not-scheduled"  # the helper never reported: no worker started in time
 HELPER_CRASHED = "helper-crashed"  # the helper's worker process died (OOM, kill, node loss)
-HELPER_FAILED = "helper-failed"  # the helper raised, or could not be submitted
-NODE_ERROR_KINDS = frozenset({NODE_DEAD, NODE_UNKNOWN, NOT_SCHEDULED, HELPER_CRASHED, HELPER_FAILED})
+HELPER_FAILED = "helper-failed"  # the helper could not be submitted, or failed for a reason of Ray's
+# The helper ran on the node and raised, or its code could not be rebuilt there (unpickled): a
+# failure of debug-hang itself (or of its Ray/Python against the node's), never of the job or node.
+HELPER_ERROR = "helper-error"
+# Ray refused to connect a driver from here: this side's Ray or Python differs from the cluster's.
+VERSION_MISMATCH = "version-mismatch"
+NODE_ERROR_KINDS = frozenset({NODE_DEAD, NODE_UNKNOWN, NOT_SCHEDULED, HELPER_CRASHED, HELPER_FAILED,
+                              HELPER_ERROR, VERSION_MISMATCH})
 
 _NODE_ID = re.compile(r"^[0-9a-fA-F]{1,56}$")
 # Logged by ray.init() when it runs outside the main thread (connect() bounds it with a
@@ -239,7 +245,29 @@ def connect(address: ClusterAddress, timeout_s: float = CONNECT_TIMEOUT_S) -> No
         raise UnreachableError(str(exc)) from None
     except ConnectionError as exc:
         raise UnreachableError(f"cannot connect to {address.gcs}: {exc}") from None
+    except RuntimeError as exc:
+        if is_version_mismatch(exc):
+            raise VersionMismatchError(version_mismatch_message(exc)) from None
+        raise
     _opened = address.gcs
+
+
+class VersionMismatchError(UnreachableError):
+    """Ray refused a driver from here: this side's Ray or Python is not the cluster's."""
+
+    kind = VERSION_MISMATCH
+
+
+def is_version_mismatch(exc: BaseException) -> bool:
+    """Ray's `check_version_info` refusal ("Version mismatch: The cluster was started with ...")."""
+    return isinstance(exc, RuntimeError) and str(exc).lstrip().startswith("Version mismatch")
+
+
+def version_mismatch_message(exc: BaseException) -> str:
+    """Ray's multi-line refusal as one line, with the fix."""
+    said = " ".join(str(exc).split())
+    return (f"Ray refused to connect from here: {said[:400]}. Install the cluster's Ray (and Python) version "
+            "beside debug-hang and run it with that Python (DEBUG_HANG_PYTHON=... scripts/diagnose_ray_hang.sh)")
 
 
 def _same_gcs(current: str | None, wanted: str) -> bool:
@@ -432,6 +460,10 @@ def _classify(exc: BaseException) -> tuple[str, str]:
         return HELPER_CRASHED, f"helper's worker process died (node lost, OOM or killed): {short}"
     if isinstance(exc, rex.TaskCancelledError):
         return NOT_SCHEDULED, f"helper was cancelled: {short}"
+    if isinstance(exc, rex.RayTaskError):
+        # The helper's own code raised, or the node could not rebuild it (a function shipped by
+        # value fails to unpickle there): the tool's failure, not the node's or the job's.
+        return HELPER_ERROR, f"helper error: {short}"
     return HELPER_FAILED, f"helper failed: {short}"
 
 

@@ -15,7 +15,7 @@ from functools import partial
 from typing import Any
 
 from debug_hang.collect.address import ClusterAddress
-from debug_hang.collect.nodes import HELPER_FAILED, MAX_NODES_IN_FLIGHT, NOT_SCHEDULED
+from debug_hang.collect.nodes import HELPER_FAILED, MAX_NODES_IN_FLIGHT, NOT_SCHEDULED, VERSION_MISMATCH, VersionMismatchError
 from debug_hang.model import Collection, CollectionError, Process, ProcessRef, process_from_dict
 from debug_hang.probe.node_probe import local_raylets, probe_node
 from debug_hang.probe.pyspy import DumpOptions
@@ -230,8 +230,9 @@ def _run_remote(address: ClusterAddress, remote: dict[str, tuple[Any, ...]], dea
         runs = run_on_nodes(probe_node, remote, timeout_s=deadline.remaining(cap=45.0), max_in_flight=max_in_flight,
                             node_timeout_s=node_timeout_s, deadline_kw="deadline_epoch")
     except Exception as exc:  # noqa: BLE001 - report and keep the local results
+        kind = VERSION_MISMATCH if isinstance(exc, VersionMismatchError) else HELPER_FAILED
         for node_id in remote:
-            coll.errors.append(CollectionError(f"no helper task could run: {exc}", node_id=node_id, kind=HELPER_FAILED))
+            coll.errors.append(CollectionError(f"no helper task could run: {exc}", node_id=node_id, kind=kind))
         return
     for node_id, run in runs.items():
         if run.error:

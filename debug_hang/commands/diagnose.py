@@ -14,7 +14,7 @@ from debug_hang.errors import EXIT_CODES_HELP, EXIT_INCONCLUSIVE, EXIT_OK, Usage
 from debug_hang.pipeline import Options, reanalyse, run
 from debug_hang.redact import strip_controls
 from debug_hang.report.json_out import to_json
-from debug_hang.report.summary import summary_lines
+from debug_hang.report.summary import fix_line, full_summary, summary_lines
 from debug_hang.report.write import prepare_output_dir
 from debug_hang.timeouts import DEFAULT_DEADLINE_S
 
@@ -106,7 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(diag_out(args))
     print(f"report: {out / 'report.md'}")
     print(f"verdict: {diag.verdict} (job {diag.job_id}, {diag.seconds:.1f}s)")
-    print(strip_controls(diag.summary, newlines=False))
+    print(strip_controls(full_summary(diag), newlines=False))
+    fix = fix_line(diag)
+    if fix:
+        print(strip_controls(fix, newlines=False))
     for line in summary_lines(diag):
         print(strip_controls(line, newlines=False))
     if diag.fr_notes:
