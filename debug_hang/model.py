@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, fields
-from typing import Any, NamedTuple
+from typing import Any
 
 STACKS_SCHEMA = "debug-hang/stacks/v1"
 
@@ -18,13 +18,34 @@ STACKS_SCHEMA = "debug-hang/stacks/v1"
 _RAY_TITLE = re.compile(r"^ray::(?P<rest>[^\s]+)")
 
 
-class ProcessRef(NamedTuple):
+class ProcessRef(tuple[str | None, int | None]):
     """Who a process is across the cluster. PIDs repeat across machines and pods, so a process is
     known by its node and its pid together: the one identity a dump target, a dumped process, its
-    per-process evidence and its graph node share (a plain `(node_id, pid)` tuple compares equal)."""
+    per-process evidence and its graph node share (a plain `(node_id, pid)` tuple compares equal).
 
-    node_id: str | None
-    pid: int | None
+    A plain tuple subclass, not a `typing.NamedTuple`: this module travels to the nodes by value
+    with Ray's cloudpickle, and the one bundled with Ray 2.9 cannot rebuild a NamedTuple class
+    there (KeyError: '__module__').
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, node_id: str | None, pid: int | None) -> ProcessRef:
+        return super().__new__(cls, (node_id, pid))
+
+    def __getnewargs__(self) -> tuple[str | None, int | None]:
+        return self[0], self[1]
+
+    def __repr__(self) -> str:
+        return f"ProcessRef(node_id={self[0]!r}, pid={self[1]!r})"
+
+    @property
+    def node_id(self) -> str | None:
+        return self[0]
+
+    @property
+    def pid(self) -> int | None:
+        return self[1]
 
     @property
     def key(self) -> str:

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from debug_hang.collect.address import ClusterAddress
+from debug_hang.collect.address import ClusterAddress, node_info_reply
 from debug_hang.errors import NotFoundError, UnreachableError, UsageError
 from debug_hang.timeouts import call_with_timeout
 
@@ -166,8 +166,15 @@ def list_nodes(address: ClusterAddress, timeout_s: float = LIST_TIMEOUT_S) -> li
         from ray._raylet import GcsClient  # type: ignore[attr-defined]  # compiled, no stub
 
         client = GcsClient(address=address.gcs)
-        infos = client.get_all_node_info(timeout=timeout_s)
-        return [NodeInfo.from_gcs(info) for info in infos.values()]
+        infos = list(client.get_all_node_info(timeout=timeout_s).values())
+        if any(isinstance(info, dict) for info in infos):
+            # Ray 2.9's client answers {name, state, labels} per node: read the whole table raw.
+            from ray.core.generated import gcs_service_pb2
+
+            reply = gcs_service_pb2.GetAllNodeInfoReply.FromString(  # type: ignore[attr-defined]  # generated
+                node_info_reply(address.gcs, timeout_s))
+            infos = list(reply.node_info_list)
+        return [NodeInfo.from_gcs(info) for info in infos]
 
     try:
         nodes = call_with_timeout(read, timeout_s + 1.0, what=f"listing nodes from {address.gcs}")

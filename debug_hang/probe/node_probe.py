@@ -70,17 +70,25 @@ CONTEXT_LINES = 3  # lines kept above and below the job's innermost frame
 _LIBRARY_PATH = re.compile(r"(/site-packages/|/dist-packages/|/lib/python\d+\.\d+/)")
 
 
-def local_raylets() -> dict[str, int]:
+def local_raylets(by_socket: dict[str, str] | None = None) -> dict[str, int]:
     """{node_id: raylet pid} for every raylet on this machine in this PID namespace (one /proc scan).
 
     Only for those nodes are the PIDs the State API reports valid here: a node in another PID
-    namespace (a pod, `unshare --pid`) shares the IP but not the PIDs.
+    namespace (a pod, `unshare --pid`) shares the IP but not the PIDs. A raylet's node id is its
+    `--node_id=` argument; a raylet started without one (Ray 2.9, 2.10) is known by its
+    `--raylet_socket_name=`, looked up in `by_socket` ({socket path: node id}, from the GCS).
     """
-    try:
-        own_ns = os.readlink("/proc/self/ns/pid")
-    except OSError:
-        own_ns = None
     found: dict[str, int] = {}
+    for pid, node_id, socket_name in raylets_here():
+        node = node_id or (by_socket or {}).get(socket_name or "")
+        if node:
+            found[node] = pid
+    return found
+
+
+def raylets_here() -> list[tuple[int, str | None, str | None]]:
+    """(pid, `--node_id=` or None, `--raylet_socket_name=` or None) of each raylet of this PID namespace."""
+    found: list[tuple[int, str | None, str | None]] = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -90,14 +98,40 @@ def local_raylets() -> dict[str, int]:
                     continue
             with open(f"/proc/{entry}/cmdline", "rb") as fh:
                 args = fh.read().split(b"\0")
-            if own_ns is not None and os.readlink(f"/proc/{entry}/ns/pid") != own_ns:
-                continue
         except OSError:
             continue
-        for arg in args:
-            if arg.startswith(b"--node_id="):
-                found[arg.split(b"=", 1)[1].decode("ascii", "replace")] = int(entry)
+        if not _in_own_pid_namespace(entry):
+            continue
+        values = {k: v.decode("utf-8", "replace") for k, _, v in (a.partition(b"=") for a in args)
+                  if k in (b"--node_id", b"--raylet_socket_name")}
+        found.append((int(entry), values.get(b"--node_id"), values.get(b"--raylet_socket_name")))
     return found
+
+
+def _in_own_pid_namespace(pid: str) -> bool:
+    """Whether a process shares this process's PID namespace: by the `ns/pid` links, or, where the
+    other's link is not readable (another user's process), by their depth below this /proc's
+    namespace (the world-readable `NSpid:` line of status: one pid per nested namespace).
+    True when this process's own link cannot be read (a kernel without PID namespaces)."""
+    try:
+        own = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return True
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid") == own
+    except PermissionError:
+        return _nspid_depth(pid) == _nspid_depth("self")
+    except OSError:
+        return False  # gone
+
+
+def _nspid_depth(pid: str) -> int | None:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as fh:
+            line = next((line for line in fh if line.startswith("NSpid:")), None)
+    except OSError:
+        return None
+    return len(line.split()) - 1 if line else None
 
 
 def local_raylet(node_id: str) -> int | None:
