@@ -53,9 +53,11 @@ def build_parser(prog: str = "debug-hang diagnose") -> argparse.ArgumentParser:
                    help=f"seconds the whole run may take; a partial report is written by then (default {DEFAULT_DEADLINE_S:.0f})")
     p.add_argument("--samples", type=int, default=2, help="stack samples per process, to tell stuck from moving (default 2)")
     p.add_argument("--interval", type=float, default=1.0, help="seconds from one sample's start to the next (default 1.0)")
-    p.add_argument("--native", action="store_true", help="include native (C/C++) frames: slower, shows NCCL/gloo internals")
-    p.add_argument("--nonblocking", action="store_true",
-                   help="do not pause targets while dumping (no impact on the job, but stacks may be torn)")
+    # py-spy refuses the pair: refused here, at parsing (exit 2), before anything is read.
+    pause = p.add_mutually_exclusive_group()
+    pause.add_argument("--native", action="store_true", help="include native (C/C++) frames: slower, shows NCCL/gloo internals")
+    pause.add_argument("--nonblocking", action="store_true",
+                       help="do not pause targets while dumping (no impact on the job, but stacks may be torn)")
     p.add_argument("--locals", action="store_true",
                    help="include local variables of frames (may contain data: off by default)")
     p.add_argument("--max-targets", type=int, default=MAX_TARGETS,
