@@ -343,12 +343,9 @@ def run_on_nodes(fn: Callable[..., Any], args_by_node: dict[str, tuple[Any, ...]
     submitting anything. The other nodes' results are kept whatever one node does.
     """
     import ray
-    import ray.cloudpickle
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    import debug_hang
-
-    ray.cloudpickle.register_pickle_by_value(debug_hang)  # type: ignore[no-untyped-call]
+    ship_by_value(fn)
     remote_fn = ray.remote(num_cpus=0, max_retries=1)(fn)
     start = time.monotonic()
     end = start + timeout_s
@@ -395,6 +392,20 @@ def run_on_nodes(fn: Callable[..., Any], args_by_node: dict[str, tuple[Any, ...]
             "nodes at once; slow or silent nodes held the slots)"))
     runs.update(_silent_runs(expired))
     return runs
+
+
+def ship_by_value(fn: Callable[..., Any]) -> None:
+    """Make `fn` travel by value: Ray's cloudpickle then sends this package's code with it, so
+    nothing but Ray and py-spy need be installed on the nodes. Only the declared helpers
+    (node_probe.SHIPPED, checked by tests/test_shipped.py on every supported Ray) may go."""
+    import ray.cloudpickle
+
+    import debug_hang
+    from debug_hang.probe.node_probe import SHIPPED
+
+    if fn not in SHIPPED:
+        raise ValueError(f"{getattr(fn, '__name__', fn)!r} is not one of the helpers shipped to nodes (node_probe.SHIPPED)")
+    ray.cloudpickle.register_pickle_by_value(debug_hang)  # type: ignore[no-untyped-call]
 
 
 def _live_only(args_by_node: dict[str, tuple[Any, ...]],

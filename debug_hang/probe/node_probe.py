@@ -545,3 +545,9 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:
         proc.kill()
+
+
+# Every function that collect.nodes.run_on_nodes ships to a node (by value, with Ray's
+# cloudpickle): tests/test_shipped.py rebuilds each in a fresh interpreter where debug_hang cannot
+# be imported, as on a node, and runs it, with every supported Ray.
+SHIPPED = (probe_node, run_command)
