@@ -137,8 +137,25 @@ def _short(err: CollectionError) -> str:
     return text[:200] + ("…" if len(text) > 200 else "")
 
 
+# Read by recent Ray's version check on the connecting side: "minor" accepts a Python of another
+# patch release (the same minor release runs the same bytecode, so shipped code rebuilds alike).
+MATCH_MINOR = "RAY_DEFAULT_PYTHON_VERSION_MATCH_LEVEL=minor"
+
+
+def python_patch_only(tool: dict[str, str], cluster: dict[str, str]) -> bool:
+    """Same Ray and Python minor on both sides, another Python patch release: Ray still refuses."""
+    return (bool(tool.get("ray")) and tool.get("ray") == cluster.get("ray") and tool.get("python") != cluster.get("python")
+            and minor(tool.get("python")) is not None and minor(tool.get("python")) == minor(cluster.get("python")))
+
+
 def _version_fix(diag: Diagnosis, cluster: dict[str, str]) -> str:
     addr, job = _where(diag)
+    tool, _ = _versions(diag)
+    if python_patch_only(tool, cluster):
+        return (f"This side's Python {tool.get('python')} is not the cluster's {cluster.get('python')}, and Ray refuses a "
+                f"driver of another Python patch release. Rerun with `{MATCH_MINOR} bash {DIAGNOSE} {addr}{job}` (read "
+                f"by recent Ray releases: the same minor release runs the same bytecode), or with the cluster's exact "
+                f"Python {cluster.get('python')} beside Ray {cluster.get('ray')} (`DEBUG_HANG_PYTHON=...`).")
     venv, install = install_beside(cluster)
     dashboard = diag.snapshot.dashboard_url if diag.snapshot is not None and diag.snapshot.dashboard_url else "http://HEAD:8265"
     return (f"Install the cluster's Ray beside debug-hang and rerun with it: `{install}`, then "
@@ -214,6 +231,10 @@ def failure_step(diag: Diagnosis) -> tuple[str, str] | None:
 
 def _tool_step(diag: Diagnosis, problem: ToolProblem) -> tuple[str, str]:
     addr, job = _where(diag)
+    if problem.kind == VERSION_MISMATCH and python_patch_only(problem.tool, problem.cluster):
+        return (f"{MATCH_MINOR} bash {DIAGNOSE} {addr}{job}",
+                f"a version problem, not a finding about the job ({problem.sides}): Ray refuses a driver of another "
+                "Python patch release unless told to compare the minor release only")
     if problem.kind == VERSION_MISMATCH:
         venv, install = install_beside(problem.cluster)
         return (f"{install} && DEBUG_HANG_PYTHON={venv}/bin/python bash {DIAGNOSE} {addr}{job}",
