@@ -65,10 +65,16 @@ def find_crash_loops(actors: list[dict[str, Any]], tasks: list[dict[str, Any]],
     for actor in actors:
         if actor.get("state") not in ("ALIVE", "RESTARTING", "PENDING_CREATION", "DEPENDENCIES_UNREADY"):
             continue  # DEAD: out of restarts, a plain death
-        restarts = int(actor.get("num_restarts") or 0) - int(actor.get("num_restarts_due_to_node_preemption") or 0)
         deaths = _death_attempts(by_actor.get(str(actor.get("actor_id")), []), r)
-        if restarts == 0:
-            continue  # never restarted: the process that runs is the first one (or none yet)
+        if actor.get("num_restarts") is None:
+            # Ray 2.9 does not report restarts: its calls' attempts that died tell them instead.
+            if len(deaths) < r.min_failed_attempts:
+                continue
+            restarts = 0
+        else:
+            restarts = int(actor.get("num_restarts") or 0) - int(actor.get("num_restarts_due_to_node_preemption") or 0)
+            if restarts == 0:
+                continue  # never restarted: the process that runs is the first one (or none yet)
         loop = _loop("actor", str(actor["actor_id"]), str(actor.get("class_name")), restarts, deaths,
                      actor.get("death_cause"))
         loop.confirmed = restarts >= r.min_restarts or len(deaths) >= r.min_failed_attempts
