@@ -667,6 +667,24 @@ def _detect_event_wait(g: WaitGraph, key: str, verdict: ProcessVerdict, index: T
 
 
 _STREAM_READER = re.compile(r"ray/_private/object_ref_generator\.py$")
+_RAY_WAIT = re.compile(r"ray/_private/worker\.py$")
+_CALLS_WAIT = re.compile(r"\bwait\s*\(")
+
+
+def _reads_stream(thread: Thread | None) -> bool:
+    """The thread iterates an ObjectRefGenerator: inside Ray's Python generator (Ray 2.4x+), or,
+    where Ray compiles the generator (2.9 to 2.3x: no frame of its own), in Ray's `wait` right
+    under a job frame whose line makes no `wait(` call (`for ref in stream:`, `next(stream)`)."""
+    if thread is None:
+        return False
+    if any(_STREAM_READER.search(f.file) for f in thread.frames):
+        return True
+    frames = [f for f in thread.frames if not f.native]
+    inner = next((i for i, f in enumerate(frames) if _RAY_WAIT.search(f.file) and f.function.rsplit(".", 1)[-1] == "wait"), None)
+    if inner is None:
+        return False
+    job = next((f for f in frames[inner + 1:] if not is_library(f)), None)
+    return job is not None and bool(job.code) and not _CALLS_WAIT.search(job.code or "")
 
 
 def mark_stream_pacing(b: Builder) -> None:
@@ -679,8 +697,7 @@ def mark_stream_pacing(b: Builder) -> None:
     that never ends.
     """
     for key, verdict in b.verdicts.items():
-        thread = _deciding_thread(verdict)
-        if thread is None or not any(_STREAM_READER.search(f.file) for f in thread.frames):
+        if not _reads_stream(_deciding_thread(verdict)):
             continue
         for edge in b.g.out(key):
             node = b.g.nodes[edge.dst]
@@ -710,7 +727,7 @@ def _event_set_by_paused_generator(b: Builder, key: str) -> None:
         for consumer in (k for k in b.verdicts if k != gen_key and b.own_calls(k) & parents):
             main = b.verdicts[consumer].main
             thread = _deciding_thread(b.verdicts[consumer])
-            reading = thread is not None and any(_STREAM_READER.search(f.file) for f in thread.frames)
+            reading = _reads_stream(thread)
             if main is None or reading or key not in _reachable_from(g, consumer) or gen_key in reach:
                 continue
             names = ", ".join(sorted({str(t.get("name")) for t in calls}))
