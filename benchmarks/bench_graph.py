@@ -20,6 +20,7 @@ sys.path.insert(0, str(ROOT))
 from debug_hang.analyse.graph import GraphInputs, build_graph  # noqa: E402
 from debug_hang.analyse.patterns import match_process  # noqa: E402
 from debug_hang.pipeline import reanalyse  # noqa: E402
+from debug_hang.rows import ActorRow, JobRow, tasks_of  # noqa: E402
 
 JOB = "01000000"
 
@@ -39,7 +40,8 @@ def inputs(n: int) -> GraphInputs:
                       "parent_task_id": "f" * 40 + JOB})
         tasks.append({"task_id": tid + "c", "name": "fetch", "state": "PENDING_NODE_ASSIGNMENT", "type": "NORMAL_TASK",
                       "job_id": JOB, "parent_task_id": tid, "required_resources": {"CPU": 1}})
-    return GraphInputs(job={"job_id": JOB}, actors=actors, tasks=tasks, placement_groups=[],
+    return GraphInputs(job=JobRow.of({"job_id": JOB}), actors=[ActorRow.of(a) for a in actors], tasks=tasks_of(tasks),
+                       placement_groups=[],
                        node_totals=[{"CPU": 4.0}], verdicts=verdicts, available={"CPU": 0.0})
 
 

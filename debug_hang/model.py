@@ -9,9 +9,27 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Literal, cast, get_args
 
 STACKS_SCHEMA = "debug-hang/stacks/v1"
+
+# What went wrong when something could not be read: py-spy on a target (probe/pyspy.py), a command
+# or /proc read on a node (probe/node_probe.py), a node's helper (collect/nodes.py), the diagnosis
+# itself (pipeline.py). Notes on a dump that worked (target-resumed, dumped-nonblocking) too.
+ErrorKind = Literal[
+    "pyspy-missing", "permission-denied", "process-exited", "not-python", "dump-timeout", "bad-output",
+    "pyspy-failed", "uninterruptible", "target-resumed", "dumped-nonblocking",
+    "command-not-found", "command-timeout", "command-failed-to-start", "locks-truncated",
+    "node-dead", "node-unknown", "not-scheduled", "helper-crashed", "helper-failed", "helper-error", "version-mismatch",
+    "targets-capped", "deadline", "state-api-down",
+]
+ERROR_KINDS: frozenset[str] = frozenset(get_args(ErrorKind))
+
+
+def error_kind(value: object) -> ErrorKind | None:
+    """A kind read from a node's answer or a saved folder, if it is one (tests keep the node
+    side's constants inside ErrorKind)."""
+    return cast(ErrorKind, value) if value in ERROR_KINDS else None
 
 # Ray sets the process title of a worker to `ray::<Class>.<method>` (actor running a method),
 # `ray::<Class>` (idle actor), `ray::<task_name>` (task) or `ray::IDLE` (pooled worker).
@@ -242,7 +260,7 @@ class CollectionError:
     error: str
     node_id: str | None = None
     pid: int | None = None
-    kind: str | None = None  # e.g. ptrace-denied, py-spy-missing, timeout, state-api-down
+    kind: ErrorKind | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"node_id": self.node_id, "pid": self.pid, "error": self.error, "kind": self.kind}
@@ -253,7 +271,7 @@ class CollectionError:
         pid = raw.get("pid")
         return cls(error=str(raw.get("error")), node_id=raw.get("node_id") or node_id,
                    pid=int(pid) if isinstance(pid, int) or (isinstance(pid, str) and pid.isdigit()) else None,
-                   kind=raw.get("kind"))
+                   kind=error_kind(raw.get("kind")))
 
 
 @dataclass

@@ -19,6 +19,7 @@ from debug_hang.analyse.diagnosis import Diagnosis
 from debug_hang.analyse.flight_recorder import analyse as analyse_fr
 from debug_hang.analyse.fr_join import attach
 from debug_hang.analyse.patterns import settings
+from debug_hang.analyse.progress import rules
 from debug_hang.analyse.rootcause import chains
 from debug_hang.analyse.verdict import analyse, quote_deaths, youngest_task_age_s
 from debug_hang.collect.address import ClusterAddress, check_reachable, parse_address, resolve_dashboard
@@ -43,6 +44,7 @@ from debug_hang.probe.pyspy import DumpOptions
 from debug_hang.redact import DEFAULT as redactor
 from debug_hang.redact import learn_digests, learn_runtime_envs, redact_obj
 from debug_hang.report.write import write_outputs
+from debug_hang.rows import tasks_of
 from debug_hang.snapshot import Snapshot, running_jobs
 from debug_hang.timeouts import DEFAULT_DEADLINE_S, Deadline, PhaseTimer
 
@@ -131,7 +133,7 @@ def run(opts: Options) -> Diagnosis:
     # Progress is judged on the task states between the first listing and a second one. When a
     # task started moments ago, stretch that window to FRESH_TASK_S so that a healthy job's next
     # step has time to show (a hung job costs at most those few seconds more).
-    age = youngest_task_age_s(job, snap.tasks, snap.taken_at)
+    age = youngest_task_age_s(job.get("job_id"), tasks_of(snap.tasks), snap.taken_at)
     if age is not None:
         window = time.time() - snap.taken_at
         wait = min(FRESH_TASK_S - max(age, window), deadline.remaining() - 5.0)
@@ -158,20 +160,14 @@ def run(opts: Options) -> Diagnosis:
     timer.mark("progress_window")
     diag = analyse(job, snap, collection, None if after.error else after.rows, addr.gcs, why, others,
                    errors + [CollectionError(e) for e in snap.errors], started)
-    add_flight_recorder(diag)
-    weigh_truncation(diag, snap.truncated)
+    finish(diag, snap)
     timer.mark("analysis")
-    missing = [e for e in snap.errors if "/api/v0/tasks" in e or "/api/v0/actors" in e]
-    if missing and diag.verdict == "no-hang":
-        diag.verdict = "inconclusive"
-        diag.summary = f"Task or actor state could not be read ({missing[0][:200]}); the stacks alone do not show a hang."
     if diag.causes and not deadline.expired:
         try:
-            diag.evidence = gather(DashboardClient(addr.dashboard_url, timeout_s=deadline.remaining(cap=8.0)),
-                                   diag.graph, diag.chain_keys(), _history(snap.tasks, after), job)
+            add_evidence(diag, gather(DashboardClient(addr.dashboard_url, timeout_s=deadline.remaining(cap=8.0)),
+                                      diag.graph, diag.chain_keys(), _history(snap.tasks, after), job))
         except Exception as exc:  # noqa: BLE001 - evidence is a bonus: report and go on
             diag.errors.append(CollectionError(f"evidence gathering failed: {exc}"))
-        quote_deaths(diag)
     timer.mark("evidence")
     diag.timings = timer.phases
     diag.seconds = time.monotonic() - started
@@ -190,6 +186,35 @@ def _history(before: list[dict[str, Any]], after: ProgressReading) -> list[dict[
     rows = {task_key(t): t for t in before}
     rows.update({task_key(t): t for t in after.rows})
     return list(rows.values())
+
+
+def finish(diag: Diagnosis, snap: Snapshot) -> None:
+    """The steps after the analysis that every path shares — a live run, a saved folder
+    re-analysed, the State-API-down fallback — so that a folder re-runs to the live verdict:
+    the Flight Recorder joined, findings weighed by what the State API cut, and no "no hang" when
+    the job's task or actor state could not be read."""
+    add_flight_recorder(diag)
+    weigh_truncation(diag, snap.truncated)
+    missing = [e for e in snap.errors if "/api/v0/tasks" in e or "/api/v0/actors" in e]
+    if not missing:
+        return
+    unread = f"Task or actor state could not be read ({missing[0][:200]})"
+    if diag.verdict == "no-hang":
+        diag.verdict = "inconclusive"
+        diag.summary = f"{unread}; the stacks alone do not show a hang."
+    elif diag.verdict == "hang" and not all(c.cycle or c.pattern in rules().proven_without_task_state for c in diag.causes[:1]):
+        top = diag.causes[0]
+        diag.verdict = "inconclusive"
+        diag.summary = (f"{unread}. From the stacks alone the candidate is {top.pattern} in {top.culprits[0].label()}, "
+                        "but a call nobody could see run or finish may still release it: get the State API answering "
+                        "(the dashboard's /api/v0/tasks and /api/v0/actors) and diagnose again.")
+
+
+def add_evidence(diag: Diagnosis, evidence: Evidence) -> None:
+    """The log and history evidence of the chains (read live, or from a saved folder), and what it
+    says of each crash loop's deaths."""
+    diag.evidence = evidence
+    quote_deaths(diag)
 
 
 def weigh_truncation(diag: Diagnosis, truncated: dict[str, dict[str, int]]) -> None:
@@ -300,7 +325,7 @@ def _without_state_api(opts: Options, addr: ClusterAddress, snap: Snapshot, dead
     errors = [CollectionError(note, kind="state-api-down")]
     diag = analyse({"job_id": None}, snap, collection, None, addr.gcs, "unknown: the State API is down", [],
                    errors, started)
-    add_flight_recorder(diag)
+    finish(diag, snap)
     # Without task state no wait can be followed: stacks alone are candidates, not a verdict.
     diag.verdict = "inconclusive"
     candidates = ", ".join(f"{c.pattern} in {c.culprits[0].label()}" for c in diag.causes[:3]) or "none"
@@ -358,16 +383,15 @@ def reanalyse(folder: Path) -> Diagnosis:
     cap = load_capture(folder)
     meta, snap, job = cap.meta, cap.snapshot, cap.job
     diag = analyse(job, snap, cap.collection, cap.tasks_after, str(meta.get("address") or ""),
-                   str(meta.get("job_choice") or ""), [j for j in snap.jobs if j is not job], [], time.monotonic())
+                   str(meta.get("job_choice") or ""), [j for j in snap.jobs if j is not job],
+                   [CollectionError(e) for e in snap.errors], time.monotonic())
     diag.seconds = float(meta.get("diagnosis_seconds") or diag.seconds)
-    add_flight_recorder(diag)
-    weigh_truncation(diag, snap.truncated)
+    finish(diag, snap)
     ev_path = folder / "evidence.json"
     if ev_path.exists():
         raw = json.loads(ev_path.read_text())
-        diag.evidence = Evidence(
+        add_evidence(diag, Evidence(
             per_node={k: NodeEvidence(highlights=v.get("highlights", []), history=v.get("history", []),
                                       errors=v.get("errors", [])) for k, v in (raw.get("per_node") or {}).items()},
-            driver_highlights=list(raw.get("driver_highlights") or []), errors=list(raw.get("errors") or []))
-        quote_deaths(diag)
+            driver_highlights=list(raw.get("driver_highlights") or []), errors=list(raw.get("errors") or [])))
     return diag

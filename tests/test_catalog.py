@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
+from typing import get_args
 
 import pytest
 from conftest import ROOT
@@ -32,19 +34,59 @@ def test_catalog_loads_and_covers_the_required_patterns() -> None:
             assert pattern.fixes, pattern.id
 
 
-def test_every_pattern_id_the_code_uses_is_in_the_catalog() -> None:
-    ids = set(catalog())
-    # The analysis and the renderers: the modules that name patterns (the collection names errors).
-    modules = [*(ROOT / "debug_hang" / "analyse").glob("*.py"), *(ROOT / "debug_hang" / "report").glob("*.py"),
+# Every closed vocabulary the analysis writes as hyphenated string literals.
+def _vocabularies() -> set[str]:
+    from debug_hang.analyse import flight_recorder
+    from debug_hang.analyse.diagnosis import Verdict
+    from debug_hang.analyse.graph.model import EdgeReason
+    from debug_hang.analyse.pattern_ids import PatternId
+    from debug_hang.analyse.patterns import DETECTS, EDGES, KINDS
+    from debug_hang.collect.state import ProgressReading
+    from debug_hang.model import ErrorKind
+
+    def args(t: object) -> set[str]:
+        out: set[str] = set()
+        for a in get_args(t):
+            out |= args(a) if get_args(a) else {a}
+        return out
+
+    mode = ProgressReading.__dataclass_fields__["mode"].type
+    modes = set(re.findall(r"[\"']([a-z-]+)[\"']", str(mode)))
+    return (args(PatternId) | args(EdgeReason) | args(Verdict) | args(ErrorKind) | set(EDGES) | set(KINDS)
+            | set(DETECTS) | set(flight_recorder.KINDS) | modes | {"utf-8", "debug-hang"})
+
+
+def test_pattern_ids_type_is_the_catalog() -> None:
+    from debug_hang.analyse.pattern_ids import PatternId
+
+    assert list(get_args(PatternId)) == list(catalog()), "run tools/catalog_doc.py --write"
+
+
+def test_every_hyphenated_literal_in_the_analysis_is_a_known_word() -> None:
+    # A misspelt pattern id, verdict, edge reason or error kind anywhere in the analysis, the
+    # renderers or the pipeline is a string no vocabulary holds (mypy sees assignments and
+    # comparisons; this sees the rest: membership tuples, dict keys, defaults).
+    known = _vocabularies()
+    modules = [*(ROOT / "debug_hang" / "analyse").rglob("*.py"), *(ROOT / "debug_hang" / "report").glob("*.py"),
                ROOT / "debug_hang" / "commands" / "match.py", ROOT / "debug_hang" / "pipeline.py"]
-    source = "\n".join(path.read_text() for path in sorted(modules))
-    used = set(re.findall(r'"([a-z]+(?:-[a-z]+)+)"', source))
-    candidates = {u for u in used if u.endswith(("-wait", "-cycle", "-dead", "-gone", "-hang", "-loop",
-                                                  "-satisfied", "-infeasible", "-starvation", "-deadlock",
-                                                  "-skipped", "-mismatch", "-blocked", "-work", "-resource"))}
-    candidates -= {"no-hang", "debug-hang", "version-mismatch"}  # a verdict, the program's name, a failure kind
-    assert candidates, "the scan found no pattern ids at all"
-    assert candidates <= ids, candidates - ids
+    word = re.compile(r"^[a-z]+(?:-[a-z0-9]+)+$")
+    unknown: dict[str, str] = {}
+    for path in modules:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and word.match(node.value) \
+                    and node.value not in known:
+                unknown.setdefault(node.value, f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not unknown, f"words in no vocabulary (a typo, or a new word to add to its Literal): {unknown}"
+
+
+def test_the_node_side_error_kinds_are_error_kinds() -> None:
+    from debug_hang.collect import nodes
+    from debug_hang.model import ERROR_KINDS
+    from debug_hang.probe import node_probe, pyspy
+
+    kinds = {v for mod in (pyspy, node_probe, nodes) for k, v in vars(mod).items()
+             if k.isupper() and isinstance(v, str) and re.fullmatch(r"[a-z]+(?:-[a-z]+)+", v) and k != "NAMESPACE"}
+    assert kinds <= ERROR_KINDS, f"kinds the node side reports that ErrorKind lacks: {kinds - ERROR_KINDS}"
 
 
 def test_a_broken_catalog_is_refused_with_a_clear_message(tmp_path: Path) -> None:

@@ -6,9 +6,10 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import LocalCluster, run_script
+from conftest import ROOT, LocalCluster, run_script
 
 
 def _env_without_address() -> dict[str, str]:
@@ -175,3 +176,74 @@ def test_a_dashboard_that_never_answers_ends_at_the_deadline(tmp_path: Path) -> 
     assert proc.returncode == 6, proc.stderr
     assert "deadline" in proc.stderr and "Traceback" not in proc.stderr
     assert elapsed < 3 + 6, elapsed
+
+
+class _RefusingProxy:
+    """The real dashboard behind a proxy that answers 503 on one endpoint (as an ingress whose
+    upstream timeout is shorter than a big job's task listing does); everything else is passed on."""
+
+    def __init__(self, upstream: str, refused: str) -> None:
+        import http.server
+        import threading
+        import urllib.error
+        import urllib.request
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - the http.server API
+                if self.path.startswith(refused):
+                    self.send_response(503)
+                    self.end_headers()
+                    self.wfile.write(b"upstream request timeout")
+                    return
+                try:
+                    with urllib.request.urlopen(upstream + self.path, timeout=30) as resp:
+                        status, body = resp.status, resp.read()
+                except urllib.error.HTTPError as exc:
+                    status, body = exc.code, exc.read()
+                self.send_response(status)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                """Quiet."""
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+
+@pytest.mark.integration
+def test_a_refused_task_listing_is_inconclusive_live_and_when_re_analysed(ray_cluster: LocalCluster, tmp_path: Path) -> None:
+    # GIVEN a real hang, and a dashboard whose task listing fails behind its proxy
+    from conftest import stop_job, submit_example
+
+    from debug_hang.pipeline import reanalyse
+
+    job = submit_example(ray_cluster, "producer_never_produces")
+    proxy = _RefusingProxy(ray_cluster.dashboard, "/api/v0/tasks")
+    try:
+        # WHEN it is diagnosed through that proxy
+        proc = run_script(["scripts/diagnose_ray_hang.sh", proxy.url, str(tmp_path / "d"), "--job-id", str(job.job_id)],
+                          timeout_s=120, env=ray_cluster.env())
+    finally:
+        proxy.close()
+        stop_job(ray_cluster, job)
+    assert proc.returncode in (0, 8), proc.stderr
+    live = json.loads((tmp_path / "d" / "diagnosis.json").read_text())
+    # THEN the live run says inconclusive (the wait cannot be followed without task state), and so
+    # does the saved folder re-analysed
+    assert live["verdict"] == "inconclusive", live["summary"]
+    assert any("/api/v0/tasks" in str(e.get("error")) for e in live["collection"]["errors"]), live["collection"]["errors"]
+    again = reanalyse(tmp_path / "d")
+    assert again.verdict == live["verdict"] and again.summary == live["summary"]
+    if os.environ.get("DEBUG_HANG_RECORD"):
+        import shutil
+
+        dest = ROOT / "tests" / "data" / "captures" / "task_listing_refused"
+        shutil.rmtree(dest, ignore_errors=True)
+        dest.mkdir(parents=True)
+        for name in ("snapshot.json", "stacks.json", "tasks_after.json", "evidence.json", "diagnosis.json"):
+            shutil.copy(tmp_path / "d" / name, dest / name)

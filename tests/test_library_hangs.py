@@ -18,6 +18,7 @@ from debug_hang.analyse.patterns import catalog, housekeeping_rules, load_catalo
 from debug_hang.errors import BadInputError
 from debug_hang.model import Process, Thread, stacks_from_dict
 from debug_hang.parse.parsers import parse_path
+from debug_hang.rows import JobRow
 
 pytestmark = pytest.mark.unit
 
@@ -36,7 +37,7 @@ def thread(procs: list[Process], name: str) -> Thread:
 def graph_pattern(procs: list[Process]) -> dict[int | None, str | None]:
     """Each process's reading after the wait-for graph's per-process passes (no Ray state)."""
     verdicts = [match_process(p) for p in procs]
-    g = build_graph(GraphInputs(job={}, actors=[], tasks=[], placement_groups=[], node_totals=[], verdicts=verdicts))
+    g = build_graph(GraphInputs(job=JobRow.of({}), actors=[], tasks=[], placement_groups=[], node_totals=[], verdicts=verdicts))
     return {v.process.pid: g.nodes[proc_key(v.process)].pattern for v in verdicts}
 
 

@@ -21,6 +21,7 @@ from debug_hang.errors import BadInputError
 from debug_hang.model import Collection, stacks_from_dict
 from debug_hang.pipeline import reanalyse
 from debug_hang.report.json_out import to_json
+from debug_hang.rows import ActorRow, tasks_of
 from debug_hang.snapshot import Snapshot
 
 pytestmark = pytest.mark.unit
@@ -130,7 +131,7 @@ def snapshot_of(name: str) -> Snapshot:
 
 def test_a_crash_loop_is_read_from_ray_state() -> None:
     snap = snapshot_of("crash_loop_actor")
-    loops = find_crash_loops(snap.actors, snap.tasks)
+    loops = find_crash_loops([ActorRow.of(a) for a in snap.actors], tasks_of(snap.tasks))
     (loop,) = loops.values()
     assert loop.kind == "actor" and loop.name == "ShardReader"
     assert loop.restarts >= rules().crash_loop.min_restarts
@@ -142,7 +143,7 @@ def test_an_actor_that_never_ran_is_not_a_crash_loop() -> None:
     snap = snapshot_of("crash_loop_actor")
     actors = [{**a, "num_restarts": "0", "state": "PENDING_CREATION"} for a in snap.actors]
     tasks = [t for t in snap.tasks if t.get("state") != "FAILED"]
-    assert find_crash_loops(actors, tasks) == {}
+    assert find_crash_loops([ActorRow.of(a) for a in actors], tasks_of(tasks)) == {}
 
 
 def test_crash_loop_capture_names_the_actor_and_quotes_its_death() -> None:
@@ -238,9 +239,9 @@ def test_an_actor_restarted_once_is_a_loop_only_while_it_is_down() -> None:
     one_death = [t for t in snap.tasks if t.get("state") != "FAILED"] + \
         [next(t for t in snap.tasks if t.get("state") == "FAILED")]
     alive = [{**a, "num_restarts": "1", "state": "ALIVE"} for a in snap.actors]
-    assert find_crash_loops(alive, one_death) == {}  # it came back: recovered, not looping
+    assert find_crash_loops([ActorRow.of(a) for a in alive], tasks_of(one_death)) == {}  # it came back: recovered, not looping
     down = [{**a, "num_restarts": "1", "state": "RESTARTING"} for a in snap.actors]
-    (loop,) = find_crash_loops(down, one_death).values()
+    (loop,) = find_crash_loops([ActorRow.of(a) for a in down], tasks_of(one_death)).values()
     assert not loop.confirmed  # died once, being restarted: not yet a loop
 
 

@@ -18,6 +18,7 @@ from debug_hang.collect.raytrain import parse_worker_ranks
 from debug_hang.model import Collection, stacks_from_dict
 from debug_hang.pipeline import reanalyse
 from debug_hang.report.json_out import to_json
+from debug_hang.rows import tasks_of
 from debug_hang.snapshot import POLLING_TASKS, Snapshot
 
 pytestmark = pytest.mark.unit
@@ -88,9 +89,10 @@ def test_controller_status_polls_are_not_progress() -> None:
     before = [t for t in snap.tasks if t.get("task_id") != newest["task_id"]]
     before.append(dict(newest, state="RUNNING"))
     # WHEN progress is judged THEN a finished poll is not progress, while any other finished call is
-    assert detect_progress(before, after, since_ms=0) == []
+    assert detect_progress(tasks_of(before), tasks_of(after), since_ms=0) == []
     renamed = [dict(t, name="RayTrainWorker.train_step") if t["task_id"] == newest["task_id"] else t for t in after]
-    assert detect_progress(before, renamed, since_ms=0) == ["RayTrainWorker.train_step finished during the diagnosis"]
+    assert detect_progress(tasks_of(before), tasks_of(renamed), since_ms=0) == [
+        "RayTrainWorker.train_step finished during the diagnosis"]
 
 
 def test_chain_runs_driver_to_controller_to_ranks() -> None:
@@ -161,4 +163,4 @@ def test_ray_data_autoscaling_coordinator_calls_are_not_progress() -> None:
     assert rows, "the capture holds the coordinator's calls"
     newest = max(rows, key=lambda t: t.get("end_time_ms") or 0)
     before = [t for t in snap.tasks if t.get("task_id") != newest["task_id"]] + [dict(newest, state="RUNNING")]
-    assert detect_progress(before, after, since_ms=0) == []
+    assert detect_progress(tasks_of(before), tasks_of(after), since_ms=0) == []

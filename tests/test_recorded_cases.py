@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -44,6 +45,34 @@ def test_recorded_case_still_yields_its_root_cause(case: Path) -> None:
                    and (culprit["rank"] is None or c["rank"] == culprit["rank"]) for c in top["culprits"]), top
     report = render_markdown(diag)
     assert "## Blocking chain" in report and "← root cause" in report
+
+
+RECORDED = sorted(p for p in [*CASES, *(ROOT / "tests" / "data" / "captures").glob("*")] if (p / "diagnosis.json").exists())
+
+
+def _findings(doc: dict[str, Any]) -> list[tuple[str, list[tuple[str, str | None, int | None, int | None]]]]:
+    return [(c["pattern"], [(x["kind"], x.get("class_name"), x.get("pid"), x.get("rank")) for x in c["culprits"]])
+            for c in doc["root_causes"]]
+
+
+@pytest.mark.parametrize("case", RECORDED, ids=[f"{p.parent.name}/{p.name}" for p in RECORDED])
+def test_a_saved_folder_re_analyses_to_what_the_live_run_said(case: Path) -> None:
+    # GIVEN the folder a live diagnosis wrote, with the diagnosis it printed
+    live = json.loads((case / "diagnosis.json").read_text())
+    # WHEN the folder is re-analysed
+    again = to_json(reanalyse(case))
+    # THEN the verdict, the root causes and their culprits are the live run's
+    assert again["verdict"] == live["verdict"], (again["summary"], live["summary"])
+    assert _findings(again) == _findings(live)
+
+
+def test_a_folder_whose_task_listing_failed_stays_inconclusive() -> None:
+    # GIVEN a real capture whose State API task listing answered HTTP 503 (tests/data/captures/README.md)
+    folder = ROOT / "tests" / "data" / "captures" / "task_listing_refused"
+    # WHEN re-analysed THEN inconclusive, naming the unread endpoint and the stack-only candidate
+    diag = reanalyse(folder)
+    assert diag.verdict == "inconclusive"
+    assert "/api/v0/tasks" in diag.summary and "poll-never-satisfied in ReplayBuffer" in diag.summary
 
 
 def test_cycle_case_names_every_member() -> None:

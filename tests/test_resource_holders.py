@@ -20,6 +20,7 @@ from debug_hang.analyse.holders import idle_actors, leaked_placement_groups, pla
 from debug_hang.analyse.patterns import catalog
 from debug_hang.pipeline import reanalyse
 from debug_hang.report.json_out import to_json
+from debug_hang.rows import ActorRow, JobRow, PlacementGroupRow, Rows, TaskRow
 from debug_hang.snapshot import Snapshot, resource_usage
 
 pytestmark = pytest.mark.unit
@@ -33,8 +34,13 @@ def snapshot(case: Path) -> Snapshot:
     return Snapshot.from_dict(json.loads((case / "snapshot.json").read_text()))
 
 
-def jobs_of(snap: Snapshot) -> dict[str, dict[str, Any]]:
-    return {str(j.get("job_id")): j for j in snap.jobs}
+def typed(snap: Snapshot) -> tuple[list[PlacementGroupRow], list[ActorRow], list[TaskRow]]:
+    rows = Rows.of(snap)
+    return rows.placement_groups, rows.actors, rows.tasks
+
+
+def jobs_of(snap: Snapshot) -> dict[str, JobRow]:
+    return {str(j.job_id): j for j in Rows.of(snap).jobs}
 
 
 def variant(case: Path, tmp_path: Path, edit: Any) -> Path:
@@ -51,7 +57,7 @@ def test_leaked_group_is_the_created_one_with_only_dead_actors() -> None:
     # GIVEN the sweep's real State API rows
     snap = snapshot(SWEEP)
     # WHEN the groups nothing uses are looked for
-    found = leaked_placement_groups(snap.placement_groups, snap.actors, snap.tasks, jobs_of(snap), snap.taken_at,
+    found = leaked_placement_groups(*typed(snap), jobs_of(snap), snap.taken_at,
                                     resource_usage(snap))
     # THEN only trial 0's group is one: CREATED, 3 CPUs, its actors DEAD by ray.kill; not the PENDING one
     assert [h.class_name for h in found] == ["trial-0"]
@@ -123,7 +129,7 @@ def test_blocked_holders_are_not_idle_holders() -> None:
     # GIVEN the starvation capture: loaders hold every CPU while RUNNING ray.get
     snap = snapshot(CASES / "starvation")
     # THEN none of them is an idle holder, and the finding stays resource-starvation
-    assert idle_actors(snap.actors, snap.tasks, jobs_of(snap), snap.taken_at) == []
+    assert idle_actors(*typed(snap)[1:], jobs_of(snap), snap.taken_at) == []
     assert reanalyse(CASES / "starvation").causes[0].pattern == "resource-starvation"
 
 
@@ -156,15 +162,13 @@ def test_actors_created_into_a_pending_group_wait_for_the_group_and_its_holder()
 def test_holders_of_an_ended_job_are_left_to_ray_unless_detached(tmp_path: Path) -> None:
     # GIVEN the sweep's rows, with the creator job marked STOPPED (Ray removes its groups itself)
     snap = snapshot(SWEEP)
-    jobs = jobs_of(snap)
-    for job in jobs.values():
+    for job in snap.jobs:
         job["status"] = "STOPPED"
-    args = (snap.placement_groups, snap.actors, snap.tasks, jobs, snap.taken_at)
     # THEN its non-detached group is no leak; the same group detached is one
-    assert leaked_placement_groups(*args) == []
+    assert leaked_placement_groups(*typed(snap), jobs_of(snap), snap.taken_at) == []
     for pg in snap.placement_groups:
         pg["is_detached"] = True
-    assert [h.class_name for h in leaked_placement_groups(*args)] == ["trial-0"]
+    assert [h.class_name for h in leaked_placement_groups(*typed(snap), jobs_of(snap), snap.taken_at)] == ["trial-0"]
 
 
 def test_a_request_with_free_capacity_is_not_held_up_by_idle_actors(tmp_path: Path) -> None:
@@ -181,17 +185,17 @@ def test_an_actor_busy_only_with_calls_of_an_ended_job_is_not_in_use() -> None:
     # GIVEN the evaluators' rows, one Evaluator detached and running a call made by an ended job
     # (its recorded ping re-pointed: RUNNING, parent in job 7f000000, which is STOPPED)
     snap = snapshot(EVALUATORS)
-    jobs = jobs_of(snap)
-    jobs["7f000000"] = {"job_id": "7f000000", "status": "STOPPED", "entrypoint": "python old_eval.py"}
+    old = {"job_id": "7f000000", "status": "STOPPED", "entrypoint": "python old_eval.py"}
+    jobs = {**jobs_of(snap), "7f000000": JobRow.of(old)}
     ping = next(t for t in snap.tasks if t.get("name") == "Evaluator.ping")
     ping.update(state="RUNNING", parent_task_id="f" * 40 + "7f000000")
     actor = next(a for a in snap.actors if a["actor_id"] == ping["actor_id"])
     actor["is_detached"] = True
     # WHEN idle holders are looked for
-    found = {h.id: h for h in idle_actors(snap.actors, snap.tasks, jobs, snap.taken_at)}
+    found = {h.id: h for h in idle_actors(*typed(snap)[1:], jobs, snap.taken_at)}
     # THEN it counts as unused (nobody waits for that call), and says why
     assert actor["actor_id"] in found
     assert any("7f000000, which has ended (STOPPED)" in e for e in found[actor["actor_id"]].evidence)
     # AND a call from a live job keeps it in use
-    jobs["7f000000"]["status"] = "RUNNING"
-    assert actor["actor_id"] not in {h.id for h in idle_actors(snap.actors, snap.tasks, jobs, snap.taken_at)}
+    jobs["7f000000"] = JobRow.of({**old, "status": "RUNNING"})
+    assert actor["actor_id"] not in {h.id for h in idle_actors(*typed(snap)[1:], jobs, snap.taken_at)}

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from debug_hang.analyse.next_steps import waits_of  # noqa: E402
-from debug_hang.analyse.patterns import catalog, match_thread  # noqa: E402
+from debug_hang.analyse.patterns import Reading, catalog, match_thread  # noqa: E402
 from debug_hang.analyse.progress import rules  # noqa: E402
 from debug_hang.errors import EXIT_OK, NotFoundError, run_main  # noqa: E402
 from debug_hang.model import Process, Thread, stacks_from_dict  # noqa: E402
@@ -101,7 +101,7 @@ def _frames_shown(thread: Thread) -> list[str]:
     return lines
 
 
-def _deciding_threads(proc: Process) -> list[tuple[Thread, str]]:
+def _deciding_threads(proc: Process) -> list[tuple[Thread, Reading]]:
     """The threads that decide a process's verdict: non-benign ones in job code first, at most 3."""
     cat = catalog()
     scored = []

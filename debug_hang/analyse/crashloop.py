@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from debug_hang.analyse.progress import CrashLoopRules, rules
-from debug_hang.snapshot import DONE_STATES
+from debug_hang.rows import ActorRow, TaskRow
 
 DEATH_PREFIX = "death reason: "  # how the evidence step marks the reason it found in a dead worker's log
 DEATH_SOURCE = " — in the log of dead worker "
@@ -46,63 +46,60 @@ class CrashLoop:
             f"; last error: {self.last_error}" if self.last_error else "")
 
 
-def _death_attempts(tasks: list[dict[str, Any]], r: CrashLoopRules) -> list[dict[str, Any]]:
-    return [t for t in tasks if t.get("state") == "FAILED" and t.get("error_type") in r.death_error_types]
+def _death_attempts(tasks: list[TaskRow], r: CrashLoopRules) -> list[TaskRow]:
+    return [t for t in tasks if t.state == "FAILED" and t.error_type in r.death_error_types]
 
 
-def find_crash_loops(actors: list[dict[str, Any]], tasks: list[dict[str, Any]],
-                     r: CrashLoopRules | None = None) -> dict[str, CrashLoop]:
+def find_crash_loops(actors: list[ActorRow], tasks: list[TaskRow], r: CrashLoopRules | None = None) -> dict[str, CrashLoop]:
     """Actors and tasks in a crash loop, by actor_id / task_id."""
     r = r or rules().crash_loop
     found: dict[str, CrashLoop] = {}
-    by_actor: dict[str, list[dict[str, Any]]] = {}
-    by_task: dict[str, list[dict[str, Any]]] = {}
+    by_actor: dict[str, list[TaskRow]] = {}
+    by_task: dict[str, list[TaskRow]] = {}
     for task in tasks:
-        if task.get("actor_id") and task.get("type") == "ACTOR_TASK":
-            by_actor.setdefault(str(task["actor_id"]), []).append(task)
-        elif task.get("type") == "NORMAL_TASK" and task.get("task_id"):
-            by_task.setdefault(str(task["task_id"]), []).append(task)
+        if task.actor_id and task.type == "ACTOR_TASK":
+            by_actor.setdefault(task.actor_id, []).append(task)
+        elif task.type == "NORMAL_TASK" and task.task_id:
+            by_task.setdefault(task.task_id, []).append(task)
     for actor in actors:
-        if actor.get("state") not in ("ALIVE", "RESTARTING", "PENDING_CREATION", "DEPENDENCIES_UNREADY"):
+        if actor.state not in ("ALIVE", "RESTARTING", "PENDING_CREATION", "DEPENDENCIES_UNREADY"):
             continue  # DEAD: out of restarts, a plain death
-        deaths = _death_attempts(by_actor.get(str(actor.get("actor_id")), []), r)
-        if actor.get("num_restarts") is None:
+        deaths = _death_attempts(by_actor.get(actor.actor_id, []), r)
+        if actor.num_restarts is None:
             # Ray 2.9 does not report restarts: its calls' attempts that died tell them instead.
             if len(deaths) < r.min_failed_attempts:
                 continue
             restarts = 0
         else:
-            restarts = int(actor.get("num_restarts") or 0) - int(actor.get("num_restarts_due_to_node_preemption") or 0)
+            restarts = actor.num_restarts - actor.num_restarts_due_to_node_preemption
             if restarts == 0:
                 continue  # never restarted: the process that runs is the first one (or none yet)
-        loop = _loop("actor", str(actor["actor_id"]), str(actor.get("class_name")), restarts, deaths,
-                     actor.get("death_cause"))
+        loop = _loop("actor", actor.actor_id, str(actor.class_name), restarts, deaths, actor.death_cause)
         loop.confirmed = restarts >= r.min_restarts or len(deaths) >= r.min_failed_attempts
-        if loop.confirmed or actor.get("state") != "ALIVE":  # restarted once and alive: it recovered
+        if loop.confirmed or actor.state != "ALIVE":  # restarted once and alive: it recovered
             found[loop.id] = loop
     for task_id, attempts in by_task.items():
         deaths = _death_attempts(attempts, r)
-        live = [t for t in attempts if t.get("state") not in DONE_STATES]
+        live = [t for t in attempts if not t.done]
         if deaths and live:
-            loop = _loop("task", task_id, str(live[0].get("name")), 0, deaths, None)
+            loop = _loop("task", task_id, live[0].name, 0, deaths, None)
             loop.confirmed = len(deaths) >= r.min_failed_attempts
             found[task_id] = loop
     return found
 
 
-def _loop(kind: str, ident: str, name: str, restarts: int, deaths: list[dict[str, Any]],
-          death_cause: Any) -> CrashLoop:
-    deaths = sorted(deaths, key=lambda t: (t.get("end_time_ms") or 0, t.get("attempt_number") or 0))
-    last = deaths[-1] if deaths else {}
-    message = (last.get("error_message") or "").strip().splitlines()
+def _loop(kind: str, ident: str, name: str, restarts: int, deaths: list[TaskRow],
+          death_cause: dict[str, Any] | None) -> CrashLoop:
+    deaths = sorted(deaths, key=lambda t: (t.end_time_ms or 0, t.attempt_number))
+    message = (deaths[-1].error_message or "").strip().splitlines() if deaths else []
     last_error = message[-1][:200] if message else ""
     if isinstance(death_cause, dict):
         for ctx in death_cause.values():
             if isinstance(ctx, dict) and ctx.get("error_message"):
                 last_error = str(ctx["error_message"]).strip().splitlines()[0][:200]
-    workers = [(str(t["node_id"]), str(t["worker_id"])) for t in deaths if t.get("node_id") and t.get("worker_id")]
+    workers = [(t.node_id, t.worker_id) for t in deaths if t.node_id and t.worker_id]
     return CrashLoop(kind=kind, id=ident, name=name, restarts=restarts, failed_attempts=len(deaths),
-                     error_types=[str(t.get("error_type")) for t in deaths], last_error=last_error,
+                     error_types=[str(t.error_type) for t in deaths], last_error=last_error,
                      dead_workers=list(dict.fromkeys(workers)))
 
 

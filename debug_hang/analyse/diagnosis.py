@@ -6,7 +6,7 @@ Every renderer (report.md, diagnosis.json, the stdout summary) reads this one ob
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from debug_hang.analyse.flight_recorder import FRAnalysis
 from debug_hang.analyse.graph import WaitGraph
@@ -14,7 +14,11 @@ from debug_hang.analyse.patterns import ProcessVerdict
 from debug_hang.analyse.progress import ProcessProgress
 from debug_hang.analyse.rootcause import Chain, RootCause, chains
 from debug_hang.model import Collection, CollectionError, Evidence
+from debug_hang.rows import Rows
 from debug_hang.snapshot import Snapshot
+
+# What a diagnosis concludes.
+Verdict = Literal["hang", "no-hang", "inconclusive"]
 
 
 @dataclass
@@ -28,7 +32,7 @@ class Diagnosis:
     job_id: str | None
     job_choice: str
     other_jobs: list[dict[str, Any]]
-    verdict: str
+    verdict: Verdict
     summary: str
     snapshot: Snapshot | None
     collection: Collection
@@ -43,6 +47,7 @@ class Diagnosis:
     # Processes in unfinished calls whose stack could not be read, and why (see verdict.uninspected):
     # when not empty and the verdict is inconclusive, the exit code says so (EXIT_INCONCLUSIVE).
     uninspected: list[dict[str, Any]] = field(default_factory=list)
+    rows: Rows = field(default_factory=Rows)  # the snapshot's State API rows, typed (rows.py)
     signals: list[ProcessProgress] = field(default_factory=list)  # what each process did in the window
     # PyTorch Flight Recorder dumps of the job's ranks, when any were found (analyse/flight_recorder.py),
     # and what they add: agreement with the stacks, files refused, pipes that can trigger a dump.

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
-# Task states after which a task no longer uses (or waits to use) a placement group's bundles.
-_DONE = {"FINISHED", "FAILED"}
+from debug_hang.analyse.pattern_ids import PatternId
+from debug_hang.rows import ActorRow, JobRow, PlacementGroupRow, TaskRow
+
 # Resource names internal to placement groups (CPU_group_<i>_<id>, bundle_group_<id>): what an
 # actor inside a group takes from the group's reservation, not from the cluster.
 _GROUP_RESOURCE = re.compile(r"_group_")
-_ENDED = {"SUCCEEDED", "FAILED", "STOPPED"}
 _STATUS_RESERVED = re.compile(r".*reserved in placement groups.*")
 
 
@@ -31,7 +30,7 @@ class Holder:
     kind: str  # placement_group | actor
     id: str
     name: str
-    pattern: str  # catalog id of the finding
+    pattern: PatternId  # catalog id of the finding
     job_id: str | None
     class_name: str | None
     held: dict[str, float]
@@ -55,36 +54,27 @@ def _ago(seconds: float | None) -> str:
     return f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
 
 
-def _creator(job_id: str | None, jobs: dict[str, dict[str, Any]]) -> str:
+def _creator(job_id: str | None, jobs: dict[str, JobRow]) -> str:
     job = jobs.get(job_id or "")
     if job is None:
         return f"job {job_id}"
-    entry = str(job.get("entrypoint") or "").strip()[:80]
-    return f"job {job_id}" + (f" (`{entry}`, {job.get('status')})" if entry else f" ({job.get('status')})")
+    entry = job.entrypoint.strip()[:80]
+    return f"job {job_id}" + (f" (`{entry}`, {job.status})" if entry else f" ({job.status})")
 
 
-def reaped_by_ray(row: dict[str, Any], job_id: str | None, jobs: dict[str, dict[str, Any]]) -> bool:
+def reaped_by_ray(row: ActorRow | PlacementGroupRow, job_id: str | None, jobs: dict[str, JobRow]) -> bool:
     """True for a non-detached actor or group whose job has ended: Ray removes those itself (a
     moment after the job ends), so they are not leaks — only detached ones outlive their job."""
     job = jobs.get(str(job_id))
-    return not row.get("is_detached") and job is not None and job.get("status") in _ENDED
+    return not row.is_detached and job is not None and job.ended
 
 
-def bundle_total(pg: dict[str, Any]) -> dict[str, float]:
-    """What a placement group reserves: the sum of its bundles' unit resources."""
-    total: dict[str, float] = {}
-    for bundle in pg.get("bundles") or []:
-        for k, v in (bundle.get("unit_resources") or {}).items():
-            total[k] = total.get(k, 0.0) + float(v)
-    return total
-
-
-def by_group(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def _by_group(rows: list[ActorRow] | list[TaskRow]) -> dict[str, list[ActorRow | TaskRow]]:
     """Actor or task rows by the placement group they are placed in (one pass, any job)."""
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, list[ActorRow | TaskRow]] = {}
     for row in rows:
-        if row.get("placement_group_id"):
-            out.setdefault(str(row["placement_group_id"]), []).append(row)
+        if row.placement_group_id:
+            out.setdefault(row.placement_group_id, []).append(row)
     return out
 
 
@@ -102,35 +92,36 @@ def _reserved_usage(pg_id: str, usage: dict[str, tuple[float, float]]) -> dict[s
     return out
 
 
-def leaked_placement_groups(pgs: list[dict[str, Any]], actors: list[dict[str, Any]], tasks: list[dict[str, Any]],
-                            jobs: dict[str, dict[str, Any]], now_s: float,
+def leaked_placement_groups(pgs: list[PlacementGroupRow], actors: list[ActorRow], tasks: list[TaskRow],
+                            jobs: dict[str, JobRow], now_s: float,
                             usage: dict[str, tuple[float, float]] | None = None) -> list[Holder]:
     """CREATED groups with no live user: no actor in them that is not DEAD, no unfinished task."""
     found: list[Holder] = []
-    actors_in, tasks_in = by_group(actors), by_group(tasks)
+    actors_in, tasks_in = _by_group(actors), _by_group(tasks)
     for pg in pgs:
-        if pg.get("state") != "CREATED" or reaped_by_ray(pg, pg.get("creator_job_id"), jobs):
+        if pg.state != "CREATED" or reaped_by_ray(pg, pg.creator_job_id, jobs):
             continue
-        pg_id = str(pg.get("placement_group_id") or "")
-        members, pg_tasks = actors_in.get(pg_id, []), tasks_in.get(pg_id, [])
-        live = [a for a in members if a.get("state") != "DEAD"]
-        busy = [t for t in pg_tasks if t.get("state") not in _DONE]
+        pg_id = pg.placement_group_id
+        members = [a for a in actors_in.get(pg_id, []) if isinstance(a, ActorRow)]
+        pg_tasks = [t for t in tasks_in.get(pg_id, []) if isinstance(t, TaskRow)]
+        live = [a for a in members if a.state != "DEAD"]
+        busy = [t for t in pg_tasks if not t.done]
         if live or busy:
             continue
-        created = str((pg.get("stats") or {}).get("creation_request_received_ns") or "")
+        created = pg.created_ns or ""
         age = now_s - int(created) / 1e9 if created.isdigit() and int(created) > 0 else None
-        classes = sorted({str(a.get("class_name")) for a in members if a.get("class_name")})
-        name = str(pg.get("name") or pg_id[:12])
+        classes = sorted({a.class_name for a in members if a.class_name})
+        name = pg.name or pg_id[:12]
         holder = Holder(kind="placement_group", id=pg_id, name=f"placement group {name}",
-                        pattern="placement-group-leaked", job_id=pg.get("creator_job_id"),
-                        class_name=name, held=bundle_total(pg), age_s=age, used=bool(members or pg_tasks))
+                        pattern="placement-group-leaked", job_id=pg.creator_job_id,
+                        class_name=name, held=pg.total, age_s=age, used=bool(members or pg_tasks))
         holder.evidence.append(
-            f"CREATED {_ago(age)} ago by {_creator(pg.get('creator_job_id'), jobs)}"
-            + (", detached" if pg.get("is_detached") else "")
-            + f"; reserves {holder.held_text()} in {len(pg.get('bundles') or [])} bundle(s)")
-        ended = [t.get("end_time_ms") or 0 for t in pg_tasks]
+            f"CREATED {_ago(age)} ago by {_creator(pg.creator_job_id, jobs)}"
+            + (", detached" if pg.is_detached else "")
+            + f"; reserves {holder.held_text()} in {len(pg.bundles)} bundle(s)")
+        ended = [t.end_time_ms or 0 for t in pg_tasks]
         if members:
-            reasons = sorted({str(((a.get("death_cause") or {}).get("actor_died_error_context") or {}).get("reason")
+            reasons = sorted({str(((a.death_cause or {}).get("actor_died_error_context") or {}).get("reason")
                                   or "dead") for a in members})
             holder.evidence.append(
                 f"no live user: its {len(members)} actor(s) ({', '.join(classes)}) are DEAD ({', '.join(reasons)})"
@@ -144,66 +135,66 @@ def leaked_placement_groups(pgs: list[dict[str, Any]], actors: list[dict[str, An
     return found
 
 
-def plain_resources(required: dict[str, Any] | None) -> dict[str, float]:
+def plain_resources(required: dict[str, float] | None) -> dict[str, float]:
     """An actor's resources taken from the cluster itself (not from a placement group's bundles)."""
     return {k: float(v) for k, v in (required or {}).items()
             if not _GROUP_RESOURCE.search(k) and float(v) > 0 and k not in ("memory", "object_store_memory")}
 
 
-def idle_actors(actors: list[dict[str, Any]], tasks: list[dict[str, Any]], jobs: dict[str, dict[str, Any]],
+def idle_actors(actors: list[ActorRow], tasks: list[TaskRow], jobs: dict[str, JobRow],
                 now_s: float) -> list[Holder]:
     """ALIVE actors holding cluster resources that nothing uses: no task running or waiting on
     them, except calls made by jobs that have ended (nobody waits for those results)."""
     active: set[str] = set()
-    orphaned: dict[str, list[dict[str, Any]]] = {}
+    orphaned: dict[str, list[TaskRow]] = {}
     last_end: dict[str, float] = {}
     for task in tasks:
-        aid = task.get("actor_id")
+        aid = task.actor_id
         if not aid:
             continue
-        if task.get("state") not in _DONE:
+        if not task.done:
             caller = jobs.get(caller_job(task) or "")
-            if caller is not None and caller.get("status") in _ENDED:
+            if caller is not None and caller.ended:
                 orphaned.setdefault(aid, []).append(task)
             else:
                 active.add(aid)
         else:
-            last_end[aid] = max(last_end.get(aid, 0.0), float(task.get("end_time_ms") or 0))
+            last_end[aid] = max(last_end.get(aid, 0.0), task.end_time_ms or 0.0)
     found: list[Holder] = []
     for actor in actors:
-        aid = str(actor.get("actor_id") or "")
-        held = plain_resources(actor.get("required_resources"))
-        if actor.get("state") != "ALIVE" or aid in active or not held or reaped_by_ray(actor, actor.get("job_id"), jobs):
+        aid = actor.actor_id
+        held = plain_resources(actor.required_resources)
+        if actor.state != "ALIVE" or aid in active or not held or reaped_by_ray(actor, actor.job_id, jobs):
             continue
         idle_for = now_s - last_end[aid] / 1000.0 if last_end.get(aid) else None
-        job = jobs.get(str(actor.get("job_id")) or "")
-        label = actor.get("name") or actor.get("class_name")
+        job = jobs.get(str(actor.job_id) or "")
+        label = actor.name or actor.class_name
         holder = Holder(kind="actor", id=aid, name=str(label), pattern="idle-actor-holds-resources",
-                        job_id=actor.get("job_id"), class_name=actor.get("class_name"), held=held,
-                        age_s=idle_for, node_id=actor.get("node_id"), pid=int(actor.get("pid") or 0) or None)
+                        job_id=actor.job_id, class_name=actor.class_name, held=held,
+                        age_s=idle_for, node_id=actor.node_id, pid=actor.pid)
         holder.evidence.append(
             f"ALIVE, holds {holder.held_text()}, no task running or queued on it"
             + (f"; its last call ended {_ago(idle_for)} ago" if idle_for is not None else "; no call finished on it")
-            + f"; created by {_creator(actor.get('job_id'), jobs)}")
+            + f"; created by {_creator(actor.job_id, jobs)}")
         calls = orphaned.get(aid, [])
         if calls:
             holder.evidence[-1] = holder.evidence[-1].replace("no task running or queued on it",
                                                               "no call of a live job running or queued on it")
             ended = caller_job(calls[0])
-            holder.evidence.append(f"{', '.join(sorted({str(t.get('name')) for t in calls}))} {calls[0].get('state')} on it "
-                                   f"for job {ended}, which has ended ({jobs[str(ended)].get('status')}): nobody "
+            holder.evidence.append(f"{', '.join(sorted({t.name for t in calls}))} {calls[0].state} on it "
+                                   f"for job {ended}, which has ended ({jobs[str(ended)].status}): nobody "
                                    "waits for that result")
-        if actor.get("is_detached") and job is not None and job.get("status") != "RUNNING":
-            holder.evidence.append(f"detached (lifetime='detached') and its job is {job.get('status')}: it outlives "
+        if actor.is_detached and job is not None and job.status != "RUNNING":
+            holder.evidence.append(f"detached (lifetime='detached') and its job is {job.status}: it outlives "
                                    "its job and keeps its resources until killed")
         found.append(holder)
     return found
 
 
-def caller_job(task: dict[str, Any]) -> str | None:
+def caller_job(task: TaskRow) -> str | None:
     """The job that made a call: a Ray task id ends with its job id (8 hex digits), so does the
     parent task id of a call (a driver's is 40 f's + its job id)."""
-    parent = str(task.get("parent_task_id") or "")
+    parent = task.parent_task_id or ""
     return parent[-8:] if len(parent) >= 16 else None
 
 

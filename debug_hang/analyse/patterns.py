@@ -13,10 +13,11 @@ import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 import yaml
 
+from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.errors import BadInputError
 from debug_hang.model import Frame, Process, Thread
 from debug_hang.paths import bundle_root
@@ -30,6 +31,10 @@ EDGES = ("submitted-tasks", "own-calls", "collective-peers", "placement-group",
 # cpu: how real CPU use (read on the node over the sampling window) bears on a stack reading.
 CPU_RULES = ("busy", "idle")
 # Files of the Python runtime and installed packages: never the job's own code.
+# A thread's reading: a catalog id, or "unknown" (no pattern recognises the stack).
+Reading = PatternId | Literal["unknown"]
+# A process's verdict from its threads' readings.
+ProcessState = Literal["blocked", "busy", "idle", "unknown", "error"]
 _LIBRARY_FILE = re.compile(r"(/site-packages/|/dist-packages/|/lib/python\d+\.\d+/|^<frozen )")
 
 
@@ -68,7 +73,7 @@ class FrameRule:
 
 @dataclass(frozen=True)
 class Pattern:
-    id: str
+    id: PatternId
     title: str
     kind: str
     detect: str
@@ -94,7 +99,7 @@ class Pattern:
     holds: tuple[FrameRule, ...] = ()
     # A benign reading is dropped when one of these patterns decides the thread at a frame further
     # in: what the thread waits on wins over where it runs.
-    overridden_by: tuple[str, ...] = ()
+    overridden_by: tuple[PatternId, ...] = ()
     # Kernel functions a thread sleeps in (its /proc wchan) that mean this wait (file-lock-wait).
     kernel_waits: tuple[re.Pattern[str], ...] = ()
     # Numbers this pattern's rule decides with (ages, in seconds), as data: {name: value}.
@@ -124,11 +129,11 @@ class Settings:
 class ThreadMatch:
     """A thread's classification: the best pattern, its deciding frame, and the runners-up."""
 
-    pattern: str  # a catalog id, or "unknown"
+    pattern: Reading
     confidence: float
     frame: Frame | None
     frame_index: int | None
-    also: list[str] = field(default_factory=list)
+    also: list[PatternId] = field(default_factory=list)
     user_frame: Frame | None = None  # the innermost frame of the job's own code, if any
 
     def to_dict(self) -> dict[str, Any]:
@@ -219,7 +224,7 @@ def load_catalog(path: Path | str = CATALOG_PATH) -> list[Pattern]:
             if not all(isinstance(item, str) for item in raw.get(key) or ()):
                 raise BadInputError(f"{where} ({pid}): every item of {key} must be text (quote items that contain ': ')")
         patterns.append(Pattern(
-            id=pid, title=str(raw["title"]), kind=raw["kind"], detect=raw["detect"],
+            id=cast(PatternId, pid), title=str(raw["title"]), kind=raw["kind"], detect=raw["detect"],
             meaning=str(raw["meaning"]).strip(), leads_to=str(raw["leads_to"]), edge=raw["edge"],
             root_causes=tuple(raw.get("root_causes") or ()), fixes=tuple(raw.get("fixes") or ()),
             references=tuple(raw.get("references") or ()), states=tuple(raw.get("states") or ()),
@@ -232,7 +237,7 @@ def load_catalog(path: Path | str = CATALOG_PATH) -> list[Pattern]:
             cpu=_cpu_rule(raw.get("cpu"), f"{where} ({pid})"),
             library_penalty=float(raw.get("library_penalty", 0.0)),
             holds=tuple(_rule(r, where) for r in stack.get("holds") or ()),
-            overridden_by=tuple(str(x) for x in stack.get("overridden_by") or ()),
+            overridden_by=tuple(cast(PatternId, str(x)) for x in stack.get("overridden_by") or ()),
             kernel_waits=tuple(_regex(r, where) for r in raw.get("kernel_waits") or ()),
             thresholds=_thresholds(raw.get("thresholds"), where),
         ))
@@ -346,7 +351,7 @@ def match_thread(thread: Thread, patterns: list[Pattern] | None = None) -> Threa
 
 
 # Stack shape -> (pattern, confidence, deciding frame index, runners-up, job-code frame index).
-_SEEN: dict[tuple[Any, ...], tuple[str, float, int | None, tuple[str, ...], int | None]] = {}
+_SEEN: dict[tuple[Any, ...], tuple[Reading, float, int | None, tuple[PatternId, ...], int | None]] = {}
 _SEEN_MAX = 100_000
 
 
@@ -420,11 +425,11 @@ class ProcessVerdict:
 
     process: Process
     threads: list[tuple[Thread, ThreadMatch]]
-    verdict: str  # "blocked" | "busy" | "idle" | "unknown" | "error"
+    verdict: ProcessState
     main: ThreadMatch | None  # the thread match that decides the verdict
 
     @property
-    def pattern(self) -> str | None:
+    def pattern(self) -> Reading | None:
         return self.main.pattern if self.main else None
 
 
@@ -448,6 +453,7 @@ def match_process(proc: Process, patterns: list[Pattern] | None = None) -> Proce
 
     relevant.sort(key=rank)
     _, main = relevant[0]
+    verdict: ProcessState
     if main.pattern == "busy-loop" or (main.pattern == "unknown" and relevant[0][0].active):
         verdict = "busy"
     elif main.pattern == "unknown":

@@ -67,6 +67,7 @@ class Rules:
     inconclusive_when_silent: dict[str, str] = field(default_factory=dict)
     proven_stuck: frozenset[str] = frozenset()  # root causes that earlier activity does not make doubtful
     before_window_signals: frozenset[str] = frozenset()  # signals that read the log before the window
+    proven_without_task_state: frozenset[str] = frozenset()  # root causes one process's stacks prove
 
 
 def _compile(items: Any, where: str) -> tuple[re.Pattern[str], ...]:
@@ -111,6 +112,7 @@ def load_rules(path: Path | str = RULES_PATH) -> Rules:
         inconclusive_when_silent={str(k): str(v) for k, v in (doc.get("inconclusive_when_silent") or {}).items()},
         proven_stuck=frozenset(str(p) for p in doc.get("proven_stuck") or ()),
         before_window_signals=frozenset(str(p) for p in doc.get("before_window_signals") or ()),
+        proven_without_task_state=frozenset(str(p) for p in doc.get("proven_without_task_state") or ()),
     )
 
 

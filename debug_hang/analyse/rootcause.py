@@ -11,12 +11,14 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from debug_hang.analyse.graph import GNode, WaitGraph
-from debug_hang.analyse.patterns import catalog, settings
+from debug_hang.analyse.graph.model import EdgeReason, NodeState
+from debug_hang.analyse.pattern_ids import PatternId
+from debug_hang.analyse.patterns import Reading, catalog, settings
 
 
 @dataclass
 class RootCause:
-    pattern: str
+    pattern: Reading
     culprits: list[GNode]
     victims: list[str]  # node keys that (transitively) wait on the culprits
     confidence: float
@@ -78,7 +80,9 @@ def _upstream(g: WaitGraph, keys: set[str]) -> list[str]:
     return sorted(seen)
 
 
-_END_PATTERN = {
+# What a chain end stands for when its own reading is no root cause, by its state (those patterns
+# are decided by the graph passes or the stack matcher; a chain end carries them).
+_END_PATTERN: dict[NodeState, PatternId] = {
     "busy": "busy-loop",
     "idle": "idle-no-work",
     "dead": "peer-rank-dead",
@@ -131,9 +135,15 @@ def _cycle_causes(g: WaitGraph) -> list[RootCause]:
     return causes
 
 
+# The patterns a wait-for cycle is named by whose rule is here (_cycle_pattern, _cycle_causes)...
+CYCLE_DECIDES: frozenset[PatternId] = frozenset({"actor-call-cycle", "pipe-full-deadlock", "file-lock-deadlock", "train-barrier-skipped"})
+# ... and those a cycle carries from its members or its closing edge, decided elsewhere.
+CYCLE_CARRIES: frozenset[PatternId] = frozenset({"resource-starvation", "generator-backpressure", "async-loop-blocked", "lock-order-deadlock"})
+END_CARRIES = frozenset(_END_PATTERN.values())
+
 # Edges that close a cycle of their own kind: (edge, the cycle's pattern, whether the process the
 # edge leads to is where the fix goes, and so comes first among the culprits).
-_CLOSING_EDGES: tuple[tuple[str, str, bool], ...] = (
+_CLOSING_EDGES: tuple[tuple[EdgeReason, PatternId, bool], ...] = (
     # A member holds an OS file lock (/proc/locks) another waits for.
     ("file-lock-wait", "file-lock-deadlock", False),
     # A child writes a full pipe that only its parent reads, and the parent waits for the child
@@ -144,7 +154,7 @@ _CLOSING_EDGES: tuple[tuple[str, str, bool], ...] = (
 )
 
 
-def _cycle_pattern(g: WaitGraph, cycle: list[str], has_resource: bool) -> tuple[str, set[str]]:
+def _cycle_pattern(g: WaitGraph, cycle: list[str], has_resource: bool) -> tuple[PatternId, set[str]]:
     """What kind of deadlock a cycle is, from its members and the edges that close it, and the
     members to name first (where the fix goes; empty: the cycle's own order)."""
     if has_resource:
@@ -195,10 +205,10 @@ def _end_cause(g: WaitGraph, key: str, victims: list[str]) -> RootCause:
     """The cause a chain end stands for: its root-cause reading, or what its state says."""
     node = g.nodes[key]
     own = catalog().get(node.pattern or "")
-    pattern_id = node.pattern if own is not None and own.kind == "root-cause" else _END_PATTERN.get(node.state)
+    found = node.pattern if own is not None and own.kind == "root-cause" else _END_PATTERN.get(node.state)
+    pattern_id: Reading = found or node.pattern or "unknown"
     confidence = settings().chain_end_confidence
-    if pattern_id is None:
-        pattern_id = node.pattern or "unknown"
+    if found is None:
         confidence = settings().unrecognised_end_confidence  # the chain ends in a wait we could not follow
     evidence = [f"{g.nodes[e.src].label()} → {node.label()}: {e.evidence}" for e in g.into(key)][:6]
     evidence += node.evidence[:6]
@@ -249,7 +259,7 @@ def chains(g: WaitGraph, causes: list[RootCause]) -> list[Chain]:
     out: list[list[tuple[GNode, str | None]]] = []
     for cause in causes:
         target = {c.key for c in cause.culprits}
-        starts = [v for v in cause.victims if not g.into(v)] or cause.victims or [next(iter(target))]
+        starts = [v for v in cause.victims if not g.into(v)] or cause.victims or [cause.culprits[0].key]
         path = [starts[0]]
         if cause.victims and cause.cycle:
             path = _path(g, starts[0], target)  # the shortest way in; the loop is added below

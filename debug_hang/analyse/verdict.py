@@ -8,31 +8,31 @@ import time
 from typing import Any
 
 from debug_hang.analyse.crashloop import DEATH_PREFIX, DEATH_SOURCE, death_reason
-from debug_hang.analyse.diagnosis import Diagnosis
+from debug_hang.analyse.diagnosis import Diagnosis, Verdict
 from debug_hang.analyse.graph import GraphInputs, WaitGraph, build_graph
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, match_process, settings
 from debug_hang.analyse.progress import ProcessProgress, assess, loop_moved, progress_confidence, rules, summary_text
 from debug_hang.analyse.rootcause import RootCause, chains, root_causes
 from debug_hang.model import Collection, CollectionError, Process, ProcessRef
 from debug_hang.redact import strip_controls
+from debug_hang.rows import JobRow, Rows, TaskRow, tasks_of
 from debug_hang.snapshot import POLLING_TASKS, Snapshot, available_resources, node_totals, resource_usage
 
 
-def detect_progress(before: list[dict[str, Any]], after: list[dict[str, Any]], since_ms: float) -> list[str]:
+def detect_progress(before: list[TaskRow], after: list[TaskRow], since_ms: float) -> list[str]:
     """Tasks that finished between two task listings: evidence the job moves.
 
     Only completions count: at the onset of a hang, calls still start (and then block).
     Actor creation is set-up, not progress; nor are the calls Ray's libraries make on a timer
     (Ray Train's status polls).
     """
-    was = {(t.get("task_id"), t.get("attempt_number")): t.get("state") for t in before}
+    was = {t.key: t.state for t in before}
     moved: list[str] = []
     for task in after:
-        if task.get("state") != "FINISHED" or task.get("type") == "ACTOR_CREATION_TASK" or task.get("name") in POLLING_TASKS:
+        if task.state != "FINISHED" or task.type == "ACTOR_CREATION_TASK" or task.name in POLLING_TASKS:
             continue
-        key = (task.get("task_id"), task.get("attempt_number"))
-        if (key in was and was[key] != "FINISHED") or (key not in was and (task.get("end_time_ms") or 0) >= since_ms):
-            moved.append(f"{task.get('name')} finished during the diagnosis")
+        if (task.key in was and was[task.key] != "FINISHED") or (task.key not in was and (task.end_time_ms or 0) >= since_ms):
+            moved.append(f"{task.name} finished during the diagnosis")
     return moved
 
 
@@ -48,12 +48,13 @@ def stuck_processes(collection: Collection) -> dict[tuple[str | None, int | None
     return {key: len(values) == 1 for key, values in sigs.items()}
 
 
-def graph_inputs(job: dict[str, Any], snap: Snapshot, collection: Collection) -> GraphInputs:
+def graph_inputs(job: dict[str, Any], snap: Snapshot, collection: Collection, rows: Rows | None = None) -> GraphInputs:
     """What the wait-for graph is built from: the job's state and each process's latest stack, matched."""
+    rows = rows or Rows.of(snap)
     verdicts = [_match_with_cpu(p, collection) for p in collection.latest()]
-    return GraphInputs(job=job, actors=snap.actors, tasks=snap.tasks, placement_groups=snap.placement_groups,
+    return GraphInputs(job=JobRow.of(job), actors=rows.actors, tasks=rows.tasks, placement_groups=rows.placement_groups,
                        node_totals=node_totals(snap), verdicts=verdicts, info=collection.info,
-                       available=available_resources(snap), jobs=snap.jobs, now_s=snap.taken_at,
+                       available=available_resources(snap), jobs=rows.jobs, now_s=snap.taken_at,
                        usage=resource_usage(snap), status_text=snap.cluster_status_text)
 
 
@@ -62,28 +63,28 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
             started: float) -> Diagnosis:
     """Everything after collection: match, graph, root causes, verdict. Pure: reruns on captures."""
     latest = collection.latest()
-    inputs = graph_inputs(job, snap, collection)
+    rows = Rows.of(snap)
+    inputs = graph_inputs(job, snap, collection, rows)
     verdicts = inputs.verdicts
     graph = build_graph(inputs)
     causes = root_causes(graph)
     since_ms = snap.taken_at * 1000.0
-    progress = detect_progress(snap.tasks, tasks_after, since_ms) if tasks_after is not None else []
+    progress = detect_progress(rows.tasks, tasks_of(tasks_after), since_ms) if tasks_after is not None else []
     stuck = stuck_processes(collection)
     waiting = {id(v.process) for v in verdicts if v.verdict in ("blocked", "busy")}  # one pass, not one per process
     moving = [p for p in latest if not stuck.get(p.ref, True) and id(p) in waiting]
     signals = progress_signals(graph, causes, verdicts, collection)
-    verdict, summary = _verdict(job, causes, progress, moving, graph, verdicts, signals)
+    verdict, summary = _verdict(inputs.job, causes, progress, moving, graph, verdicts, signals)
     if verdict == "hang":
-        young = busy_call_younger_than_before(causes, snap.tasks, snap.taken_at * 1000.0)
+        young = busy_call_younger_than_before(causes, rows.tasks, snap.taken_at * 1000.0)
         if young:
-            verdict, summary = "inconclusive", f"Job {job.get('job_id')} may be hung, but {young}"
-    blind = uninspected(job, snap.tasks, collection)
+            verdict, summary = "inconclusive", f"Job {inputs.job.job_id} may be hung, but {young}"
+    blind = uninspected(inputs.job, rows.tasks, collection)
     moving_now = progress or any(sig.strongest() == "progress" for sig in signals)
-    if blind and (verdict == "inconclusive" or (verdict == "no-hang" and not moving_now
-                                                 and job.get("status") not in TERMINAL_JOB_STATES)):
+    if blind and (verdict == "inconclusive" or (verdict == "no-hang" and not moving_now and not inputs.job.ended)):
         # A verdict needs evidence: "nothing is blocked" from processes nobody could look into
         # is no finding. Lead with what failed and how to fix it.
-        verdict, summary = "inconclusive", blind_summary(job, blind, summary)
+        verdict, summary = "inconclusive", blind_summary(inputs.job, blind, summary)
     if verdict == "no-hang":
         causes = []  # waits for work in flight are not root causes
         progress = progress + [f"{s.name} {summary_text(s.deciding('progress'))}" for s in signals
@@ -93,10 +94,9 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
     return Diagnosis(address=address, job_id=job.get("job_id"), job_choice=job_choice, other_jobs=other_jobs,
                      verdict=verdict, summary=summary, snapshot=snap, collection=collection,
                      verdicts=verdicts, graph=graph, causes=causes, progress=progress, errors=errors,
-                     seconds=time.monotonic() - started, signals=signals, uninspected=blind)
+                     seconds=time.monotonic() - started, signals=signals, uninspected=blind, rows=rows)
 
 
-TERMINAL_JOB_STATES = ("SUCCEEDED", "FAILED", "STOPPED")
 # Dump failures that leave a process unseen (not: it exited, it is not Python).
 BLINDING_KINDS = ("pyspy-missing", "permission-denied", "dump-timeout", "bad-output", "pyspy-failed",
                   "helper-failed", "not-scheduled", "helper-crashed", "uninterruptible", "helper-error", "version-mismatch")
@@ -113,18 +113,16 @@ NEXT_STEP = {
 }
 
 
-def uninspected(job: dict[str, Any], tasks: list[dict[str, Any]], collection: Collection) -> list[dict[str, Any]]:
+def uninspected(job: JobRow, tasks: list[TaskRow], collection: Collection) -> list[dict[str, Any]]:
     """Processes of the job in unfinished calls (RUNNING tasks' workers, the driver) of which no
     stack was read because the dump failed (py-spy missing or refused, timed out, no helper),
     each with the failure that hid it."""
-    job_id = job.get("job_id")
     wanted: dict[tuple[Any, int], str] = {}
     for t in tasks:
-        if t.get("job_id") == job_id and t.get("state") == "RUNNING" and int(t.get("worker_pid") or 0) > 0:
-            wanted[(t.get("node_id"), int(t["worker_pid"]))] = str(t.get("name") or "")
-    driver_pid = int((job.get("driver_info") or {}).get("pid") or 0)
-    if driver_pid > 0:
-        wanted[(job.get("driver_node_id"), driver_pid)] = "driver"
+        if t.job_id == job.job_id and t.state == "RUNNING" and t.worker_pid:
+            wanted[(t.node_id, t.worker_pid)] = t.name
+    if job.driver_pid:
+        wanted[(job.driver_node_id, job.driver_pid)] = "driver"
     seen = {p.pid for p in collection.processes}
     by_pid: dict[int, CollectionError] = {}
     by_node: dict[Any, CollectionError] = {}
@@ -147,7 +145,7 @@ def uninspected(job: dict[str, Any], tasks: list[dict[str, Any]], collection: Co
     return blind
 
 
-def blind_summary(job: dict[str, Any], blind: list[dict[str, Any]], finding: str) -> str:
+def blind_summary(job: JobRow, blind: list[dict[str, Any]], finding: str) -> str:
     """The summary of a diagnosis that could not look: the main failure and its fix first."""
     kinds: dict[str, list[dict[str, Any]]] = {}
     for b in blind:
@@ -156,7 +154,7 @@ def blind_summary(job: dict[str, Any], blind: list[dict[str, Any]], finding: str
     step = NEXT_STEP.get(kind, "")
     names = ", ".join(f"{strip_controls(b['what'] or 'process', newlines=False)[:80]} (pid {b['pid']})"
                       for b in blind[:4])
-    return (f"Job {job.get('job_id')}: inconclusive, the blocked processes could not be inspected. "
+    return (f"Job {job.job_id}: inconclusive, the blocked processes could not be inspected. "
             f"{len(blind)} process(es) in unfinished calls have no stack ({names}"
             f"{', …' if len(blind) > 4 else ''}): {kind}: {hits[0]['error'][:400]}"
             f"{f' Next: {step}.' if step else ''} Without their stacks no verdict is possible "
@@ -246,7 +244,7 @@ def _match_with_cpu(proc: Process, collection: Collection) -> ProcessVerdict:
     return verdict
 
 
-def busy_call_younger_than_before(causes: list[RootCause], tasks: list[dict[str, Any]], now_ms: float) -> str:
+def busy_call_younger_than_before(causes: list[RootCause], tasks: list[TaskRow], now_ms: float) -> str:
     """A busy culprit (burning CPU, no cycle) whose running call has run for less time than an
     earlier call of the same function took to finish: a long computation, not yet a hang ("" if
     not so). Without an earlier finished call nothing is said."""
@@ -255,36 +253,34 @@ def busy_call_younger_than_before(causes: list[RootCause], tasks: list[dict[str,
     culprit = causes[0].culprits[0]
     if culprit.state != "busy" or not culprit.task_id:
         return ""
-    running = next((t for t in tasks if t.get("task_id") == culprit.task_id and t.get("state") == "RUNNING"), None)
-    if running is None or not running.get("start_time_ms"):
+    running = next((t for t in tasks if t.task_id == culprit.task_id and t.state == "RUNNING"), None)
+    if running is None or not running.start_time_ms:
         return ""
-    took = [float(t["end_time_ms"]) - float(t["start_time_ms"]) for t in tasks
-            if t.get("state") == "FINISHED" and t.get("name") == running.get("name")
-            and t.get("actor_id") == running.get("actor_id") and t.get("start_time_ms") and t.get("end_time_ms")]
-    ran_s = (now_ms - float(running["start_time_ms"])) / 1000.0
+    took = [t.end_time_ms - t.start_time_ms for t in tasks
+            if t.state == "FINISHED" and t.name == running.name and t.actor_id == running.actor_id
+            and t.start_time_ms and t.end_time_ms]
+    ran_s = (now_ms - running.start_time_ms) / 1000.0
     if not took or ran_s >= max(took) / 1000.0:
         return ""
-    return (f"{culprit.label()} is busy in {running.get('name')}, which has run {ran_s:.1f}s, while an earlier "
-            f"{running.get('name')} finished after {max(took) / 1000.0:.1f}s: a long computation this young is no "
+    return (f"{culprit.label()} is busy in {running.name}, which has run {ran_s:.1f}s, while an earlier "
+            f"{running.name} finished after {max(took) / 1000.0:.1f}s: a long computation this young is no "
             "hang yet. Diagnose again once it has run longer than that.")
 
 
-def youngest_task_age_s(job: dict[str, Any], tasks: list[dict[str, Any]], now_s: float) -> float | None:
+def youngest_task_age_s(job_id: str | None, tasks: list[TaskRow], now_s: float) -> float | None:
     """Age of the most recently started RUNNING task of the job (None if none runs)."""
-    starts = [t.get("start_time_ms") or 0 for t in tasks if t.get("job_id") == job.get("job_id")
-              and t.get("state") == "RUNNING" and t.get("type") != "ACTOR_CREATION_TASK"
-              and t.get("name") not in POLLING_TASKS]
+    starts = [t.start_time_ms or 0 for t in tasks if t.job_id == job_id and t.state == "RUNNING"
+              and t.type != "ACTOR_CREATION_TASK" and t.name not in POLLING_TASKS]
     return (now_s * 1000.0 - max(starts)) / 1000.0 if starts else None
 
 
-def _verdict(job: dict[str, Any], causes: list[RootCause], progress: list[str], moving: list[Process],
+def _verdict(job: JobRow, causes: list[RootCause], progress: list[str], moving: list[Process],
              graph: WaitGraph, verdicts: list[ProcessVerdict],
-             signals: list[ProcessProgress] | None = None) -> tuple[str, str]:
-    job_id = job.get("job_id")
-    status = job.get("status")
-    if status in ("SUCCEEDED", "FAILED", "STOPPED"):
-        return "no-hang", (f"Job {job_id} is not running: its status is {status}"
-                           + (f" ({str(job.get('message'))[:200]})" if job.get("message") else "") + ". Nothing of it can hang now.")
+             signals: list[ProcessProgress] | None = None) -> tuple[Verdict, str]:
+    job_id = job.job_id
+    if job.ended:
+        return "no-hang", (f"Job {job_id} is not running: its status is {job.status}"
+                           + (f" ({job.message[:200]})" if job.message else "") + ". Nothing of it can hang now.")
     if progress and not any(c.cycle for c in causes):
         return "no-hang", (f"Job {job_id} is making progress: {progress[0]}"
                            f"{f' (and {len(progress) - 1} more)' if len(progress) > 1 else ''}. "

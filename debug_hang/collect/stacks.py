@@ -16,7 +16,7 @@ from typing import Any
 
 from debug_hang.collect.address import ClusterAddress, node_info_reply, raylet_sockets
 from debug_hang.collect.nodes import HELPER_FAILED, MAX_NODES_IN_FLIGHT, NOT_SCHEDULED, VERSION_MISMATCH, VersionMismatchError
-from debug_hang.model import Collection, CollectionError, Process, ProcessRef, process_from_dict
+from debug_hang.model import Collection, CollectionError, Process, ProcessRef, error_kind, process_from_dict
 from debug_hang.probe.node_probe import local_raylets, probe_node, raylets_here
 from debug_hang.probe.pyspy import DumpOptions
 from debug_hang.redact import learn_digests
@@ -190,12 +190,12 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
                 coll.errors.append(CollectionError(
                     f"local probe {'did not finish' if started else 'never started'} within {total:.0f}s"
                     + ("" if started else f" (at most {local_bound} local nodes probed at once)"),
-                    node_id=node_id, kind=HELPER_FAILED if started else NOT_SCHEDULED))
+                    node_id=node_id, kind=error_kind(HELPER_FAILED if started else NOT_SCHEDULED)))
                 continue
             try:
                 results[node_id] = future.result()
             except Exception as exc:  # noqa: BLE001 - one node's failure is data
-                coll.errors.append(CollectionError(f"local dump failed: {exc}", node_id=node_id, kind=HELPER_FAILED))
+                coll.errors.append(CollectionError(f"local dump failed: {exc}", node_id=node_id, kind=error_kind(HELPER_FAILED)))
     finally:
         pool.shutdown(wait=False, cancel_futures=True)  # a stuck probe never holds the collection
     targets_by_key = {t.ref: t for t in targets}
@@ -250,11 +250,11 @@ def _run_remote(address: ClusterAddress, remote: dict[str, tuple[Any, ...]], dea
     except Exception as exc:  # noqa: BLE001 - report and keep the local results
         kind = VERSION_MISMATCH if isinstance(exc, VersionMismatchError) else HELPER_FAILED
         for node_id in remote:
-            coll.errors.append(CollectionError(f"no helper task could run: {exc}", node_id=node_id, kind=kind))
+            coll.errors.append(CollectionError(f"no helper task could run: {exc}", node_id=node_id, kind=error_kind(kind)))
         return
     for node_id, run in runs.items():
         if run.error:
-            coll.errors.append(CollectionError(str(run.error), node_id=node_id, kind=run.kind))
+            coll.errors.append(CollectionError(str(run.error), node_id=node_id, kind=error_kind(run.kind)))
         else:
             results[node_id] = run.value
 

@@ -16,7 +16,7 @@ import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from debug_hang.errors import UnreachableError
 from debug_hang.snapshot import Snapshot
@@ -310,7 +310,7 @@ class ProgressReading:
     """
 
     rows: list[dict[str, Any]] = field(default_factory=list)
-    mode: str = "full"
+    mode: Literal["full", "by-id"] = "full"
     error: str | None = None
     cut: dict[str, int] | None = None  # ListResult.completeness() of a list that came back cut
     notes: list[str] = field(default_factory=list)

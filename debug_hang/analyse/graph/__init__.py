@@ -1,0 +1,42 @@
+"""The wait-for graph: from the visible victim to the culprit, across actors, tasks and ranks.
+
+One module per mechanism; each declares its passes (`@graph_pass`: what they read from earlier
+passes, the patterns they decide) and its edge handlers (`@follows`: how a node whose pattern has
+that catalog `edge` is followed). Importing this package imports every mechanism, and PASSES is
+the build's order, computed from the declarations (builder.pass_order).
+
+| module | mechanism |
+|---|---|
+| model | GNode, Edge, WaitGraph, GraphInputs |
+| builder | the Builder every pass shares; pass and handler declarations; build_graph |
+| threads | what the threads of one process can do for each other |
+| processes | process and actor nodes, crash loops, running and queued calls |
+| raycalls | ray.get/ray.wait to the tasks submitted, streams, supervisors, Ray Train's barrier |
+| locks | lock order, self-deadlock, library locks held across a wait, OS file locks |
+| events | Event/Condition/asyncio waits: who could set them |
+| queues | in-process queues and ray.util.queue |
+| collectives | ranks in collectives: skipped, dead, mismatched peers |
+| resources | pending and infeasible demands, placement groups, holders |
+| children | child processes, pools, pipes |
+| edges | follow_edges: each node's wait by its catalog edge |
+"""
+
+from debug_hang.analyse.graph import (  # noqa: F401 - imported for their declarations
+    children,
+    collectives,
+    edges,
+    events,
+    locks,
+    processes,
+    queues,
+    raycalls,
+    resources,
+)
+from debug_hang.analyse.graph.builder import DECLARED, HANDLERS, Builder, GraphPass, build_graph, pass_order
+from debug_hang.analyse.graph.model import Edge, GNode, GraphInputs, TaskIndex, WaitGraph
+from debug_hang.analyse.graph.threads import proc_key
+
+PASSES: tuple[GraphPass, ...] = pass_order(DECLARED)
+
+__all__ = ["DECLARED", "HANDLERS", "PASSES", "Builder", "Edge", "GNode", "GraphInputs", "GraphPass", "TaskIndex",
+           "WaitGraph", "build_graph", "proc_key"]

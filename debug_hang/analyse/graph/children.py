@@ -1,0 +1,157 @@
+"""Child processes: a parent waiting on its children, a pool that lost a task with a killed
+worker, and a child blocked writing a pipe only its waiting parent could drain."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from debug_hang.analyse.graph.builder import Builder, follows
+from debug_hang.analyse.graph.model import GNode
+from debug_hang.analyse.graph.raycalls import follow_submitted
+from debug_hang.analyse.graph.threads import deciding_thread, frame_text, other_threads_in_job_code
+from debug_hang.analyse.patterns import ProcessVerdict, catalog, is_library
+from debug_hang.model import Process, ProcessRef
+
+
+@follows("child-process", decides=("child-process-hang", "pipe-write-wait", "pool-task-lost"))
+def follow_children(b: Builder, key: str) -> None:
+    """A process waiting on its child processes; an unrecognised wait of an actor with a running
+    call is followed to that call's unfinished tasks too (an async actor awaiting its own calls)."""
+    node = b.g.nodes[key]
+    proc = b.verdicts[key].process
+    if _pool_task_lost(b, key):
+        return
+    _edges_children(b, key, proc)
+    if node.pattern is None and proc.actor_id and b.running.get(key):
+        # An async actor awaiting the calls it made shows only an idle event loop: its running
+        # task's unfinished calls are what it waits for.
+        follow_submitted(b, key)
+        if b.g.out(key):
+            node.state = "blocked"
+            node.evidence.append("awaits the calls it made (an async actor: its own stack shows only an idle event loop)")
+
+
+_HELPER_CHILD = re.compile(r"multiprocessing\.(resource_tracker|forkserver)|from multiprocessing\.(resource_tracker|forkserver) import")
+
+
+def _edges_children(b: Builder, key: str, proc: Process) -> None:
+    """Edges to the child processes of `proc` (read on its node), each marked as the chain's end."""
+    g = b.g
+    for (node_id, pid), info in b.inp.info.items():
+        if info.get("child_of") != proc.pid or node_id != proc.node_id:
+            continue
+        if _HELPER_CHILD.search(str(info.get("title") or "")):
+            continue  # multiprocessing's own helpers (resource tracker, fork server) wait by design
+        child_key = b.by_pid.get(ProcessRef(proc.node_id, pid))
+        if child_key is None:
+            child_key = f"proc:{proc.node_id}:{pid}"
+            g.nodes[child_key] = GNode(key=child_key, kind="process", name=str(info.get("title") or f"pid {pid}"),
+                                       state="unknown", pid=pid, node_id=proc.node_id,
+                                       evidence=["child process (no Python stack: not a Python process "
+                                                 "or not dumpable)"])
+        child = g.nodes[child_key]
+        child.kind = "process"
+        child.class_name = child.class_name or g.nodes[key].class_name  # spawned by this actor
+        child.name = f"child of {g.nodes[key].name}: {str(info.get('title') or pid)[:60]}"
+        where = child.user_frame or child.frame
+        if not any(e.startswith("stack: ") for e in child.evidence):
+            child.evidence.append(f"its own stack: {child.pattern or child.state}"
+                                  + (f" at {frame_text(where)}" if where else ""))
+        verdict = b.verdicts.get(child_key)
+        if verdict is not None and child.pattern == "lock-wait":
+            holders = other_threads_in_job_code(verdict, deciding_thread(verdict))
+            if not holders:
+                child.evidence.append(
+                    "no other thread of the child runs job code, so no thread of the child holds that lock: "
+                    "it was held in the parent when the child was forked (fork copies a lock's state, "
+                    "not the thread that would release it)")
+        child.pattern = "child-process-hang"  # the chain ends in a child that does not exit
+        g.add_edge(key, child_key, "child-process-wait", f"waits for child pid {pid}")
+        _edge_pipe_back(b, key, child_key, info)
+
+
+_POOL_FILE = re.compile(r"(^|/)multiprocessing/pool\.py$")
+
+
+_MP_QUEUE_FILE = re.compile(r"(^|/)multiprocessing/queues\.py$")
+
+
+def _pool_worker_waiting_for_task(verdict: ProcessVerdict) -> bool:
+    """A multiprocessing.Pool worker idle at its own fetch: pool.py's worker() inside the task
+    queue's get (reading the pipe, or waiting for the queue's read lock a sibling holds while it
+    reads), with no task code of its own on the stack."""
+    for thread, _m in verdict.threads:
+        frames = [f for f in thread.frames if not f.native]
+        at = next((i for i, f in enumerate(frames) if _POOL_FILE.search(f.file) and f.function.split(".")[-1] == "worker"), None)
+        if at is None or thread.active:
+            continue
+        inner = frames[:at]
+        if any(_MP_QUEUE_FILE.search(f.file) and f.function.endswith("SimpleQueue.get") for f in inner) \
+                and all(is_library(f) for f in inner):
+            return True
+    return False
+
+
+def _pool_task_lost(b: Builder, key: str) -> bool:
+    """A process waiting in multiprocessing.Pool for results while its pool holds no task.
+
+    Every task was handed out (the pool's task-handler thread idle at its own queue) and every
+    pool worker waits for a new one: the results waited for belong to a task no worker holds. A
+    worker killed mid-task (SIGKILL, the OOM killer, os._exit) loses its task; Pool starts a
+    replacement and never fails the result, so map/apply/get wait forever. The waiting process
+    is where the fix goes (ProcessPoolExecutor raises BrokenProcessPool; a timeout on get).
+    """
+    verdict = b.verdicts[key]
+    frame = verdict.main.frame if verdict.main else None
+    if frame is None or not _POOL_FILE.search(frame.file):
+        return False
+    handing_out = [t for t, _m in verdict.threads if any(f.function.endswith("Pool._handle_tasks") for f in t.frames)]
+    if any(next((f.function for f in t.frames if not f.native), "") != "Pool._handle_tasks" for t in handing_out):
+        return False  # still sending tasks to the workers (pickling, a full pipe)
+    proc = verdict.process
+    children = [(pid, info) for (node_id, pid), info in b.inp.info.items()
+                if info.get("child_of") == proc.pid and node_id == proc.node_id
+                and not _HELPER_CHILD.search(str(info.get("title") or ""))]
+    workers = [(pid, info) for pid, info in children
+               if (k := b.by_pid.get(ProcessRef(proc.node_id, pid))) is not None and _pool_worker_waiting_for_task(b.verdicts[k])]
+    if not workers or len(workers) != len(children):
+        return False
+    node = b.g.nodes[key]
+    node.pattern, node.state = "pool-task-lost", "blocked"
+    pids = ", ".join(str(pid) for pid, _ in workers)
+    node.evidence.append(
+        f"waits at {frame_text(verdict.main.user_frame or frame) if verdict.main else frame.function} for pool results, "
+        f"yet its pool holds no task: every task was handed out and each pool worker (pid {pids}) waits for a new one — "
+        "the task whose result is awaited died with its worker (killed, OOM, os._exit); Pool never fails that result")
+    titles = sorted({str(info.get("title") or "") for _, info in workers} - {""})
+    if len(titles) > 1:
+        node.evidence.append(f"its pool workers were forked during different calls ({'; '.join(titles)}): the pool "
+                             "replaced a worker that exited")
+    return True
+
+
+def _edge_pipe_back(b: Builder, parent_key: str, child_key: str, info: dict[str, Any]) -> None:
+    """A child asleep in the kernel writing its stdout/stderr pipe (catalog `pipe-write-wait`:
+    its wchan) and silent over the sampling window (no byte written), whose read end its parent
+    holds while it waits for the child to exit: the pipe is full and only the parent could empty
+    it. The wait closes into a cycle (pipe-full-deadlock)."""
+    pattern = catalog().get("pipe-write-wait")
+    waits = pattern.kernel_waits if pattern is not None else ()
+    asleep = sorted({str(name) for name in (info.get("wchan") or {}).values() if any(r.search(str(name)) for r in waits)})
+    read_by_parent = [fd for fd, pipe in sorted((info.get("std_pipes") or {}).items())
+                      if fd in ("1", "2") and "read" in (pipe.get("parent_ends") or [])]
+    # Asleep at the end, and not one byte written over the whole sampling window: nobody drained
+    # the pipe (a parent reading it, in communicate() or a loop, lets the child write on).
+    wrote = ((info.get("progress") or {}).get("io") or {}).get("wchar")
+    if not asleep or not read_by_parent or wrote != 0:
+        return
+    child, parent = b.g.nodes[child_key], b.g.nodes[parent_key]
+    streams = " and ".join({"1": "stdout", "2": "stderr"}[fd] + f" (fd {fd}, pipe:[{info['std_pipes'][fd]['inode']}])"
+                           for fd in read_by_parent)
+    child.pattern, child.state = "pipe-write-wait", "blocked"  # the kernel says so, whatever py-spy shows
+    child.evidence.append(f"asleep in the kernel writing to a full pipe ({', '.join(asleep)}), no byte written in "
+                          f"the sampling window: its {streams}, whose read end its parent {parent.label()} holds")
+    b.g.add_edge(child_key, parent_key, "pipe-write-wait",
+                 f"blocked writing its {streams}: the pipe is full and only the parent holds its read end, "
+                 "but the parent waits for this child to exit instead of reading")

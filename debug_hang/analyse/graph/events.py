@@ -1,0 +1,111 @@
+"""Event, Condition and asyncio waits: who could set what a thread waits on, and whether anything can."""
+
+from __future__ import annotations
+
+from debug_hang.analyse.graph.builder import Builder, graph_pass
+from debug_hang.analyse.graph.model import QUEUED_STATES, TaskIndex, WaitGraph
+from debug_hang.analyse.graph.raycalls import reads_stream
+from debug_hang.analyse.graph.threads import cannot_signal, deciding_thread, frame_text, other_threads_in_job_code, reachable_from
+from debug_hang.analyse.patterns import ProcessVerdict
+from debug_hang.rows import TaskRow
+
+
+@graph_pass(after=("edges_supervisors",), decides=("async-await-stuck",))
+def detect_async_await(b: Builder) -> None:
+    """Async actors awaiting an in-process asyncio object nobody resolves (async-await-stuck)."""
+    for key, verdict in b.verdicts.items():
+        _detect_async_await(b.g, key, verdict, b.running)
+
+
+def _detect_async_await(g: WaitGraph, key: str, verdict: ProcessVerdict, running: dict[str, list[TaskRow]]) -> None:
+    """An async actor that others wait on, whose method runs but whose loop is idle and which
+    awaits no Ray call: it awaits an in-process asyncio object nobody resolves."""
+    node = g.nodes[key]
+    if node.pattern is not None or not running.get(key) or g.out(key) or not g.into(key):
+        return
+    loops = [t for t, _m in verdict.threads if any(f.function.endswith("run_forever") and "asyncio" in f.file for f in t.frames)]
+    if not loops:
+        return
+    node.pattern, node.state = "async-await-stuck", "blocked"
+    doing = ", ".join(sorted({str(t.name) for t in running[key]}))
+    node.evidence.append(f"{doing} RUNNING, its event loop idle and no Ray call of it unfinished: it awaits an asyncio "
+                         "object of this actor (Event, Queue, Future, Lock) that nothing resolves")
+
+
+@graph_pass(after=("edges_collectives", "edges_resource_holders", "edges_train_barrier", "mark_stream_pacing"),
+            decides=("event-setter-queued", "event-never-set", "generator-backpressure"))
+def detect_event_waits(b: Builder) -> None:
+    """Event/Condition waits that nothing can signal (event-setter-queued, event-never-set)."""
+    for key, verdict in b.verdicts.items():
+        _detect_event_wait(b.g, key, verdict, b.index, b.running)
+        if b.g.nodes[key].pattern == "event-never-set":
+            _event_set_by_paused_generator(b, key)
+
+
+def _detect_event_wait(g: WaitGraph, key: str, verdict: ProcessVerdict, index: TaskIndex,
+                       running: dict[str, list[TaskRow]]) -> None:
+    """A thread in Event.wait / Condition.wait that waits on no Ray work: who could signal it?
+
+    Calls queued on the same actor behind the waiting method cannot run before it returns
+    (event-setter-queued); with no queued call and no other thread in job code, nothing in the
+    process will set it (event-never-set). A live thread in job code may still: left a symptom.
+    """
+    node = g.nodes[key]
+    if node.pattern != "event-wait" or verdict.main is None or g.out(key):
+        return
+    where = frame_text(verdict.main.user_frame or verdict.main.frame)
+    doing = ", ".join(sorted({str(t.name) for t in running.get(key, [])})) or "its current call"
+    queued = [t for t in index.of_actor(node.actor_id) if t.state in QUEUED_STATES and not t.worker_pid]
+    if queued:
+        node.pattern, node.state = "event-setter-queued", "blocked"
+        names = ", ".join(sorted({str(t.name) for t in queued}))
+        node.evidence.append(f"waits at {where} inside {doing}, while {len(queued)} call(s) to this actor are queued "
+                             f"behind it ({names}): they cannot start until it returns, so none of them can signal it")
+        return
+    waiter = deciding_thread(verdict)
+    others = [t for t in other_threads_in_job_code(verdict, waiter) if not cannot_signal(t, verdict.main.user_frame)]
+    if others:
+        return
+    node.pattern, node.state = "event-never-set", "blocked"
+    node.evidence.append(f"waits at {where} inside {doing}; no other thread of this process runs job code, no call to it "
+                         "is queued and it waits on no Ray task: nothing here will set it (a setter thread that died "
+                         "leaves its traceback in this worker's .err log)")
+
+
+def _event_set_by_paused_generator(b: Builder, key: str) -> None:
+    """An event nothing in its process sets, while a task of the job is paused mid-stream.
+
+    A streaming generator (num_returns="streaming") paused by back-pressure shows no thread: its
+    frame is suspended between two yields until its consumer (the process that submitted it)
+    reads the next item. When that consumer is not reading the stream but waits, directly or down
+    a chain, on this event, the generator is the only job work that can still run and call in to
+    set it, and it runs again only once the consumer reads: a cycle. The consumer's wait (it stopped
+    reading before the stream ended) is what to change.
+    """
+    g = b.g
+    reach = reachable_from(g, key)
+    for gen_key, calls in b.paused.items():
+        parents = {str(t.parent_task_id) for t in calls}
+        for consumer in (k for k in b.verdicts if k != gen_key and b.own_calls(k) & parents):
+            main = b.verdicts[consumer].main
+            thread = deciding_thread(b.verdicts[consumer])
+            reading = reads_stream(thread)
+            if main is None or reading or key not in reachable_from(g, consumer) or gen_key in reach:
+                continue
+            names = ", ".join(sorted({str(t.name) for t in calls}))
+            where = frame_text(main.user_frame or main.frame)
+            node, gen = g.nodes[key], g.nodes[gen_key]
+            node.pattern = "event-wait"
+            node.evidence[-1] = (f"{node.evidence[-1].split(';')[0]}; no other thread of this process runs job code "
+                                 f"and no call to it is queued: the job's only work that can still run and set it is "
+                                 f"{names}, paused mid-stream")
+            g.add_edge(key, gen_key, "event-wait",
+                       f"nothing in its process sets the event; {names} (RUNNING, paused) is the job's only work left that could set it")
+            gen.pattern, gen.state = "generator-backpressure", "blocked"
+            gen.evidence.append(
+                f"{names} RUNNING with no thread in it in every sample: a streaming generator paused by back-pressure "
+                f"between two yields; it resumes only when its consumer {g.nodes[consumer].label()} reads its next item, "
+                f"and the consumer waits at {where} instead of reading")
+            g.add_edge(gen_key, consumer, "generator-backpressure",
+                       f"paused mid-stream until {g.nodes[consumer].label()} reads the next item (it waits at {where})")
+            return

@@ -1,0 +1,208 @@
+"""Lock waits: lock order across threads, a lock nobody else can hold, library locks held across
+a wait, and OS file locks (/proc/locks) to the process that holds them."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from debug_hang.analyse.graph.builder import Builder, follows, graph_pass
+from debug_hang.analyse.graph.model import GNode, WaitGraph
+from debug_hang.analyse.graph.threads import deciding_thread, frame_text, other_threads_in_job_code
+from debug_hang.analyse.patterns import ProcessVerdict, catalog, is_library
+from debug_hang.model import Frame, ProcessRef
+
+
+@graph_pass(after=("add_last_calls",), decides=("lock-order-deadlock", "logging-lock-deadlock", "lock-self-deadlock"))
+def detect_lock_waits(b: Builder) -> None:
+    """Lock waits read across the threads of one process: lock order, or a lock nobody else holds."""
+    for key, verdict in b.verdicts.items():
+        if _detect_known_holder(b.g.nodes[key], verdict):
+            continue
+        _detect_lock_order(b.g.nodes[key], verdict)
+        _detect_lock_self(b.g.nodes[key], verdict)
+
+
+@follows("lock-holder")
+def follow_lock_holder(b: Builder, key: str) -> None:
+    """A wait for an OS file lock: to the process /proc/locks names as its holder (same node)."""
+    _edges_file_locks_of(b, key)
+
+
+def _detect_known_holder(node: GNode, verdict: ProcessVerdict) -> bool:
+    """A library lock whose holders the catalog knows (a graph pattern with `holds`): one thread
+    waits for it at the pattern's frames while another thread of the process is inside a frame
+    that holds it, itself blocked: the lock is held across that wait (logging-lock-deadlock)."""
+    for pattern in catalog().values():
+        if not pattern.holds or pattern.detect != "graph":
+            continue
+        waiter = next(((t, f) for t, _m in verdict.threads for f in t.frames
+                       if not f.native and any(r.matches(f) for r in pattern.frames)), None)
+        if waiter is None:
+            continue
+        holder = next(((t, m, f) for t, m in verdict.threads if t is not waiter[0] for f in t.frames
+                       if not f.native and any(r.matches(f) for r in pattern.holds)), None)
+        if holder is None:
+            continue
+        thread, match, frame = holder
+        node.pattern, node.state = pattern.id, "blocked"
+        node.frame, node.user_frame = waiter[1], None
+        node.evidence.append(f"thread {waiter[0].name or waiter[0].os_thread_id} waits for the lock at "
+                             f"{frame_text(waiter[1])}")
+        node.evidence.append(f"thread {thread.name or thread.os_thread_id} holds it: it is inside {frame_text(frame)}, "
+                             f"which keeps it taken, and waits at {frame_text(match.frame)}"
+                             + (f" ({match.pattern})" if match.pattern != "unknown" else ""))
+        return True
+    return False
+
+
+def _detect_lock_order(node: GNode, verdict: ProcessVerdict) -> None:
+    """Two or more threads of one process idle at different lock lines: a lock-order deadlock."""
+    waits = [(t, m) for t, m in verdict.threads if m.pattern == "lock-wait" and m.frame is not None and not t.active]
+    lines = {(m.frame.file, m.frame.line) for _, m in waits if m.frame is not None}
+    if len(waits) < 2 or len(lines) < 2:
+        return
+    node.pattern = "lock-order-deadlock"
+    node.state = "blocked"
+    for thread, match in waits[:4]:
+        frame = match.user_frame or match.frame
+        node.evidence.append(f"thread {thread.name or thread.os_thread_id} waits at {frame_text(frame)}")
+
+
+# Functions run as finalisers: by the garbage collector or when a last reference is dropped.
+_FINALISER = re.compile(r"(__del__|finaliz|_callback|callback)$|weakref")
+
+
+def _detect_lock_self(node: GNode, verdict: ProcessVerdict) -> None:
+    """One thread waits to take a lock and no other thread of the process runs job code: nobody
+    else can hold it — the waiting thread holds it itself (re-entry from __del__ or a callback),
+    or a thread ended without releasing it. A forked child is left to _edges_children (there
+    the lock was copied locked by fork)."""
+    if node.pattern != "lock-wait" or verdict.main is None or verdict.process.role == "child":
+        return
+    frame = verdict.main.frame  # a lock-wait reading: a lock take (its `with`/acquire line, or a library's lock by name)
+    if frame is None:
+        return
+    waiter = deciding_thread(verdict)
+    if waiter is None:
+        return
+    others = other_threads_in_job_code(verdict, waiter)
+    if others:
+        return
+    node.pattern = "lock-self-deadlock"
+    node.state = "blocked"
+    frames = [f for f in waiter.frames if not f.native]
+    at = next((i for i, f in enumerate(frames) if f is frame), 0)
+    caller = next((f for f in frames[at + 1:] if not is_library(f)), None)
+    node.evidence.append(
+        f"thread {waiter.name or waiter.os_thread_id} waits to take the lock at {frame_text(frame)}, and no other "
+        "thread of this process runs job code: nobody else can hold it — this thread holds it itself "
+        "further up its stack (threading.Lock is not reentrant), or a thread ended without releasing it")
+    finaliser = next((f for f in frames[at:] if _FINALISER.search(f.function)), None)
+    if finaliser is not None and finaliser is not frame:
+        below = frames[frames.index(finaliser) + 1] if frames.index(finaliser) + 1 < len(frames) else None
+        node.evidence.append(
+            f"the wait is reached from {finaliser.function} ({frame_text(finaliser)}), a finaliser this thread ran "
+            f"in the middle of {frame_text(below) if below else 'its work'} (a dropped last reference or a garbage "
+            "collection pass): that frame holds the lock the finaliser now waits for")
+    elif finaliser is not None:
+        node.evidence.append(
+            f"the wait is inside {frame.function}, run by this thread when "
+            + (f"{frame_text(caller)} dropped the last reference" if caller else "the last reference was dropped")
+            + "; that frame (or one below it) is the only place the lock can be held")
+    elif caller is not None:
+        node.evidence.append(f"called from {frame_text(caller)}: check whether that frame already holds the lock")
+
+
+@graph_pass(after=("detect_lock_waits",), decides=("file-lock-wait",))
+def detect_file_lock_waits(b: Builder) -> None:
+    """Processes that /proc/locks lists as waiting (`->`) for a file lock: the kernel says what
+    they wait for, whatever their stack shows (py-spy has no frame for the C call). A process whose
+    stack leads nowhere else reads as file-lock-wait (followed by its catalog edge, lock-holder);
+    one with another wait it is followed by (ray.get in another thread) gets the lock edge too."""
+    for key, verdict in b.verdicts.items():
+        waits = [lock for lock in _info(b, key).get("file_locks") or [] if lock.get("waiting")]
+        if not waits:
+            continue
+        node = b.g.nodes[key]
+        tid, frame = _file_lock_thread(verdict, _info(b, key))
+        if _leads_nowhere(node) or (verdict.main is not None and frame in (verdict.main.user_frame, verdict.main.frame)):
+            node.pattern, node.state = "file-lock-wait", "blocked"
+            node.frame = node.user_frame = frame
+        else:
+            _edges_file_locks_of(b, key, frame)
+        for lock in waits:
+            holders = ", ".join(f"pid {h.get('pid')}" for h in lock.get("holders") or []) or (
+                "no holder on this node (a lock on a network filesystem held from another machine, or an OFD lock)")
+            node.evidence.append(
+                f"thread {tid or '?'} waits for the {lock.get('type')} {lock.get('access')} lock on {_lock_path(lock)} "
+                f"(inode {lock.get('dev')}:{lock.get('inode')}) at {frame_text(frame)}; held by {holders} (/proc/locks)")
+
+
+def _info(b: Builder, key: str) -> dict[str, Any]:
+    proc = b.verdicts[key].process
+    return b.inp.info.get(proc.ref) or {}
+
+
+def _leads_nowhere(node: GNode) -> bool:
+    """True when a process's own reading is followed nowhere (no pattern, or one with edge none)."""
+    pattern = catalog().get(node.pattern or "")
+    return pattern is None or pattern.edge == "none"
+
+
+def _lock_path(lock: dict[str, Any]) -> str:
+    return str(lock.get("path") or f"inode {lock.get('dev')}:{lock.get('inode')}")
+
+
+def _file_lock_thread(verdict: ProcessVerdict, info: dict[str, Any]) -> tuple[str | None, Frame | None]:
+    """(tid, frame) of the thread asleep in a kernel file-lock wait (its wchan, matched against the
+    catalog's kernel_waits); failing that (wchan hidden), the process's deciding thread."""
+    pattern = catalog().get("file-lock-wait")
+    waits = pattern.kernel_waits if pattern is not None else ()
+    tids = {str(tid): str(name) for tid, name in (info.get("wchan") or {}).items()
+            if any(r.search(str(name)) for r in waits)}
+    for thread, match in verdict.threads:
+        if str(thread.os_thread_id) in tids:
+            return f"{thread.os_thread_id} (kernel wait {tids[str(thread.os_thread_id)]})", match.user_frame or match.frame
+    main = verdict.main
+    return None, (main.user_frame or main.frame) if main is not None else None
+
+
+def _edges_file_locks_of(b: Builder, key: str, frame: Frame | None = None) -> None:
+    """Edges from a process waiting for file locks to the processes holding them (by PID in
+    /proc/locks, on the same node): one of the job's, or one made here from its title."""
+    node = b.g.nodes[key]
+    frame = frame or node.user_frame or node.frame
+    for lock in _info(b, key).get("file_locks") or []:
+        if not lock.get("waiting"):
+            continue
+        for holder in lock.get("holders") or []:
+            dst = b.by_pid.get(ProcessRef(node.node_id, holder.get("pid"))) or _lock_holder_node(b.g, node.node_id, holder)
+            b.g.add_edge(key, dst, "file-lock-wait",
+                         f"waits at {frame_text(frame)} for the {lock.get('type')} "
+                         f"{lock.get('access')} lock on {_lock_path(lock)}, held by pid {holder.get('pid')} (/proc/locks)")
+            b.file_lock_holders.setdefault(dst, []).append(_lock_path(lock))
+
+
+def _lock_holder_node(g: WaitGraph, node_id: str | None, holder: dict[str, Any]) -> str:
+    """A node for a lock holder that is not one of the job's dumped processes."""
+    key = f"proc:{node_id}:{holder.get('pid')}"
+    if key not in g.nodes:
+        g.nodes[key] = GNode(key=key, kind="process", name=str(holder.get("title") or f"pid {holder.get('pid')}")[:80],
+                             state="unknown", pid=holder.get("pid"), node_id=node_id,
+                             evidence=["holds a file lock; not a process of this job that was dumped"])
+    return key
+
+
+@graph_pass(after=("follow_edges",), decides=("file-lock-held",))
+def mark_file_lock_holders(b: Builder) -> None:
+    """The holder of a file lock others wait for: when its own reading says nothing, holding the
+    lock is what it is found for (a chain end: file-lock-held)."""
+    for key, paths in b.file_lock_holders.items():
+        node = b.g.nodes[key]
+        for path in paths:
+            note = f"holds the lock on {path} (/proc/locks)"
+            if note not in node.evidence:
+                node.evidence.append(note)
+        if node.pattern in (None, "idle-worker"):
+            node.pattern = "file-lock-held"

@@ -1,0 +1,207 @@
+"""Nodes: one per dumped process and per actor without one (dead, pending), crash loops, the
+calls each process runs, and the calls queued on it."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from debug_hang.analyse.crashloop import CrashLoop, find_crash_loops
+from debug_hang.analyse.graph.builder import Builder, graph_pass
+from debug_hang.analyse.graph.model import QUEUED_STATES, GNode, NodeKind, NodeState
+from debug_hang.analyse.graph.threads import frame_text, proc_key
+from debug_hang.analyse.patterns import ProcessVerdict, settings
+from debug_hang.model import Process, ProcessRef
+from debug_hang.rows import ActorRow, TaskRow
+from debug_hang.snapshot import DONE_STATES, POLLING_TASKS
+
+_PROCESS_STATE: dict[str, NodeState] = {"blocked": "blocked", "busy": "busy", "idle": "idle"}
+
+
+_ROLE_KIND: dict[str, NodeKind] = {"driver": "driver", "actor": "actor", "task": "task"}
+
+
+_RANK_IN_NAME = re.compile(r"rank[-_ ]?(\d+)", re.IGNORECASE)
+
+
+def _rank_of(proc: Process | None, actor: ActorRow | None) -> int | None:
+    """A rank from evidence: the process environment, the actor's runtime_env env_vars, its name."""
+    if proc is not None and proc.rank is not None:
+        return proc.rank
+    if actor is None:
+        return None
+    env = actor.rank_env
+    if str(env.get("RANK", "")).isdigit():
+        return int(env["RANK"])
+    name = actor.name or actor.repr_name or ""
+    match = _RANK_IN_NAME.search(name)
+    return int(match.group(1)) if match else None
+
+
+@graph_pass()
+def add_process_nodes(b: Builder) -> None:
+    """One node per dumped process, with its stack's reading as pattern and evidence."""
+    for verdict in b.inp.verdicts:
+        node = _process_node(b, verdict)
+        b.g.nodes[node.key] = node
+        b.verdicts[node.key] = verdict
+        b.by_pid[verdict.process.ref] = node.key
+        if verdict.process.actor_id:
+            b.actor_node[verdict.process.actor_id] = node.key
+
+
+def _process_node(b: Builder, verdict: ProcessVerdict) -> GNode:
+    proc = verdict.process
+    actor = b.actors.get(proc.actor_id or "")
+    kind: NodeKind = _ROLE_KIND.get(proc.role or "", "process")
+    name = proc.actor_class or proc.task_name or (proc.title or f"pid {proc.pid}")
+    if proc.role == "driver":
+        name = f"driver ({(proc.title or '').strip()[:60]})"
+    rank = _rank_of(proc, actor)
+    node = GNode(
+        key=proc_key(proc), kind="rank" if rank is not None else kind, name=name, pid=proc.pid,
+        node_id=proc.node_id, actor_id=proc.actor_id, task_id=proc.task_id, class_name=proc.actor_class,
+        actor_name=proc.actor_name or (actor.name if actor else None), task_name=proc.task_name, rank=rank,
+        state=_PROCESS_STATE.get(verdict.verdict, "unknown"),
+        pattern=verdict.pattern if verdict.pattern != "unknown" else None,
+        frame=verdict.main.frame if verdict.main else None,
+        user_frame=verdict.main.user_frame if verdict.main else None,
+    )
+    if verdict.main and verdict.main.frame is not None and verdict.verdict != "idle":
+        where = verdict.main.user_frame or verdict.main.frame
+        node.evidence.append(f"stack: {verdict.main.pattern} at {frame_text(where)}")
+    _note_lock_across_call(node, verdict)
+    cpu = b.inp.info.get(proc.ref, {}).get("cpu_percent")
+    if cpu is not None and (verdict.verdict == "busy" or cpu >= settings().cpu_evidence_percent):
+        node.evidence.append(f"real CPU use {cpu:.0f}% over the sampling window")
+    return node
+
+
+def _note_lock_across_call(node: GNode, verdict: ProcessVerdict) -> None:
+    """One thread in ray.get, another at a lock line: the remote call is what leads on (the lock is
+    likely held across it), so the process is followed through its ray.get."""
+    getter = next((m for _t, m in verdict.threads if m.pattern == "ray-get-wait"), None)
+    locked = next((m for _t, m in verdict.threads if m.pattern == "lock-wait"), None)
+    if verdict.pattern not in ("ray-get-wait", "lock-wait") or getter is None or locked is None:
+        return
+    node.pattern, node.frame, node.user_frame = "ray-get-wait", getter.frame, getter.user_frame
+    node.lock_wait = locked.user_frame or locked.frame
+    node.evidence.append(f"another thread waits for a lock at {frame_text(node.lock_wait)}, while this "
+                         "one is in ray.get: a lock held across a remote call?")
+
+
+@graph_pass(after=("add_process_nodes",))
+def add_actor_nodes(b: Builder) -> None:
+    """A node for each dead or pending actor of the job (no process to dump)."""
+    for actor_id, actor in b.actors.items():
+        state = actor.state
+        if actor_id in b.actor_node or state == "ALIVE":
+            continue  # dumped, or alive but not dumped (reported as a collection error)
+        node = GNode(
+            key=f"actor:{actor_id}", kind="actor", name=str(actor.class_name),
+            state="dead" if state == "DEAD" else "pending", actor_id=actor_id,
+            class_name=actor.class_name, actor_name=actor.name, node_id=actor.node_id,
+            pid=actor.pid,
+        )
+        node.rank = _rank_of(None, actor)
+        if state == "DEAD":
+            node.evidence.append(f"actor DEAD: {_death_text(actor.death_cause)}")
+        else:
+            node.evidence.append(f"actor {state}, required resources {actor.required_resources}")
+        b.g.nodes[node.key] = node
+        b.actor_node[actor_id] = node.key
+
+
+@graph_pass(after=("add_actor_nodes",), decides=("crash-loop",))
+def mark_crash_loops(b: Builder) -> None:
+    """Actors restarted (tasks retried) after each death: not "starting", a crash loop (crashloop.py).
+    A task's loop node is made here and enters the graph when a waiter follows it (node_for_task)."""
+    b.g.crash_loops = find_crash_loops(list(b.actors.values()), b.tasks)
+    for loop in b.g.crash_loops.values():
+        if loop.kind == "actor" and loop.id in b.actor_node:
+            mark_crash_loop(b.g.nodes[b.actor_node[loop.id]], loop)
+        elif loop.kind == "task":
+            b.task_loops[loop.id] = _task_loop_node(b, loop)
+
+
+def _task_loop_node(b: Builder, loop: CrashLoop) -> GNode:
+    """The node of a task retried after each death, from its current (unfinished) attempt."""
+    task = next((t for t in b.tasks if t.task_id == loop.id and not t.done), None)
+    node = GNode(key=f"task:{loop.id}", kind="task", name=loop.name, state="restarting", task_id=loop.id,
+                 task_name=loop.name, class_name=(task.func_or_class_name if task else None) or loop.name,
+                 node_id=task.node_id if task else None, pid=task.worker_pid if task else None)
+    mark_crash_loop(node, loop)
+    return node
+
+
+def mark_crash_loop(node: GNode, loop: CrashLoop) -> None:
+    """It ran and died, and is restarted (retried): a crash loop once the rules' count is reached."""
+    node.pattern, node.state = ("crash-loop" if loop.confirmed else None), "restarting"
+    node.evidence.append(loop.text())
+
+
+@graph_pass(after=("mark_crash_loops",))
+def index_running_tasks(b: Builder) -> None:
+    """The RUNNING calls of each dumped process; a call that no thread shows is not idleness."""
+    for task in b.tasks:
+        if task.state == "RUNNING" and task.worker_pid:
+            key = b.by_pid.get(ProcessRef(task.node_id, int(task.worker_pid)))
+            if key:
+                b.running.setdefault(key, []).append(task)
+    for key, running in b.running.items():
+        node = b.g.nodes[key]
+        calls = [t for t in running if t.name not in POLLING_TASKS]
+        if node.state == "idle" and calls:
+            # The State API says a call runs here, yet no thread shows it: a generator paused by
+            # backpressure (num_returns="streaming") until its consumer reads on, or a call caught
+            # between two frames. Not an idle actor.
+            node.state, node.pattern = "unknown", None
+            b.paused[key] = calls
+            node.evidence.append(f"{', '.join(sorted({str(t.name) for t in calls}))} RUNNING here, but no thread "
+                                 "runs it: a streaming generator paused until its consumer reads more, or a call "
+                                 "between frames (dump again with --samples 5)")
+
+
+@graph_pass(after=("index_running_tasks",))  # its line follows the running-call note
+def add_last_calls(b: Builder) -> None:
+    """Record each actor's last finished/failed call as evidence (a rank that finished early)."""
+    last: dict[str, TaskRow] = {}
+    for task in b.tasks:
+        aid = task.actor_id
+        if not aid or task.state not in DONE_STATES or task.type != "ACTOR_TASK" or task.name in POLLING_TASKS:
+            continue
+        if aid not in last or (task.end_time_ms or 0) > (last[aid].end_time_ms or 0):
+            last[aid] = task
+    for aid, task in last.items():
+        key = b.actor_node.get(aid)
+        if key is None:
+            continue
+        text = f"last finished call: {task.name} {task.state}"
+        if task.state == "FAILED":
+            err = (task.error_message or "").strip().splitlines()
+            text += f" ({task.error_type}: {err[-1][:200] if err else ''})"
+        b.g.nodes[key].evidence.append(text)
+
+
+def _death_text(cause: Any) -> str:
+    if not isinstance(cause, dict):
+        return "no death cause recorded"
+    for ctx in cause.values():
+        if isinstance(ctx, dict):
+            reason = ctx.get("reason") or ""
+            msg = (ctx.get("error_message") or "").strip().splitlines()
+            return f"{reason} {msg[0][:200] if msg else ''}".strip()
+    return str(cause)[:200]
+
+
+@graph_pass(after=("detect_async_await",), decides=("actor-call-queued",))
+def note_queued_calls(b: Builder) -> None:
+    """Calls queued behind a busy actor (actor-call-queued), as evidence on that actor."""
+    for task in b.tasks:
+        if task.state not in QUEUED_STATES or task.worker_pid:
+            continue
+        key = b.actor_node.get(task.actor_id or "")
+        if key is None:
+            continue
+        busy_with = ", ".join(t.name or "?" for t in b.running.get(key, [])) or "another call"
+        b.g.nodes[key].evidence.append(f"call {task.name} queued (actor-call-queued) behind {busy_with}")

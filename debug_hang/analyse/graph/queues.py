@@ -1,0 +1,120 @@
+"""Queue waits: an in-process queue.Queue is filled by threads of the same process; a
+ray.util.queue by other actors, read from their state."""
+
+from __future__ import annotations
+
+import re
+
+from debug_hang.analyse.graph.builder import Builder, follows
+from debug_hang.analyse.graph.model import GNode
+from debug_hang.analyse.graph.raycalls import follow_submitted
+from debug_hang.analyse.graph.threads import cannot_signal, deciding_thread, frame_text, job_frame, joins, other_threads_in_job_code
+from debug_hang.analyse.pattern_ids import PatternId
+from debug_hang.analyse.patterns import ProcessVerdict
+from debug_hang.rows import ActorRow
+from debug_hang.snapshot import QUEUE_ACTOR_CLASS
+
+
+@follows("queue-producers", decides=("producer-gone", "consumer-gone", "idle-no-work"))
+def follow_queue(b: Builder, key: str) -> None:
+    """A queue wait: an in-process queue.Queue is filled by threads of this process; a
+    ray.util.queue by other actors."""
+    if _in_process_queue(b.verdicts[key]):
+        _check_in_process_producer(b.g.nodes[key], b.verdicts[key])
+        feeders = [t for t, m in b.verdicts[key].threads if m.pattern == "ray-get-wait"]
+        if b.g.nodes[key].pattern == "queue-get-wait" and feeders:
+            # The threads that fill this queue may be waiting on Ray work themselves (a
+            # streaming executor, a prefetcher in ray.wait): the calls this process submitted.
+            follow_submitted(b, key)
+            if b.g.out(key):
+                names = ", ".join(str(t.name or t.os_thread_id) for t in feeders)
+                b.g.nodes[key].evidence.append(
+                    f"its queue.Queue is filled by threads of this process that wait in ray.get/ray.wait ({names}): "
+                    "it waits for the calls they submitted")
+    else:
+        _edges_queue(b, key)
+
+
+def _edges_queue(b: Builder, key: str) -> None:
+    """A consumer of a ray.util.queue waits on the actors that should fill it. The State API does
+    not say who holds the queue: the producers are read from evidence, strongest first: actors
+    that died or whose task failed (then went idle); failing those, idle actors that have never
+    run a single method (the producing call was never made)."""
+    g, tasks = b.g, b.tasks
+    me = g.nodes[key]
+    # A put blocked on the queue actor: the queue is full and the wait is on its consumers.
+    full = me.class_name == QUEUE_ACTOR_CLASS and any(
+        t.actor_id == me.actor_id and t.state == "RUNNING" and str(t.name).endswith(".put")
+        for t in tasks)
+    role: PatternId
+    role, text = (("consumer-gone", "waits to put into a full queue this actor should drain") if full
+                  else ("producer-gone", "waits on a queue this actor should fill"))
+    failed = {t.actor_id for t in tasks if t.state == "FAILED" and t.actor_id}
+    called = {t.actor_id for t in tasks if t.type == "ACTOR_TASK" and t.actor_id}
+    candidates: list[tuple[str, ActorRow]] = []
+    for actor_id, actor in b.actors.items():
+        if actor_id == me.actor_id or actor.class_name == QUEUE_ACTOR_CLASS:
+            continue
+        node_key = b.actor_node.get(actor_id)
+        if node_key is not None:
+            candidates.append((node_key, actor))
+    found = False
+    for node_key, actor in candidates:
+        node = g.nodes[node_key]
+        if node.state == "dead" or (actor.actor_id in failed and node.state == "idle"):
+            node.pattern = role
+            g.add_edge(key, node_key, "queue-get-wait", text)
+            found = True
+    if found:
+        return
+    for node_key, actor in candidates:
+        node = g.nodes[node_key]
+        if node.state != "idle" or actor.actor_id in called:
+            continue
+        node.pattern = "idle-no-work"
+        note = "idle and has never run a method (only its creation task): the call that should make it produce was never made"
+        if note not in node.evidence:
+            node.evidence.append(note)
+        g.add_edge(key, node_key, "queue-get-wait",
+                   "waits on a queue; no producer failed or died, and this actor has never been called")
+
+
+# Queues that only threads (or coroutines) of the same process can fill.
+_IN_PROCESS_QUEUE = re.compile(r"(^|/)(queue|asyncio/queues)\.py$")
+
+
+def _in_process_queue(verdict: ProcessVerdict) -> bool:
+    frame = verdict.main.frame if verdict.main else None
+    return frame is not None and bool(_IN_PROCESS_QUEUE.search(frame.file)) and "ray/util/" not in frame.file
+
+
+def _check_in_process_producer(node: GNode, verdict: ProcessVerdict) -> None:
+    """A wait on a queue.Queue: its producers can only be threads of this very process. When no
+    other thread runs any job code, the producer thread is gone (it returned or died; Python
+    printed its traceback, if any, to this worker's stderr): the consumer can never be fed."""
+    consumer = deciding_thread(verdict)
+    waited_at = verdict.main.user_frame if verdict.main else None
+    in_job = other_threads_in_job_code(verdict, consumer)
+    # Peers idle at the same get and threads idle in Thread.join cannot put: the same test as
+    # for an event's setter.
+    busy = [t for t in in_job if not cannot_signal(t, waited_at)]
+    others = ", ".join(sorted(str(t.name or t.os_thread_id) for t, _ in verdict.threads if t is not consumer))
+    if busy:
+        names = ", ".join(str(t.name or t.os_thread_id) for t in busy)
+        node.evidence.append(f"queue.Queue of this process; threads running job code that may fill it: {names}")
+        return
+    node.pattern = "producer-gone"
+    node.state = "blocked"
+    joiners = [t for t in in_job if joins(t)]
+    if joiners:
+        where = ", ".join(f"{t.name or t.os_thread_id} at {frame_text(job_frame(t))}" for t in joiners)
+        node.evidence.append(
+            f"waits on a queue.Queue that only threads of this process can fill; the other thread(s) running job "
+            f"code wait in Thread.join for threads of this process to end ({where}): a put placed after that join "
+            "(a stop sentinel sent after executor.shutdown(wait=True) / the end of a `with` pool block) can never "
+            "run — the process waits on itself. Put before joining")
+        return
+    node.evidence.append(
+        "waits on a queue.Queue that only threads of this process can fill, and no other thread runs "
+        f"job code (threads: {others or 'none'}): the producer thread is gone — it returned or died "
+        "(a thread's traceback goes to this worker's .err log)")

@@ -1,0 +1,207 @@
+"""Waits on Ray calls: a thread in ray.get / ray.wait / an awaited call to the unfinished tasks
+it submitted and whoever runs them; streams read from a generator; supervisors of stuck actors;
+Ray Train's report barrier."""
+
+from __future__ import annotations
+
+import re
+
+from debug_hang.analyse.graph.builder import Builder, follows, graph_pass
+from debug_hang.analyse.graph.model import PENDING_SCHED
+from debug_hang.analyse.graph.resources import pending_pg_of, pg_node, resource_node
+from debug_hang.analyse.graph.threads import deciding_thread, frame_text
+from debug_hang.analyse.patterns import catalog, is_library
+from debug_hang.model import ProcessRef, Thread
+from debug_hang.rows import TaskRow
+from debug_hang.snapshot import BARRIER_TASK, DONE_STATES, POLLING_TASKS, WORKER_CLASS
+
+
+@follows("submitted-tasks")
+def follow_submitted(b: Builder, key: str) -> None:
+    """A thread in ray.get / ray.wait / an awaited call: the unfinished tasks it submitted."""
+    proc = b.verdicts[key].process
+    found = edges_from_parents(b, key, b.own_calls(key))
+    if not found and proc.actor_id:
+        # A thread the actor started itself submits with whatever task its main thread ran last
+        # as parent (Ray Train's training thread: a finished status poll), so any task of this
+        # actor may be the parent of what it waits for.
+        own_ids = {str(t.task_id) for t in b.index.of_actor(proc.actor_id) if t.task_id}
+        found = edges_from_parents(b, key, own_ids)
+    mine = b.running.get(key, [])
+    if not found and mine and b.g.nodes[key].pattern == "ray-get-wait":
+        # It waits on objects it did not create: ObjectRefs handed to it by its caller, whose
+        # other unfinished tasks are the likely producers.
+        callers = {str(t.parent_task_id) for t in mine}
+        edges_from_parents(b, key, callers, skip={str(t.task_id) for t in mine},
+                            text="probably waits for {name} ({state}), started by its caller (an ObjectRef passed in)")
+
+
+@follows("own-calls")
+def follow_own_calls(b: Builder, key: str) -> None:
+    """A sleep loop around ray.wait(timeout=...) polls the calls it made: a wait on them."""
+    node = b.g.nodes[key]
+    if edges_from_parents(b, key, b.own_calls(key)):
+        node.pattern = "ray-get-wait"
+        node.evidence.append("polls in a sleep loop while calls it made are unfinished: it waits for them")
+
+
+STREAM_READER = re.compile(r"ray/_private/object_ref_generator\.py$")
+_RAY_WAIT = re.compile(r"ray/_private/worker\.py$")
+_CALLS_WAIT = re.compile(r"\bwait\s*\(")
+
+
+def reads_stream(thread: Thread | None) -> bool:
+    """The thread iterates an ObjectRefGenerator: inside Ray's Python generator (Ray 2.4x+), or,
+    where Ray compiles the generator (2.9 to 2.3x: no frame of its own), in Ray's `wait` right
+    under a job frame whose line makes no `wait(` call (`for ref in stream:`, `next(stream)`)."""
+    if thread is None:
+        return False
+    if any(STREAM_READER.search(f.file) for f in thread.frames):
+        return True
+    frames = [f for f in thread.frames if not f.native]
+    inner = next((i for i, f in enumerate(frames) if _RAY_WAIT.search(f.file) and f.function.rsplit(".", 1)[-1] == "wait"), None)
+    if inner is None:
+        return False
+    job = next((f for f in frames[inner + 1:] if not is_library(f)), None)
+    return job is not None and bool(job.code) and not _CALLS_WAIT.search(job.code or "")
+
+
+@graph_pass(after=("follow_edges",), decides=("stream-paced-producer",))
+def mark_stream_pacing(b: Builder) -> None:
+    """A sleep loop in a task whose submitter reads a stream (stream-paced-producer).
+
+    A consumer iterating an ObjectRefGenerator waits for the next item of a generator task it
+    submitted; a generator that sleeps between yields (a simulator, a rate limit) shows the same
+    sleep in every sample, and no task finishes until the stream ends: its items are progress the
+    State API does not show, and one sleep may outlast the window. Read as pacing, not as a poll
+    that never ends.
+    """
+    for key, verdict in b.verdicts.items():
+        if not reads_stream(deciding_thread(verdict)):
+            continue
+        for edge in b.g.out(key):
+            node = b.g.nodes[edge.dst]
+            if node.pattern == "poll-never-satisfied" and node.kind == "task":
+                node.pattern = "stream-paced-producer"
+                main = verdict.main
+                node.evidence.append(
+                    f"{b.g.nodes[key].label()} is reading a stream (ObjectRefGenerator) at "
+                    f"{frame_text(main.user_frame if main else None)}: this task sleeps "
+                    "between the items it yields; each item is progress no task state shows")
+
+
+def node_for_task(b: Builder, task: TaskRow) -> str | None:
+    """The graph node a waiting thread depends on, for one unfinished task it submitted."""
+    g, node_totals = b.g, b.inp.node_totals
+    if task.actor_id:
+        # A call to an actor, or its creation: the actor (its process, or the pending actor).
+        return b.actor_node.get(task.actor_id)
+    loop = b.task_loops.get(str(task.task_id))
+    if loop is not None:
+        # A task retried after each death: the loop is what the caller waits on, wherever the
+        # current attempt is (pending, or running on a fresh worker).
+        g.nodes.setdefault(loop.key, loop)
+        return loop.key
+    if task.state == "RUNNING" and task.worker_pid:
+        return b.by_pid.get(ProcessRef(task.node_id, int(task.worker_pid)))
+    if task.state in PENDING_SCHED:
+        pg = pending_pg_of(task, b.inp.placement_groups)
+        if pg is not None:
+            # Scheduled into a placement group that is not placed: the group is what it waits for
+            # (its resources show as Ray's internal CPU_group_<i>_<id> names).
+            key = pg_node(g, pg, node_totals)
+            g.nodes[key].evidence.append(f"task {task.name} is scheduled into it")
+            if g.nodes[key].class_name is None:
+                g.nodes[key].class_name = str(task.func_or_class_name or task.name)
+            return key
+        return resource_node(g, task.required_resources or {}, node_totals,
+                              f"task {task.name}", b.inp.available, requester=str(task.func_or_class_name or task.name))
+    return None
+
+
+def edges_from_parents(b: Builder, key: str, parents: set[str], skip: set[str] | None = None,
+                        text: str = "waits for {name} ({state})") -> int:
+    """Edges from `key` to whatever runs the unfinished tasks submitted by `parents`; how many."""
+    found = 0
+    for task in b.index.children(parents):
+        if task.state in DONE_STATES or task.name in POLLING_TASKS:
+            continue
+        if skip and task.task_id in skip:
+            continue
+        dst = node_for_task(b, task)
+        if dst is None or (skip is not None and dst == key):
+            continue
+        found += 1
+        b.g.add_edge(key, dst, "ray-get-wait", text.format(name=task.name, state=task.state))
+    return found
+
+
+@graph_pass(after=("detect_event_waits",))
+def edges_supervisors(b: Builder) -> None:
+    """A controller waits on the stuck actors it created.
+
+    An actor that runs a long task and shows no wait of its own (an async loop between polls, as
+    Ray Train's TrainController) while actors it created are blocked, dead or culprits, is only as
+    stuck as they are: the chain goes on through it to them. Creation is read from the State API:
+    an actor's creation task has the creating task as its parent.
+    """
+    g, tasks, actor_node, running = b.g, b.tasks, b.actor_node, b.running
+    created_by: dict[str, str] = {}  # child actor id -> id of the task that created it
+    own_tasks: dict[str, set[str]] = {}  # actor id -> ids of its tasks (creation task included)
+    for task in tasks:
+        actor_id, task_id = task.actor_id, task.task_id
+        if actor_id and task_id:
+            own_tasks.setdefault(actor_id, set()).add(task_id)
+            if task.type == "ACTOR_CREATION_TASK" and task.parent_task_id:
+                created_by[actor_id] = task.parent_task_id
+    for sup_id, sup_key in actor_node.items():
+        sup = g.nodes[sup_key]
+        if sup.pattern is not None or sup.state not in ("unknown", "idle") or g.out(sup_key) or not running.get(sup_key):
+            continue
+        doing = ", ".join(sorted({str(t.name) for t in running[sup_key]}))
+        for child_id, parent in created_by.items():
+            child_key = actor_node.get(child_id)
+            if child_key is None or child_id == sup_id or parent not in own_tasks.get(sup_id, set()):
+                continue
+            child = g.nodes[child_key]
+            own = catalog().get(child.pattern or "")
+            if child.state in ("blocked", "busy", "dead", "pending") or (own is not None and own.kind == "root-cause"):
+                g.add_edge(sup_key, child_key, "supervises",
+                           f"runs {doing} and created {child.label()}, which is {child.state}"
+                           + (f" ({child.pattern})" if child.pattern else ""))
+        if g.out(sup_key):
+            sup.state = "blocked"
+            sup.evidence.append(f"runs {doing} and waits on the actors it created (its own stack shows no wait)")
+
+
+@graph_pass(after=("edges_resource_holders",), decides=("train-barrier-wait",))  # its edges after the resource ones
+def edges_train_barrier(b: Builder) -> None:
+    """Ray Train's barrier: its SynchronizationActor waits for the ranks that have not called it.
+
+    Each rank that reaches ray.train.report (or another barrier) has one RUNNING
+    `broadcast_from_rank_zero` call on the actor; the rank that made it is the actor of the call's
+    parent task. Every RayTrainWorker of the job without such a call is missing.
+    """
+    g, tasks, actors, actor_node = b.g, b.tasks, b.actors, b.actor_node
+    by_id = {t.task_id: t for t in tasks}
+    calls = [t for t in tasks if t.name == BARRIER_TASK and t.state == "RUNNING" and t.actor_id]
+    workers = [aid for aid, a in actors.items() if a.class_name == WORKER_CLASS and aid in actor_node]
+    for sync_id in sorted({str(t.actor_id) for t in calls}):
+        sync_key = actor_node.get(sync_id)
+        if sync_key is None:
+            continue
+        joined = {(by_id[t.parent_task_id].actor_id if t.parent_task_id in by_id else None) for t in calls if t.actor_id == sync_id}
+        missing = [aid for aid in workers if aid not in joined]
+        if not missing:
+            continue
+
+        def names(ids: list[str]) -> str:
+            return ", ".join(g.nodes[actor_node[a]].label() for a in ids if a in actor_node) or "none"
+
+        node = g.nodes[sync_key]
+        node.pattern, node.state = "train-barrier-wait", "blocked"
+        node.evidence.append(f"{BARRIER_TASK} RUNNING for {names([a for a in workers if a in joined])}; "
+                             f"not called by {names(missing)}")
+        for aid in missing:
+            g.add_edge(sync_key, actor_node[aid], "train-barrier",
+                       f"{g.nodes[actor_node[aid]].label()} never reached the barrier (ray.train.report): no {BARRIER_TASK} call from it")
