@@ -88,6 +88,12 @@ class Frame:
         """The file path from the package root on (`ray/_private/worker.py`), as py-spy shows it."""
         return short_path(self.file)
 
+    @property
+    def name(self) -> str:
+        """The function without its class: `join` for `Thread.join` (py-spy 0.3.14, tracebacks
+        and faulthandler print only this; py-spy 0.4 qualifies it)."""
+        return self.function.rsplit(".", 1)[-1]
+
 
 @dataclass
 class Thread:

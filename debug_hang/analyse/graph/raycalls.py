@@ -59,7 +59,7 @@ def reads_stream(thread: Thread | None) -> bool:
     if any(STREAM_READER.search(f.file) for f in thread.frames):
         return True
     frames = [f for f in thread.frames if not f.native]
-    inner = next((i for i, f in enumerate(frames) if _RAY_WAIT.search(f.file) and f.function.rsplit(".", 1)[-1] == "wait"), None)
+    inner = next((i for i, f in enumerate(frames) if _RAY_WAIT.search(f.file) and f.name == "wait"), None)
     if inner is None:
         return False
     job = next((f for f in frames[inner + 1:] if not is_library(f)), None)
