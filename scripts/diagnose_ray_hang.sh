@@ -18,4 +18,6 @@ if [ -z "$python" ]; then
   exit 2
 fi
 export PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}"
+# Python 3.11+: never import a `debug_hang` that happens to sit in the current folder (-m puts it first).
+export PYTHONSAFEPATH=1
 exec "$python" -m debug_hang diagnose "$@"
