@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from debug_hang.model import CollectionError
 
@@ -21,9 +21,10 @@ if TYPE_CHECKING:
 
 DIAGNOSE = "scripts/diagnose_ray_hang.sh"
 NODE_RUNNER = "scripts/run_on_each_ray_node.py"
-HELPER_ERROR = "helper-error"
-VERSION_MISMATCH = "version-mismatch"
-TOOL_KINDS = (VERSION_MISMATCH, HELPER_ERROR)
+ToolKind = Literal["version-mismatch", "helper-error"]
+HELPER_ERROR: ToolKind = "helper-error"
+VERSION_MISMATCH: ToolKind = "version-mismatch"
+TOOL_KINDS: tuple[ToolKind, ...] = (VERSION_MISMATCH, HELPER_ERROR)
 # Ray releases whose dashboard imports pkg_resources, which setuptools 81 removed.
 _PKG_RESOURCES_RAY = ((2, 9),)
 
@@ -32,7 +33,7 @@ _PKG_RESOURCES_RAY = ((2, 9),)
 class ToolProblem:
     """A failure of debug-hang itself (or of its Ray/Python against the cluster's), said first."""
 
-    kind: str  # version-mismatch | helper-error
+    kind: ToolKind
     headline: str  # the first sentence of the summary and of report.md
     fix: str  # what to do about it, with the commands
     tool: dict[str, str] = field(default_factory=dict)  # this side's ray, python, cloudpickle
@@ -99,13 +100,12 @@ def tool_problem(diag: Diagnosis) -> ToolProblem | None:
     tool, cluster = _versions(diag)
     errors = [e for e in diag.collection.errors + diag.errors if e.kind in TOOL_KINDS]
     known = bool(tool.get("ray")) and bool(cluster.get("ray"))
-    differs = known and (tool.get("ray") != cluster.get("ray") or minor(tool.get("python")) != minor(cluster.get("python"))
-                         or tool.get("python") != cluster.get("python"))
+    differs = known and (tool.get("ray") != cluster.get("ray") or tool.get("python") != cluster.get("python"))
     minor_differs = known and minor(tool.get("ray")) != minor(cluster.get("ray"))
     if not errors and not minor_differs:
         return None
     refused = any(e.kind == VERSION_MISMATCH for e in errors)
-    kind = VERSION_MISMATCH if minor_differs or refused or (errors and differs) else HELPER_ERROR
+    kind: ToolKind = VERSION_MISMATCH if minor_differs or refused or (errors and differs) else HELPER_ERROR
     hidden = sum(1 for b in diag.uninspected if b.get("kind") in TOOL_KINDS)
     shown = [_short(e) for e in errors[:3]]
     nodes = len({e.node_id for e in errors})
@@ -119,9 +119,9 @@ def tool_problem(diag: Diagnosis) -> ToolProblem | None:
             headline = (f"Version problem, not a finding about the job: {both}, and debug-hang's node helper failed on "
                         f"{nodes} node(s) (`{shown[0]}`){lost}")
         else:
-            headline = (f"Version warning: {both}. Every stack here was read on this machine, so this diagnosis "
-                        "stands; a node this machine cannot read directly needs a helper task, which Ray refuses or "
-                        "may not rebuild across versions.")
+            headline = (f"Version warning: {both}. Every node was read directly from this machine (no helper task was "
+                        "needed), so this diagnosis stands; a node elsewhere would need one, which Ray refuses or may "
+                        "not rebuild across versions.")
         fix = _version_fix(diag, cluster)
     else:
         both = sides(tool, cluster, pickler=True)
