@@ -1,4 +1,4 @@
-"""Adversarial inputs for the stack parsers (issue 13 item 6): shapes that cost quadratic time,
+"""Adversarial inputs for the stack parsers: shapes that cost quadratic time,
 deep recursion or repeated JSON decoding in a naive parser. Each maker takes a size n (spaces,
 lines or repetitions) and returns the text. Used by bench_parse.py --adversarial (time bounds)
 and tests/test_pastes.py (correctness under hypothesis)."""

@@ -22,7 +22,8 @@ from collections.abc import Callable
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from debug_hang.redact import Redactor, fence, md_cell, strip_controls  # noqa: E402
+from debug_hang.redact import Redactor  # noqa: E402
+from debug_hang.untrusted import fence, md_cell, strip_controls  # noqa: E402
 
 CAPTURE = os.path.join(ROOT, "tests", "data", "redact", "secrets_in_the_job")
 

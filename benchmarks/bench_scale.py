@@ -8,7 +8,7 @@ graph, root cause, verdict) and report.md; peak Python memory of one load + anal
 (tracemalloc, a separate run: tracing slows it); the report's lines and characters; and writing
 the whole output folder. The machine's load average is printed beside the figures.
 
---linearity (issue 16 item 2d): the same phases on captures of 250, 500, 1,000, 2,000 and 4,000
+--linearity: the same phases on captures of 250, 500, 1,000, 2,000 and 4,000
 processes (8 to a node), then at 250 processes with 20,000, 40,000 and 80,000 more FINISHED
 task rows (copies of the recorded ones, new task ids): CPU seconds of each phase (medians of
 REPEAT) and their growth per doubling. Exit 1 when a phase grows more than --max-growth per

@@ -73,8 +73,9 @@ def start(port: int = 6400, num_cpus: int = 4, extra: list[str] | None = None) -
     base = port - 6400
     if not 0 <= base < 1000:
         raise DebugHangError(f"local cluster port {port} must be in 6400-7399 (other ports are derived from it)")
-    # A private 1000-port range per cluster in 20000-49999, clear of the agent ports (52400+).
-    worker_ports = 20000 + (base % 30) * 1000
+    # A private 1000-port range per cluster in 20000-49999, clear of the agent ports (52400+);
+    # DEBUG_HANG_WORKER_PORTS=N moves it to N..N+999 (sessions sharing one machine).
+    worker_ports = int(os.environ.get("DEBUG_HANG_WORKER_PORTS") or 20000 + (base % 30) * 1000)
     temp_dir = f"/tmp/ray_dh_{port}"
     shutil.rmtree(temp_dir, ignore_errors=True)
     cluster = LocalCluster(port=port, dashboard_port=8300 + base, temp_dir=temp_dir, num_cpus=num_cpus)

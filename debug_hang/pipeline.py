@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from debug_hang.analyse.analysis import analyse
 from debug_hang.analyse.diagnosis import Diagnosis
 from debug_hang.analyse.flight_recorder import analyse as analyse_fr
 from debug_hang.analyse.fr_join import attach
 from debug_hang.analyse.patterns import settings
 from debug_hang.analyse.progress import rules
 from debug_hang.analyse.rootcause import chains
-from debug_hang.analyse.verdict import analyse, quote_deaths, youngest_task_age_s
+from debug_hang.analyse.verdict import quote_deaths, youngest_task_age_s
 from debug_hang.collect.address import ClusterAddress, check_reachable, parse_address, resolve_dashboard
 from debug_hang.collect.evidence import gather
 from debug_hang.collect.raytrain import worker_ranks

@@ -1,5 +1,5 @@
-"""Untrusted text made safe to write, print and paste: secrets redacted, control characters
-removed, Markdown neutralised.
+"""Untrusted text made safe to write, print and paste: secrets redacted (control characters and
+Markdown: untrusted.py).
 
 Everything the tool writes or prints passes through `redact()` once, at the writer
 (`write_text`/`write_json` in the output folder) and at the printer (`SafeStream` around stdout and
@@ -18,9 +18,8 @@ a State API row). What is redacted:
   appears afterwards. A node's probe redacts what it reads there with the values themselves and
   hands back only salted digests (`digests`/`learn_digests`): a value never leaves its node.
 
-`safe_text()` removes control characters (ESC/CSI/OSC sequences, C0 and C1 controls but tab and
-newline, bidi overrides); `md_cell()`, `md_inline()`, `code_span()` and `fence()` put untrusted
-text into Markdown so that it can never add structure (a heading, a fence, a link, HTML).
+`safe_text()` also removes control characters (`untrusted.strip_controls`); `untrusted.py` puts
+untrusted text into Markdown so that it can never add structure (a heading, a fence, a link, HTML).
 Every pass is a handful of linear regex scans with bounded repetitions: O(n) in the input.
 Pure standard library: the node probe may import it.
 """
@@ -37,6 +36,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any, TextIO
+
+from debug_hang.untrusted import strip_controls
 
 REDACTED = "[REDACTED]"
 
@@ -539,87 +540,9 @@ def _env_vars(raw: Any) -> Mapping[str, Any] | None:
     return None
 
 
-# --- control characters -------------------------------------------------------------------------
-
-# ESC sequences: CSI (ESC [ ... final), OSC (ESC ] ... BEL or ST), other two-byte escapes; the C1
-# forms (\x9b CSI, \x9d OSC) too. OSC bodies are bounded so that an unterminated one stays linear.
-_ESCAPES = re.compile(
-    r"(?:\x1b\[|\x9b)[0-?]{0,64}[ -/]{0,16}[@-~]?"
-    r"|(?:\x1b[\]PX^_]|[\x9d\x90\x98\x9e\x9f])[^\x07\x1b\x9c]{0,4096}(?:\x07|\x1b\\|\x9c)?"
-    r"|\x1b[@-Z\\-_ -/]?"
-)
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
-_CONTROLS_ONE_LINE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
-
-
-def strip_controls(text: str, newlines: bool = True) -> str:
-    """Remove terminal escape sequences and control characters (tab kept; newlines kept when
-    `newlines`, else each becomes a space; CR dropped). Linear."""
-    if not text or text.isprintable():  # no control character at all: the common case
-        return text
-    if _CONTROLS.search(text) is None:  # only newlines (and tabs): a charset scan, fast
-        return text if newlines else text.replace("\r", "").replace("\n", " ")
-    text = _ESCAPES.sub("", text.replace("\r\n", "\n"))
-    if not newlines:
-        text = text.replace("\n", " ")
-    return (_CONTROLS if newlines else _CONTROLS_ONE_LINE).sub("", text)
-
-
 def safe_text(text: object, newlines: bool = True) -> str:
     """Untrusted text made safe for a terminal or a file: controls stripped, secrets redacted."""
     return redact(strip_controls(str(text), newlines))
-
-
-# --- Markdown -----------------------------------------------------------------------------------
-
-_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|#~!"})
-
-
-def md_cell(text: object, limit: int | None = None) -> str:
-    """Untrusted text as one Markdown table cell (or list item): one line, every character that
-    could start emphasis, code, a link, an image, HTML or a new column escaped."""
-    flat = strip_controls(str(text), newlines=False)
-    if limit is not None and len(flat) > limit:
-        flat = flat[:limit] + "…"
-    return flat.translate(_MD_SPECIAL)
-
-
-def md_inline(text: object, limit: int | None = None) -> str:
-    """Text the tool composed around untrusted parts (evidence sentences with `code`): one line,
-    no HTML, no link or image, no new column; its own backtick spans kept."""
-    flat = strip_controls(str(text), newlines=False)
-    if limit is not None and len(flat) > limit:
-        flat = flat[:limit] + "…"
-    flat = flat.translate(_MD_INLINE)
-    if flat.count("`") % 2:
-        flat = flat.replace("`", "'")  # an unbalanced backtick would swallow what follows
-    return flat
-
-
-_MD_INLINE = str.maketrans({c: "\\" + c for c in "\\[]<>|!"})
-_BACKTICKS = re.compile("`+")
-
-
-def longest_backtick_run(text: str) -> int:
-    return max((len(m) for m in _BACKTICKS.findall(text)), default=0)
-
-
-def code_span(text: object, limit: int | None = None) -> str:
-    """Untrusted text as inline code: delimited by more backticks than any run inside it."""
-    flat = strip_controls(str(text), newlines=False)
-    if limit is not None and len(flat) > limit:
-        flat = flat[:limit] + "…"
-    ticks = "`" * (longest_backtick_run(flat) + 1)
-    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
-    return f"{ticks}{pad}{flat}{pad}{ticks}".replace("|", "\\|")
-
-
-def fence(lines: Iterable[str], info: str = "text job-output", indent: str = "") -> list[str]:
-    """Untrusted lines as a fenced block labelled `info` (`job-output`: printed by the job, not
-    by this tool), with a fence longer than any backtick run inside so that nothing closes it."""
-    body = [strip_controls(str(line), newlines=False) for line in lines]
-    ticks = "`" * max(3, max((longest_backtick_run(b) for b in body), default=0) + 1)
-    return [f"{indent}{ticks}{info}", *(f"{indent}{b}" for b in body), f"{indent}{ticks}"]
 
 
 # --- the printer --------------------------------------------------------------------------------

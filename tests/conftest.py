@@ -55,10 +55,15 @@ def ray_cluster() -> Iterator[LocalCluster]:
         localcluster.stop(cluster)
 
 
-# Names kept for tests written against the first version of this file.
-TestCluster = LocalCluster
-start_head = localcluster.start
-stop_head = localcluster.stop
+TIERS = ("unit", "integration")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test is in exactly one tier, so that `-m unit` and `-m integration` together run them all."""
+    wrong = [f"{item.nodeid} ({', '.join(tiers) or 'no tier'})" for item in items
+             if len(tiers := [m.name for m in item.iter_markers() if m.name in TIERS]) != 1]
+    if wrong:
+        raise pytest.UsageError("tests need exactly one of the markers unit/integration: " + "; ".join(wrong[:10]))
 
 
 @pytest.fixture

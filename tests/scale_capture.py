@@ -1,6 +1,6 @@
 """A large capture built from a recorded real one: its ranks copied with new pids, ranks, actor,
 task and node ids, so the analysis and the report can be run at a scale no loopback cluster
-reaches (issue 16: 2,000 ranks on 250 nodes). Every stack is a recorded stack; only the
+reaches (2,000 ranks on 250 nodes). Every stack is a recorded stack; only the
 identities are new. Used by tests/test_report_scale.py and benchmarks/bench_scale.py.
 
     python tests/scale_capture.py OUT [--ranks 2000] [--nodes 250] [--odd 2,1337] [--finished 0]

@@ -1,5 +1,5 @@
 """A job whose finished history passes the State API's 10,000-row answer: its blocked tasks are
-still found, and the progress window's second reading misses none of them (issue 16, 2a)."""
+still found, and the progress window's second reading misses none of them."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.integration
 SCHEMA = read_json(ROOT / "references" / "diagnosis.schema.json")
 CASES = ROOT / "tests" / "data" / "cases"
 RECORDED_FILES = ("snapshot.json", "stacks.json", "tasks_after.json", "report.md", "diagnosis.json", "evidence.json")
-# Evidence that explains *why* (issue 9), each gathered by the diagnosis itself:
+# Evidence that explains *why*, each gathered by the diagnosis itself:
 # text the report must contain for that example.
 EXPLAINS = {
     "dead_rank": ["NaN in loss at step 4 on rank 3"],  # the dead rank's reason, from its own log
@@ -58,7 +58,7 @@ EXPLAINS = {
     "crash_loop_task": ["Segmentation fault", "attempt(s) FAILED"],
     "prefetcher_feeds_from_calls": ["sock.recv", "waits for ShardLoader.load_shard"],  # the driver reaches the task
 }
-# Healthy jobs kept out of `hang` by what their processes did in the window (issue 20): text
+# Healthy jobs kept out of `hang` by what their processes did in the window: text
 # the summary must contain.
 PROGRESS_SEEN = {
     "throttled_checkpoint_upload": ["progressing", "to disk", "saved chunk"],  # bytes + advancing counter

@@ -16,10 +16,10 @@ import pytest
 
 from debug_hang.analyse import graph as G
 from debug_hang.analyse import rootcause
+from debug_hang.analyse.analysis import graph_inputs
 from debug_hang.analyse.graph.builder import GraphPass, pass_order
 from debug_hang.analyse.graph.model import GNode
 from debug_hang.analyse.patterns import catalog
-from debug_hang.analyse.verdict import graph_inputs
 from debug_hang.pipeline import load_capture
 
 pytestmark = pytest.mark.unit

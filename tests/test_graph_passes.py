@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from debug_hang.analyse import graph as G
+from debug_hang.analyse.analysis import graph_inputs
 from debug_hang.analyse.graph.builder import PassFn
 from debug_hang.analyse.graph.collectives import edges_collectives
 from debug_hang.analyse.graph.edges import UNRECOGNISED_EDGE, edge_of, follow_edges
@@ -22,7 +23,6 @@ from debug_hang.analyse.graph.processes import add_actor_nodes, add_process_node
 from debug_hang.analyse.graph.raycalls import edges_supervisors, edges_train_barrier, follow_own_calls
 from debug_hang.analyse.graph.resources import edges_pending_actors, edges_resource_holders, edges_starved_resources
 from debug_hang.analyse.patterns import EDGES, catalog
-from debug_hang.analyse.verdict import graph_inputs
 from debug_hang.pipeline import load_capture
 
 pytestmark = pytest.mark.unit

@@ -424,7 +424,7 @@ def test_missing_command_is_reported_not_raised() -> None:
     assert "'no-such-program-xyz'" in result["error"] and "PATH=" in result["error"]
 
 
-# --- progress readings between the samples (issue 20) -------------------------------------------
+# --- progress readings between the samples --------------------------------------------------
 WRITER = textwrap.dedent("""\
     import os, sys, time
     out = open(sys.argv[1], "wb")

@@ -1,6 +1,6 @@
 """Pasted forms of real dumps (tests/data/pastes/README.md says how each was recorded or reshaped):
 the innermost frames and the thread identity come out right, and the matcher names the blocking
-frame and pattern where the mechanism is known. Plus the adversarial shapes of issue 13 item 6
+frame and pattern where the mechanism is known. Plus adversarial shapes
 (correctness under hypothesis; their time bounds are in benchmarks/bench_parse.py --adversarial)."""
 
 from __future__ import annotations
@@ -406,7 +406,7 @@ def test_real_tracebacks_read_innermost_first(depth: int, chained: bool) -> None
     assert len(procs[0].threads) == (2 if chained else 1)
 
 
-# -- issue 13 item 6: adversarial shapes parse correctly (time: bench_parse.py --adversarial) --
+# -- adversarial shapes parse correctly, in linear time (time: bench_parse.py --adversarial) --
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(sorted(SHAPES)), st.integers(min_value=0, max_value=3000))

@@ -14,6 +14,8 @@ from debug_hang.analyse.patterns import catalog
 from debug_hang.probe.node_probe import probe_node
 from debug_hang.probe.pipes import child_pipes
 
+pytestmark = pytest.mark.unit
+
 CHILD = "import sys\nfor i in range(40000): sys.stdout.write('row %06d ' % i + 'x' * 40 + '\\n')\n"
 PARENT = ("import subprocess, sys\n"
           "proc = subprocess.Popen([sys.executable, '-c', {child!r}], stdout=subprocess.PIPE)\n"

@@ -1,4 +1,4 @@
-"""Progress signals and crash loops (issue 20), re-read from real recorded captures.
+"""Progress signals and crash loops, re-read from real recorded captures.
 
 Each capture under tests/data/cases/ was recorded from a real run (tests/test_examples.py with
 DEBUG_HANG_RECORD=1). Where a test asks "what if this reading had been silent", it zeroes that
@@ -280,7 +280,7 @@ def test_a_blocked_victims_own_writes_do_not_make_the_job_progress(monkeypatch: 
     live) on the driver. Writes of a blocked victim do not release anything."""
     import time
 
-    from debug_hang.analyse import verdict
+    from debug_hang.analyse import analysis, verdict
     from debug_hang.pipeline import load_capture
 
     cases = ROOT / "tests" / "data" / "cases"
@@ -292,7 +292,7 @@ def test_a_blocked_victims_own_writes_do_not_make_the_job_progress(monkeypatch: 
     info["progress"] = {**info["progress"], "io": dict(writer["io"])}
 
     def run() -> str:
-        return verdict.analyse(cap.job, cap.snapshot, cap.collection, cap.tasks_after, "", "", [], [], time.monotonic()).verdict
+        return analysis.analyse(cap.job, cap.snapshot, cap.collection, cap.tasks_after, "", "", [], [], time.monotonic()).verdict
 
     assert run() == "hang"
     monkeypatch.setattr(verdict, "_can_move_the_job", lambda *_args: True)

@@ -12,8 +12,8 @@ import json
 import pytest
 from conftest import ROOT
 
+from debug_hang.analyse.analysis import _match_with_cpu, detect_progress
 from debug_hang.analyse.patterns import match_process, match_thread
-from debug_hang.analyse.verdict import _match_with_cpu, detect_progress
 from debug_hang.collect.raytrain import parse_worker_ranks
 from debug_hang.model import Collection, stacks_from_dict
 from debug_hang.pipeline import reanalyse

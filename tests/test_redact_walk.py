@@ -1,4 +1,4 @@
-"""The writer's redaction pass at scale (issue 16): `redact_obj` redacts each distinct string once
+"""The writer's redaction pass at scale: `redact_obj` redacts each distinct string once
 per call and, for the writer (`share=True`), copies only what it changes. These tests hold it to
 the plain definition (every string redacted, every secret-named key's value replaced) on real
 captures, on generated structures, and through `write_outputs` on a capture of many processes
@@ -19,8 +19,9 @@ from scale_capture import build
 
 from debug_hang import redact as redact_module
 from debug_hang.pipeline import load_capture, reanalyse
-from debug_hang.redact import _PLAIN_VALUE, REDACTED, SECRET_NAME, Redactor, strip_controls
+from debug_hang.redact import _PLAIN_VALUE, REDACTED, SECRET_NAME, Redactor
 from debug_hang.report.write import write_outputs
+from debug_hang.untrusted import strip_controls
 
 pytestmark = pytest.mark.unit
 

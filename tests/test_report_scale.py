@@ -1,5 +1,5 @@
 """A 2,000-rank hang on 250 nodes: the report stays about a page, the odd ones out are named,
-and stacks.json keeps every process (issue 16 item 2c). The capture is the recorded
+and stacks.json keeps every process. The capture is the recorded
 gloo_skipped_allreduce case, its ranks copied with new identities (tests/scale_capture.py)."""
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from scale_capture import build
 from debug_hang.pipeline import reanalyse
 from debug_hang.report.markdown import rank_ranges, render_markdown
 from debug_hang.report.write import write_outputs
+
+pytestmark = pytest.mark.unit
 
 PAGE_LINES = 80  # a page of report.md, whatever the number of processes
 PAGE_CHARS = 12_000

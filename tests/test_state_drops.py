@@ -9,10 +9,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import ROOT
 
 from debug_hang.collect.state import LIST_LIMIT, ListResult, _store
 from debug_hang.snapshot import Snapshot
+
+pytestmark = pytest.mark.unit
 
 DATA = ROOT / "tests" / "data" / "state_lists"
 

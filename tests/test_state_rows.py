@@ -17,6 +17,8 @@ from debug_hang.pipeline import load_capture, reanalyse
 from debug_hang.report.json_out import to_json
 from debug_hang.snapshot import Snapshot
 
+pytestmark = pytest.mark.unit
+
 CASES = ROOT / "tests" / "data" / "cases"
 SCHEMA = json.loads((ROOT / "references" / "diagnosis.schema.json").read_text())
 

@@ -35,7 +35,7 @@ from debug_hang.analyse.patterns import Reading, catalog, match_thread  # noqa: 
 from debug_hang.analyse.progress import rules  # noqa: E402
 from debug_hang.errors import EXIT_OK, NotFoundError, run_main  # noqa: E402
 from debug_hang.model import Process, Thread, stacks_from_dict  # noqa: E402
-from debug_hang.redact import strip_controls  # noqa: E402
+from debug_hang.untrusted import strip_controls  # noqa: E402
 
 PROG = "make_reference_cases.py"
 CAPTURES = ROOT / "tests" / "data" / "cases"

@@ -22,7 +22,8 @@ from debug_hang.analyse.failures import failure_step
 from debug_hang.analyse.graph import GNode
 from debug_hang.analyse.rootcause import RootCause
 from debug_hang.paths import bundle_root
-from debug_hang.snapshot import DONE_STATES, POLLING_TASKS
+from debug_hang.rows import TaskRow
+from debug_hang.snapshot import POLLING_TASKS
 
 if TYPE_CHECKING:
     from debug_hang.analyse.diagnosis import Diagnosis
@@ -183,11 +184,10 @@ def closest_case(pattern: str, features: dict[str, Any], root: Path | None = Non
 
 # ---------------------------------------------------------------- finished calls
 
-def _last_done_call(culprit: GNode, tasks: list[dict[str, Any]]) -> dict[str, Any] | None:
-
-    done = [t for t in tasks if culprit.actor_id and t.get("actor_id") == culprit.actor_id
-            and t.get("state") in DONE_STATES and t.get("type") == "ACTOR_TASK" and t.get("name") not in POLLING_TASKS]
-    return max(done, key=lambda t: t.get("end_time_ms") or 0) if done else None
+def _last_done_call(culprit: GNode, tasks: list[TaskRow]) -> TaskRow | None:
+    done = [t for t in tasks if culprit.actor_id and t.actor_id == culprit.actor_id
+            and t.done and t.type == "ACTOR_TASK" and t.name not in POLLING_TASKS]
+    return max(done, key=lambda t: t.end_time_ms or 0) if done else None
 
 
 def finished_call(diag: Diagnosis, cause: RootCause) -> FinishedCall | None:
@@ -196,18 +196,17 @@ def finished_call(diag: Diagnosis, cause: RootCause) -> FinishedCall | None:
     culprit = cause.culprits[0]
     if culprit.state != "idle" or diag.snapshot is None:
         return None
-    task = _last_done_call(culprit, diag.snapshot.tasks)
+    task = _last_done_call(culprit, diag.rows.tasks)
     if task is None:
         return None
-    name = str(task.get("name") or "")
+    name = task.name
     method = name.rsplit(".", 1)[-1]
     peers = [diag.graph.nodes[e.src] for e in diag.graph.into(culprit.key)]
     peer_pids = {n.pid for n in peers if n.pid}
     peer_actors = {n.actor_id for n in peers if n.actor_id}
     # Peers still inside the same call: the same method RUNNING on them (a rank that returned
     # early while the others are in the collective), or its frame on their stacks.
-    inside_task = any(t.get("name") == name and t.get("state") == "RUNNING" and t.get("actor_id") in peer_actors
-                      for t in diag.snapshot.tasks)
+    inside_task = any(t.name == name and t.state == "RUNNING" and t.actor_id in peer_actors for t in diag.rows.tasks)
     best, inside = None, None
     for v in diag.verdicts:
         if v.process.pid not in peer_pids or v.main is None:
@@ -218,11 +217,11 @@ def finished_call(diag: Diagnosis, cause: RootCause) -> FinishedCall | None:
         if inside:
             break
     error = None
-    if task.get("state") == "FAILED":
-        lines = str(task.get("error_message") or "").strip().splitlines()
-        error = f"{task.get('error_type')}: {lines[-1][:160]}" if lines else str(task.get("error_type"))
+    if task.state == "FAILED":
+        lines = (task.error_message or "").strip().splitlines()
+        error = f"{task.error_type}: {lines[-1][:160]}" if lines else str(task.error_type)
     return FinishedCall(
-        task=name, state=str(task.get("state")), task_id=task.get("task_id"),
+        task=name, state=task.state, task_id=task.task_id,
         peers_at=f"{best.short_file}:{best.line} ({best.function})" if best else None,
         code=best.code if best else None, file=best.file if best else None,
         peers_inside=bool(inside) or inside_task, error=error)
@@ -232,11 +231,10 @@ def finished_call(diag: Diagnosis, cause: RootCause) -> FinishedCall | None:
 
 def job_code(diag: Diagnosis) -> JobCode | None:
     """The driver's entrypoint and the job's working_dir copy on the nodes (from stack paths)."""
-    job = next((j for j in (diag.snapshot.jobs if diag.snapshot else []) if j.get("job_id") == diag.job_id), None)
+    job = diag.rows.job(diag.job_id) if diag.job_id else None
     if job is None and not diag.collection.processes:
         return None
-    job = job or {}
-    uri = ((job.get("runtime_env") or {}).get("working_dir")) if isinstance(job.get("runtime_env"), dict) else None
+    uri = job.working_dir_uri if job else None
     want = _URI_HASH.search(uri or "")
     dirs: dict[str, set[str]] = {}
     script = None
@@ -252,11 +250,9 @@ def job_code(diag: Diagnosis) -> JobCode | None:
             script = next((f.file for t in proc.threads for f in t.frames if f.function == "<module>"
                            and not re.search(r"/(site|dist)-packages/", f.file or "")), None)
     where = max(dirs, key=lambda d: len(dirs[d])) if dirs else None
-    driver = job.get("driver_info") or {}
-    pid = str(driver.get("pid") or "")
     return JobCode(
-        entrypoint=job.get("entrypoint"), driver_pid=int(pid) if pid.isdigit() else None,
-        driver_node_id=job.get("driver_node_id"), driver_script=script, working_dir_uri=uri,
+        entrypoint=job.entrypoint or None if job else None, driver_pid=job.driver_pid if job else None,
+        driver_node_id=job.driver_node_id if job else None, driver_script=script, working_dir_uri=uri,
         working_dir=f"{where}/" if where else None, working_dir_nodes=sorted(dirs.get(where, set())) if where else [])
 
 

@@ -323,7 +323,7 @@ class ProgressReading:
 
 def progress_reading(client: DashboardClient, job_id: str, before: list[dict[str, Any]],
                      history_cut: bool, deadline: Deadline | None = None) -> ProgressReading:
-    """Read the job's tasks again for the progress comparison (analyse.verdict.detect_progress).
+    """Read the job's tasks again for the progress comparison (analyse.analysis.detect_progress).
 
     While the job's history fits one listing (`history_cut` False: the first reading of its rows
     was whole), list every task of the job, as always. Otherwise — or when that listing comes

@@ -12,11 +12,11 @@ from debug_hang.analyse.diagnosis import Diagnosis
 from debug_hang.collect.stacks import MAX_TARGETS
 from debug_hang.errors import EXIT_CODES_HELP, EXIT_INCONCLUSIVE, EXIT_OK, UsageError
 from debug_hang.pipeline import Options, reanalyse, run
-from debug_hang.redact import strip_controls
 from debug_hang.report.json_out import to_json
 from debug_hang.report.summary import fix_line, full_summary, summary_lines
 from debug_hang.report.write import prepare_output_dir
 from debug_hang.timeouts import DEFAULT_DEADLINE_S
+from debug_hang.untrusted import strip_controls
 
 DESCRIPTION = """Diagnose why a Ray job hangs: cluster state, blocked tasks and actors, Python stacks of every
 process of the job (py-spy, on each process's own node), wait-for graph, root cause.

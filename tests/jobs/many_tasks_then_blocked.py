@@ -1,4 +1,4 @@
-"""A job with a long finished history and a few blocked tasks (issue 16: the 10k-row limit).
+"""A job with a long finished history and a few blocked tasks (past the State API's 10k-row limit).
 
 Usage: python many_tasks_then_blocked.py N_FINISHED N_BLOCKED [CHUNK]
 

@@ -1,0 +1,151 @@
+"""The whole analysis of one job, after collection: match every process's stack, build the
+wait-for graph, find root causes, read the progress signals, and hand them to the verdict. Pure:
+it reruns on recorded captures."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+from debug_hang.analyse.diagnosis import Diagnosis
+from debug_hang.analyse.graph import GraphInputs, WaitGraph, build_graph
+from debug_hang.analyse.patterns import ProcessVerdict, catalog, match_process, match_thread, settings
+from debug_hang.analyse.progress import ProcessProgress, assess, loop_moved, summary_text
+from debug_hang.analyse.rootcause import RootCause, chains, root_causes
+from debug_hang.analyse.verdict import blind_summary, busy_call_younger_than_before, decide, uninspected, weigh_confidence
+from debug_hang.model import Collection, CollectionError, Process, ProcessRef
+from debug_hang.rows import JobRow, Rows, TaskRow, tasks_of
+from debug_hang.snapshot import POLLING_TASKS, Snapshot, available_resources, node_totals, resource_usage
+
+
+def detect_progress(before: list[TaskRow], after: list[TaskRow], since_ms: float) -> list[str]:
+    """Tasks that finished between two task listings: evidence the job moves.
+
+    Only completions count: at the onset of a hang, calls still start (and then block).
+    Actor creation is set-up, not progress; nor are the calls Ray's libraries make on a timer
+    (Ray Train's status polls).
+    """
+    was = {t.key: t.state for t in before}
+    moved: list[str] = []
+    for task in after:
+        if task.state != "FINISHED" or task.type == "ACTOR_CREATION_TASK" or task.name in POLLING_TASKS:
+            continue
+        if (task.key in was and was[task.key] != "FINISHED") or (task.key not in was and (task.end_time_ms or 0) >= since_ms):
+            moved.append(f"{task.name} finished during the diagnosis")
+    return moved
+
+
+def stuck_processes(collection: Collection) -> dict[tuple[str | None, int | None], bool]:
+    """Per process: True when every sample shows the same stacks, Ray's own idle machinery
+    (threads the catalog reads as benign) left out."""
+    cat = catalog()
+    sigs: dict[tuple[str | None, int | None], set[tuple[Any, ...]]] = {}
+    for proc in collection.processes:
+        sig = tuple(sorted(
+            tuple((f.function, f.line) for f in t.frames if not f.native)
+            for t in proc.threads if (m := match_thread(t).pattern) == "unknown" or cat[m].kind != "benign"
+        ))
+        sigs.setdefault(proc.ref, set()).add(sig)
+    return {key: len(values) == 1 for key, values in sigs.items()}
+
+
+def graph_inputs(job: dict[str, Any], snap: Snapshot, collection: Collection, rows: Rows | None = None) -> GraphInputs:
+    """What the wait-for graph is built from: the job's state and each process's latest stack, matched."""
+    rows = rows or Rows.of(snap)
+    verdicts = [_match_with_cpu(p, collection) for p in collection.latest()]
+    return GraphInputs(job=JobRow.of(job), actors=rows.actors, tasks=rows.tasks, placement_groups=rows.placement_groups,
+                       node_totals=node_totals(snap), verdicts=verdicts, info=collection.info,
+                       available=available_resources(snap), jobs=rows.jobs, now_s=snap.taken_at,
+                       usage=resource_usage(snap), status_text=snap.cluster_status_text)
+
+
+def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_after: list[dict[str, Any]] | None,
+            address: str, job_choice: str, other_jobs: list[dict[str, Any]], errors: list[CollectionError],
+            started: float) -> Diagnosis:
+    """Everything after collection: match, graph, root causes, verdict. Pure: reruns on captures."""
+    latest = collection.latest()
+    rows = Rows.of(snap)
+    inputs = graph_inputs(job, snap, collection, rows)
+    verdicts = inputs.verdicts
+    graph = build_graph(inputs)
+    causes = root_causes(graph)
+    since_ms = snap.taken_at * 1000.0
+    progress = detect_progress(rows.tasks, tasks_of(tasks_after), since_ms) if tasks_after is not None else []
+    stuck = stuck_processes(collection)
+    waiting = {id(v.process) for v in verdicts if v.verdict in ("blocked", "busy")}  # one pass, not one per process
+    moving = [p for p in latest if not stuck.get(p.ref, True) and id(p) in waiting]
+    signals = progress_signals(graph, causes, verdicts, collection)
+    verdict, summary = decide(inputs.job, causes, progress, moving, graph, verdicts, signals)
+    if verdict == "hang":
+        young = busy_call_younger_than_before(causes, rows.tasks, snap.taken_at * 1000.0)
+        if young:
+            verdict, summary = "inconclusive", f"Job {inputs.job.job_id} may be hung, but {young}"
+    blind = uninspected(inputs.job, rows.tasks, collection)
+    moving_now = progress or any(sig.strongest() == "progress" for sig in signals)
+    if blind and (verdict == "inconclusive" or (verdict == "no-hang" and not moving_now and not inputs.job.ended)):
+        # A verdict needs evidence: "nothing is blocked" from processes nobody could look into
+        # is no finding. Lead with what failed and how to fix it.
+        verdict, summary = "inconclusive", blind_summary(inputs.job, blind, summary)
+    if verdict == "no-hang":
+        causes = []  # waits for work in flight are not root causes
+        progress = progress + [f"{s.name} {summary_text(s.deciding('progress'))}" for s in signals
+                               if s.strongest() == "progress"]
+    elif verdict == "hang":
+        weigh_confidence(causes, signals, tasks_after is not None)
+    return Diagnosis(address=address, job_id=job.get("job_id"), job_choice=job_choice, other_jobs=other_jobs,
+                     verdict=verdict, summary=summary, snapshot=snap, collection=collection,
+                     verdicts=verdicts, graph=graph, causes=causes, progress=progress, errors=errors,
+                     seconds=time.monotonic() - started, signals=signals, uninspected=blind, rows=rows)
+
+
+def progress_signals(graph: WaitGraph, causes: list[RootCause], verdicts: list[ProcessVerdict],
+                     collection: Collection) -> list[ProcessProgress]:
+    """What each process that matters did in the sampling window: every process on a reported
+    chain (victims and culprits), or, with no chain, every blocked or busy one. Empty when the
+    capture holds no progress readings (an older capture, pasted dumps)."""
+    if not any("progress" in v for v in collection.info.values()):
+        return []
+    wanted: list[tuple[str | None, int, str, str | None]] = []
+    if causes:
+        for chain in chains(graph, causes):
+            wanted += [(n.node_id, n.pid, n.label(), n.pattern) for n, _ in chain if n.pid]
+        wanted += [(c.node_id, c.pid, c.label(), c.pattern) for cause in causes for c in cause.culprits if c.pid]
+    else:
+        wanted = [(v.process.node_id, v.process.pid, v.process.label, v.pattern)
+                  for v in verdicts if v.verdict in ("blocked", "busy") and v.process.pid]
+    samples: dict[tuple[str | None, int | None], list[Process]] = {}
+    for proc in collection.processes:
+        samples.setdefault(proc.ref, []).append(proc)
+    out: list[ProcessProgress] = []
+    seen: set[ProcessRef] = set()
+    for node_id, pid, name, pattern in wanted:
+        ref = ProcessRef(node_id, pid)
+        if ref in seen or ref not in collection.info:
+            continue
+        seen.add(ref)
+        info = collection.info[ref]
+        out.append(assess(node_id, pid, name, info.get("progress"), info.get("cpu_percent"), pattern,
+                          loop_moved(sorted(samples.get(ref, []), key=lambda p: p.sample))))
+    return out
+
+
+def _match_with_cpu(proc: Process, collection: Collection) -> ProcessVerdict:
+    """Match a process, then weigh its real CPU use as the catalog's `cpu` rules say: a reading
+    that needs CPU (a spin; py-spy's active flag flickers under load) is re-read as idle without
+    it, a reading that holds only when idle (DDP's wait inside backward) is re-read without that
+    pattern when the process computes."""
+    verdict = match_process(proc)
+    cpu = collection.info_of(proc).get("cpu_percent")
+    rule = catalog()[verdict.pattern].cpu if verdict.pattern in catalog() else None
+    if cpu is None or rule is None:
+        return verdict
+    threshold = settings().busy_cpu_percent
+    if rule == "idle" and cpu >= threshold:
+        verdict = match_process(proc, [p for p in catalog().values() if p.cpu != "idle"])
+    elif rule == "busy" and cpu < threshold:
+        # Re-read as idle, on a copy: the recorded stacks keep what py-spy said.
+        idle = dataclasses.replace(proc, threads=[dataclasses.replace(t, active=False) for t in proc.threads])
+        verdict = match_process(idle)
+        verdict.process = proc
+    return verdict
