@@ -14,7 +14,7 @@ from debug_hang.commands.rerun import command, invoked_as, without_value
 from debug_hang.errors import EXIT_CODES_HELP, EXIT_INCONCLUSIVE, EXIT_OK, UsageError
 from debug_hang.pipeline import Options, reanalyse, run
 from debug_hang.report.json_out import to_json
-from debug_hang.report.summary import summary_lines
+from debug_hang.report.summary import fix_line, full_summary, summary_lines
 from debug_hang.report.write import FolderNotEmptyError, prepare_output_dir
 from debug_hang.timeouts import DEFAULT_DEADLINE_S
 from debug_hang.untrusted import strip_controls
@@ -55,9 +55,11 @@ def build_parser(prog: str = "debug-hang diagnose") -> argparse.ArgumentParser:
                    help=f"seconds the whole run may take; a partial report is written by then (default {DEFAULT_DEADLINE_S:.0f})")
     p.add_argument("--samples", type=int, default=2, help="stack samples per process, to tell stuck from moving (default 2)")
     p.add_argument("--interval", type=float, default=1.0, help="seconds from one sample's start to the next (default 1.0)")
-    p.add_argument("--native", action="store_true", help="include native (C/C++) frames: slower, shows NCCL/gloo internals")
-    p.add_argument("--nonblocking", action="store_true",
-                   help="do not pause targets while dumping (no impact on the job, but stacks may be torn)")
+    # py-spy refuses the pair: refused here, at parsing (exit 2), before anything is read.
+    pause = p.add_mutually_exclusive_group()
+    pause.add_argument("--native", action="store_true", help="include native (C/C++) frames: slower, shows NCCL/gloo internals")
+    pause.add_argument("--nonblocking", action="store_true",
+                       help="do not pause targets while dumping (no impact on the job, but stacks may be torn)")
     p.add_argument("--locals", action="store_true",
                    help="include local variables of frames (may contain data: off by default)")
     p.add_argument("--max-targets", type=int, default=MAX_TARGETS,
@@ -113,7 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(diag_out(args))
     print(f"report: {out / 'report.md'}")
     print(f"verdict: {diag.verdict} (job {diag.job_id}, {diag.seconds:.1f}s)")
-    print(strip_controls(diag.summary, newlines=False))
+    print(strip_controls(full_summary(diag), newlines=False))
+    fix = fix_line(diag)
+    if fix:
+        print(strip_controls(fix, newlines=False))
     for line in summary_lines(diag):
         print(strip_controls(line, newlines=False))
     if diag.fr_notes:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from debug_hang.analyse import next_steps
+from debug_hang.analyse.failures import tool_problem
 from debug_hang.analyse.flight_recorder import describe
 from debug_hang.analyse.graph import proc_key
 from debug_hang.analyse.patterns import catalog
@@ -244,6 +245,26 @@ def _read_next(diag: Diagnosis, guide: next_steps.Guide) -> Iterator[str]:
     yield ""
 
 
+def _tool_problem_lines(diag: Diagnosis) -> Iterator[str]:
+    """A failure of the tool itself (versions, its own helper), before the summary: fix it first."""
+    problem = tool_problem(diag)
+    if problem is None:
+        return
+    yield f"**{_with_spans(problem.headline)}**"
+    yield ""
+    yield f"Fix: {_with_spans(problem.fix)}"
+    yield ""
+
+
+def _with_spans(text: str) -> str:
+    """Tool-composed text whose `backticked` parts are commands: each a code span (copied as
+    written), the rest escaped as a line."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0:  # unbalanced: no spans at all
+        return md_inline(text.replace("`", "'"))
+    return "".join(code_span(part) if i % 2 else md_inline(part) for i, part in enumerate(parts))
+
+
 def render_markdown(diag: Diagnosis) -> str:
     return "\n".join(_markdown_lines(diag)) + "\n"
 
@@ -253,6 +274,7 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
     guide = next_steps.guide(diag)
     yield f"# Ray hang diagnosis — job {md_cell(diag.job_id)}: **{diag.verdict}**"
     yield ""
+    yield from _tool_problem_lines(diag)
     yield md_inline(diag.summary)
     yield ""
     yield from _read_next(diag, guide)
