@@ -91,7 +91,11 @@ def start(port: int = 6400, num_cpus: int = 4, extra: list[str] | None = None) -
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
         raise DebugHangError(f"ray start failed: {' / '.join(tail)}")
-    wait_for(lambda: _dashboard_up(cluster.dashboard), 60, "the dashboard to come up")
+    try:
+        wait_for(lambda: _dashboard_up(cluster.dashboard), 60, "the dashboard to come up")
+    except UnreachableError as exc:
+        stop(cluster)  # a head without a dashboard is of no use here: leave nothing running
+        raise DebugHangError(f"{exc} (its log: {temp_dir}/session_latest/logs/dashboard.log)") from None
     return cluster
 
 
@@ -145,8 +149,9 @@ def wait_for(predicate: Callable[[], T], timeout_s: float, what: str, interval_s
 
 
 def examples() -> list[str]:
-    """Names of the examples/ scenarios (files that declare EXPECTED)."""
-    return sorted(p.stem for p in EXAMPLES_DIR.glob("*.py") if "EXPECTED" in p.read_text())
+    """Names of the examples/ scenarios (files that declare EXPECTED; a module named _* is a
+    helper a scenario starts, never a scenario)."""
+    return sorted(p.stem for p in EXAMPLES_DIR.glob("*.py") if not p.stem.startswith("_") and "EXPECTED" in p.read_text())
 
 
 def expected_of(example: str) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from debug_hang.collect.state import (
     take_snapshot,
     task_key,
 )
+from debug_hang.collect.versions import read_versions
 from debug_hang.errors import DeadlineError, NotFoundError
 from debug_hang.model import Collection, CollectionError, Evidence, NodeEvidence, Process, ProcessRef, process_from_dict, stacks_from_dict
 from debug_hang.parse.flight_recorder import from_probe, read_saved
@@ -96,6 +97,7 @@ def run(opts: Options) -> Diagnosis:
     assert addr.dashboard_url
     timer.mark("address")
     snap = take_snapshot(addr.dashboard_url, None, timeout_s=deadline.remaining(cap=10.0))
+    snap.versions = read_versions(addr, timeout_s=deadline.remaining(cap=3.0))
     scrub_snapshot(snap)
     learnt_before = redactor.learnt
     timer.mark("state")

@@ -64,14 +64,22 @@ def find_crash_loops(actors: list[ActorRow], tasks: list[TaskRow], r: CrashLoopR
     for actor in actors:
         if actor.state not in ("ALIVE", "RESTARTING", "PENDING_CREATION", "DEPENDENCIES_UNREADY"):
             continue  # DEAD: out of restarts, a plain death
-        restarts = actor.num_restarts - actor.num_restarts_due_to_node_preemption
         deaths = _death_attempts(by_actor.get(actor.actor_id, []), r)
-        if restarts == 0:
-            continue  # never restarted: the process that runs is the first one (or none yet)
+        if actor.num_restarts is None:
+            # Ray 2.9 does not report restarts: its calls' attempts that died tell them instead.
+            if len(deaths) < r.min_failed_attempts:
+                continue
+            restarts = 0
+        else:
+            restarts = actor.num_restarts - actor.num_restarts_due_to_node_preemption
+            if restarts == 0:
+                continue  # never restarted: the process that runs is the first one (or none yet)
         loop = _loop("actor", actor.actor_id, str(actor.class_name), restarts, deaths, actor.death_cause)
         # An actor dies no more often than it is restarted: calls that fail while it is being
-        # restarted ("The actor is restarting") are refused, not deaths. Its restarts decide.
-        loop.confirmed = restarts >= r.min_restarts
+        # restarted ("The actor is restarting") are refused, not deaths. Its restarts decide,
+        # where Ray reports them (not 2.9 or 2.31: there the attempts that died are all there is).
+        loop.confirmed = (restarts >= r.min_restarts if actor.num_restarts is not None
+                          else len(deaths) >= r.min_failed_attempts)
         if loop.confirmed or actor.state != "ALIVE":  # restarted once and alive: it recovered
             found[loop.id] = loop
     for task_id, attempts in by_task.items():

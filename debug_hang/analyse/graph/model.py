@@ -25,8 +25,9 @@ QUEUED_STATES: frozenset[TaskState] = frozenset({"SUBMITTED_TO_WORKER", "PENDING
 
 
 # Why an edge waits: the pattern of the wait, or a tie no pattern names (a supervisor and the actors
-# it created, Ray Train's barrier and the ranks missing from it, a demand and what holds it).
-EdgeReason = PatternId | Literal["supervises", "train-barrier", "held-by"]
+# it created, Ray Train's barrier and the ranks missing from it, a demand and what holds it, a
+# full queue and the creator that never read it).
+EdgeReason = PatternId | Literal["supervises", "train-barrier", "held-by", "never-read"]
 NodeKind = Literal["actor", "task", "driver", "process", "rank", "placement_group", "resource", "collective"]
 
 
