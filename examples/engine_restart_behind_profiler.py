@@ -78,10 +78,12 @@ def main() -> None:
     for i in range(RSS_LIMIT_REQUESTS - 1):
         print(f"request {i}: {ray.get(engine.infer.remote([i, i + 1]))}", flush=True)
     profiler = KernelProfiler.remote()  # queued: the engine holds both accelerators
-    profiler.profile.remote()  # its report goes to the log
-    time.sleep(2)
-    print("READY: third request (the engine's watchdog exits on it)", flush=True)
-    print(f"request 2: {ray.get(engine.infer.remote([2, 3]))}", flush=True)
+    report = profiler.profile.remote()  # its report goes to the log
+    third = engine.infer.remote([2, 3])  # the engine's watchdog exits on it
+    ray.get(report)  # the profiler is placed once the engine's worker is gone, and profiles
+    time.sleep(8)  # and then idles, longer than a pause between two calls
+    print("READY: the engine's restart waits for an accelerator", flush=True)
+    print(f"request 2: {ray.get(third)}", flush=True)
 
 
 if __name__ == "__main__":
