@@ -15,7 +15,8 @@ the build's order, computed from the declarations (builder.pass_order).
 | locks | lock order, self-deadlock, library locks held across a wait, OS file locks |
 | events | Event/Condition/asyncio waits: who could set them |
 | queues | in-process queues and ray.util.queue |
-| collectives | ranks in collectives: skipped, dead, mismatched peers |
+| collectives | ranks in collectives: skipped, dead, mismatched peers, members outside the job |
+| sockets | socket reads to the process at the other end of the connection (TCP peers on the node) |
 | resources | pending and infeasible demands, placement groups, holders |
 | children | child processes, pools, pipes |
 | edges | follow_edges: each node's wait by its catalog edge |
@@ -31,6 +32,7 @@ from debug_hang.analyse.graph import (  # noqa: F401 - imported for their declar
     queues,
     raycalls,
     resources,
+    sockets,
 )
 from debug_hang.analyse.graph.builder import DECLARED, HANDLERS, Builder, GraphPass, build_graph, pass_order
 from debug_hang.analyse.graph.model import Edge, GNode, GraphInputs, TaskIndex, WaitGraph

@@ -7,6 +7,7 @@ import re
 
 from debug_hang.analyse.graph.builder import Builder, graph_pass
 from debug_hang.analyse.graph.model import GNode, WaitGraph
+from debug_hang.analyse.graph.sockets import ray_linked, socket_peers_of
 from debug_hang.analyse.graph.threads import frame_text
 from debug_hang.analyse.patterns import catalog
 from debug_hang.model import ProcessRef
@@ -157,14 +158,13 @@ def _socket_members(b: Builder, waiting: list[str]) -> dict[ProcessRef, tuple[st
     on_node: dict[str | None, list[str]] = {}
     for k in waiting:
         on_node.setdefault(g.nodes[k].node_id, []).append(k)
-    related = _called_by_or_calling(b, waiting)
+    related = ray_linked(b, waiting)
     out: dict[ProcessRef, tuple[str, int]] = {}
     for node_id, here in on_node.items():
         seen: dict[int, list[tuple[str, int]]] = {}
         for k in here:
-            for peer in b.inp.info.get(g.nodes[k].ref, {}).get("socket_peers") or []:
-                if isinstance(peer, dict) and isinstance(peer.get("pid"), int):
-                    seen.setdefault(peer["pid"], []).append((str(peer.get("title") or ""), int(peer.get("connections") or 0)))
+            for peer in socket_peers_of(b, k):
+                seen.setdefault(peer["pid"], []).append((str(peer.get("title") or ""), int(peer.get("connections") or 0)))
         ranks = {g.nodes[k].pid for k in here}
         for pid, hits in seen.items():
             ref = ProcessRef(node_id, pid)
@@ -175,21 +175,6 @@ def _socket_members(b: Builder, waiting: list[str]) -> dict[ProcessRef, tuple[st
                 continue  # Ray's own processes talk to every worker
             out[ref] = (hits[0][0], min(n for _t, n in hits))
     return out
-
-
-def _called_by_or_calling(b: Builder, waiting: list[str]) -> set[ProcessRef]:
-    """The processes that made calls the ranks ran, or ran calls the ranks made, in any state:
-    Ray keeps a caller's gRPC connection to its callee open after the call, so a finished call
-    explains a TCP connection as well as a running one."""
-    procs = {b.g.nodes[k].ref for k in waiting}
-    ran = [t for t in b.inp.tasks if t.worker is not None and t.worker in procs]
-    ran += [t for k in waiting for t in b.running.get(k, [])]
-    mine = {t.task_id for t in ran}
-    parents = {t.parent_task_id for t in ran if t.parent_task_id}
-    called = {t.actor_id for t in b.inp.tasks if t.parent_task_id in mine and t.actor_id}
-    refs = {t.worker for t in b.inp.tasks if t.worker is not None and (t.task_id in parents or t.parent_task_id in mine)}
-    refs |= {ProcessRef(a.node_id, a.pid) for a in b.inp.actors if a.pid and a.actor_id in called}
-    return refs
 
 
 def _link_members_by_socket(b: Builder, waiting: list[str], why: str) -> bool:
