@@ -3,7 +3,8 @@
 `read_point(pid)` is taken before the first stack sample and after the last; `window(before,
 after)` turns the two into what moved in between: bytes read and written (/proc/PID/io), context
 switches of the main thread (/proc/PID/status), and the growth of the log files its stdout and
-stderr point to (a Ray worker's .out/.err, a submitted driver's job log), with the new lines and
+stderr point to (a Ray worker's .out/.err, a submitted driver's job log) and of a Serve replica's
+request log (a file it holds open under the session's logs/serve/), with the new lines and
 a few lines from before the window to compare them with. Nothing here stops or signals the
 process: these are reads of /proc and of log files. What the readings mean is decided elsewhere
 (analyse/progress.py, references/verdict_rules.yaml).
@@ -16,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from debug_hang.probe.libraries import request_logs
 from debug_hang.redact import redact
 
 IO_FIELDS = ("rchar", "wchar", "read_bytes", "write_bytes", "syscr", "syscw")
@@ -56,7 +58,7 @@ def _log_files(pid: int) -> list[dict[str, Any]]:
         seen.add((st.st_dev, st.st_ino))
         files.append({"fd": fd, "path": path, "name": os.path.basename(path), "size": st.st_size,
                       "mtime": st.st_mtime, "inode": st.st_ino})
-    return files
+    return files + request_logs(pid, seen)  # a Serve replica's request log: one line per finished request
 
 
 def read_point(pid: int) -> dict[str, Any]:
