@@ -30,7 +30,6 @@ import os
 import threading
 
 import numpy as np
-
 import ray
 
 EXPECTED = {
@@ -38,6 +37,7 @@ EXPECTED = {
     "pattern": "lock-self-deadlock",
     "culprits": [{"class_name": "MapWorker(MapBatches(Featurizer))", "rank": None}],
     "ready": "refreshing stats",
+    "ready_timeout_s": 300,
     "notes": "Featurizer.__call__ holds self.lock and calls _refresh_stats, which takes it again; "
     "the trainer waits in iter_batches for the operator's next block.",
 }

@@ -30,6 +30,7 @@ EXPECTED = {
     "verdict": "no-hang",
     "pattern": None,
     "culprits": [],
+    "ready_timeout_s": 300,
     "notes": "a slow but healthy actor-pool UDF; the trainer waits in iter_batches between batches.",
 }
 
@@ -46,6 +47,8 @@ class Trainer:
         rows = 0
         for epoch in range(1000):
             for batch in ds.iter_batches(batch_size=64):
+                if rows == 0:
+                    print("READY: the trainer got its first batch", flush=True)
                 rows += len(batch["id"])
             print(f"epoch {epoch} done, {rows} rows", flush=True)
         return rows
@@ -58,7 +61,7 @@ def main():
         SlowFeaturizer, batch_size=64, concurrency=2, num_cpus=0.5)
     trainer = Trainer.remote()
     ref = trainer.train.remote(ds)
-    print("READY: the trainer reads the featurized dataset", flush=True)
+    print("the trainer reads the featurized dataset", flush=True)
     print(ray.get(ref), flush=True)
 
 

@@ -40,6 +40,7 @@ EXPECTED = {
     "pattern": "serve-replica-stuck",
     "culprits": [{"class_name": "ServeReplica:rewards:RewardModel", "rank": None}],
     "ready": "READY",
+    "ready_timeout_s": 300,
     "notes": "the replica's batcher awaits an asyncio.Event while holding the asyncio.Lock that "
     "score() needs before it can set the event; the rollout actors wait in DeploymentResponse.result.",
 }
@@ -83,6 +84,9 @@ class RolloutWorker:
     def __init__(self, handle):
         self.reward = handle
 
+    def warm(self) -> str:
+        return self.reward.ping.remote().result()  # the handle's router is set up; ping needs no lock
+
     def rollout(self, n: int) -> float:
         total = 0.0
         for i in range(n):
@@ -96,6 +100,7 @@ def main():
     handle = serve.run(RewardModel.bind(), name="rewards", route_prefix=None)
     assert handle.ping.remote().result() == "ok"  # the replica answers a call that needs no lock
     workers = [RolloutWorker.remote(handle) for _ in range(4)]
+    ray.get([w.warm.remote() for w in workers])
     refs = [w.rollout.remote(16) for w in workers]
     print("READY: rollouts scoring through the RewardModel deployment", flush=True)
     print(ray.get(refs), flush=True)  # hangs: the batcher holds the lock every score() needs

@@ -42,6 +42,7 @@ PatternId = Literal[
     "event-never-set",
     "async-await-stuck",
     "serve-replica-stuck",
+    "serve-requests-in-flight",
     "producer-gone",
     "consumer-gone",
     "child-process-hang",

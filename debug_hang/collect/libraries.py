@@ -24,6 +24,7 @@ from debug_hang.snapshot import Snapshot
 # A library endpoint answers through its actor: a few seconds at most, or the actor is stuck too.
 READ_TIMEOUT_S = 5.0
 MAX_REPLICAS = 256  # replicas kept of one reading (a big fleet is read by its first few hundred)
+MAX_FOREIGN_REPLICAS = 32  # other jobs' replicas dumped at most (a shared service the job may call)
 MAX_DATASETS = 16
 MAX_OPERATORS = 64
 MAX_TEXT = 300
@@ -43,6 +44,11 @@ def serve_reading(client: DashboardClient, actors: list[dict[str, Any]], timeout
     body = client.get("/api/serve/applications/", timeout_s=timeout_s)
     if not isinstance(body, dict):
         raise UnreachableError("the Serve endpoint returned no object")
+    return serve_compact(body, time.time())
+
+
+def serve_compact(body: dict[str, Any], read_at: float) -> dict[str, Any]:
+    """What is kept of one `/api/serve/applications/` answer (no configs: they can hold secrets)."""
     apps: dict[str, Any] = {}
     kept = 0
     for app_name, app in (body.get("applications") or {}).items():
@@ -65,7 +71,7 @@ def serve_reading(client: DashboardClient, actors: list[dict[str, Any]], timeout
         apps[str(app_name)] = {"status": app.get("status"), "message": str(app.get("message") or "")[:MAX_TEXT],
                                "deployments": deps}
     controller = body.get("controller_info") if isinstance(body.get("controller_info"), dict) else {}
-    return {"read_at": time.time(), "applications": apps,
+    return {"read_at": read_at, "applications": apps,
             "controller": {k: (controller or {}).get(k) for k in ("actor_id", "node_id", "log_file_path")}}
 
 
@@ -78,6 +84,11 @@ def data_reading(client: DashboardClient, job_id: str, actors: list[dict[str, An
     body = client.get(f"/api/data/datasets/{urllib.parse.quote(job_id, safe='')}", timeout_s=timeout_s)
     if not isinstance(body, dict):
         raise UnreachableError("the Ray Data endpoint returned no object")
+    return data_compact(body, time.time())
+
+
+def data_compact(body: dict[str, Any], read_at: float) -> dict[str, Any]:
+    """What is kept of one `/api/data/datasets/<job>` answer: datasets and their operators' progress."""
     datasets = []
     for ds in (body.get("datasets") or [])[:MAX_DATASETS]:
         if not isinstance(ds, dict):
@@ -86,16 +97,19 @@ def data_reading(client: DashboardClient, job_id: str, actors: list[dict[str, An
                for o in (ds.get("operators") or [])[:MAX_OPERATORS] if isinstance(o, dict)]
         datasets.append({**{k: ds.get(k) for k in ("dataset", "job_id", "state", "progress", "total", "start_time",
                                                    "end_time")}, "operators": ops})
-    return {"read_at": time.time(), "datasets": datasets}
+    return {"read_at": read_at, "datasets": datasets}
 
 
-def replica_targets(reading: dict[str, Any] | None, known: list[Target]) -> list[Target]:
+def replica_targets(reading: dict[str, Any] | None, known: list[Target], limit: int = MAX_FOREIGN_REPLICAS) -> list[Target]:
     """Serve replicas to dump besides the job's own processes: a deployment is a service other
-    jobs call (its replicas may belong to another job); each RUNNING replica with a pid."""
+    jobs call (its replicas may belong to another job); each RUNNING replica with a pid, at most
+    `limit` (the job's own replicas are among its actors already)."""
     have = {t.ref for t in known}
     out: list[Target] = []
     for dep in deployments_of(reading):
         for r in dep.replicas:
+            if len(out) >= limit:
+                return out
             if r.pid and r.pid > 0 and r.node_id and r.state == "RUNNING":
                 target = Target(pid=r.pid, node_id=r.node_id, role="actor", job_id=None, actor_id=r.actor_id,
                                 actor_class=r.class_name, actor_name=r.actor_name)

@@ -29,7 +29,11 @@ QUEUED = "ray_serve_deployment_queued_queries"
 _WORKER_LOG = re.compile(r"^worker-([0-9a-f]{56})-")
 # Ray Data's streaming executor, by module path (its thread is named "StreamingExecutor-<dataset>").
 EXECUTOR_FRAME = re.compile(r"ray/data/_internal/execution/streaming_executor\.py$")
-QUIET_LOG_S = 1.0  # a request log untouched this long at the window's end finished nothing in it
+# A replica is stuck when its request log has been quiet this long, and this many times longer
+# than the slowest request it logged (an LLM call of 30 s is slow, not stuck, after 40 s).
+QUIET_LOG_S = 3.0
+QUIET_FACTOR = 10.0
+_LATENCY = re.compile(r" ([\d.]+)ms\s*$")
 AWAIT_NOTE = ("its request handlers are coroutines suspended in `await`, which py-spy cannot see (Python 3.14's "
               "`python -m asyncio pstree PID` can, where the replica runs 3.14); the in-flight gauge and the request "
               "log are what show them")
@@ -172,35 +176,53 @@ def finished_requests(log: dict[str, Any]) -> int:
     return access
 
 
-@graph_pass(after=("follow_edges",), decides=("serve-replica-stuck",))
+def slowest_request_s(lines: list[str]) -> float:
+    """The longest latency among access lines ("... OK 3.5ms"), in seconds (0 when none)."""
+    found = [float(m.group(1)) / 1000.0 for line in lines if (m := _LATENCY.search(line))]
+    return max(found, default=0.0)
+
+
+@graph_pass(after=("follow_edges",), decides=("serve-replica-stuck", "serve-requests-in-flight"))
 def mark_serve_replicas(b: Builder) -> None:
-    """A replica callers wait on, with requests in flight and none finished in the window, whose
-    stack shows no job-code wait: its requests are stuck in await (serve-replica-stuck)."""
+    """A replica this job waits on whose stack shows no job-code wait (its request coroutines
+    await, invisible): stuck when no request finished in the window and its request log has been
+    quiet far longer than any request it logged took (serve-replica-stuck); quiet for less, a
+    slow request may still finish (serve-requests-in-flight, not a hang)."""
     state = b.inp.libraries
     for replica in state.replicas:
         key = b.actor_node.get(replica.actor_id or "")
-        if key is None:
-            continue
+        if key is None or not b.g.into(key):
+            continue  # nobody of this job waits on it: another job's service, not this job's finding
         node = b.g.nodes[key]
         in_flight = state.in_flight_at(replica)
-        if not b.g.into(key) and not in_flight:
-            continue
+        callers = sum(v[0] for k in (e.src for e in b.g.into(key)) for d, v in caller_requests(b, k).items()
+                      if d == (replica.app, replica.deployment))
         log = request_log(b, key, replica)
-        done = finished_requests(log) if log is not None else None
-        parts = [f"Serve replica {replica.replica_id} of {replica.app}/{replica.deployment}"]
-        parts.append(f"{in_flight:.0f} request(s) in flight (ray_serve_replica_processing_queries)"
-                     if in_flight is not None else "requests in flight not read (no Serve metrics)")
-        if log is not None:
-            tail = [str(x) for x in (log.get("tail") or []) if ACCESS_LINE.search(str(x))]
-            parts.append(f"{done} finished in the window (request log {log.get('name')}, last written "
-                         f"{log.get('age_s')}s ago{'; last request: ' + tail[-1][-160:] if tail else ''})")
+        parts = [f"Serve replica {replica.replica_id} of {replica.app}/{replica.deployment}",
+                 f"{in_flight:.0f} request(s) in flight by its own gauge (ray_serve_replica_processing_queries; "
+                 f"exported every few seconds), {callers:.0f} by its callers' routers" if in_flight is not None
+                 else "requests in flight not read (no Serve metrics)"]
+        if log is None:
+            node.evidence.append("; ".join(parts) + "; its request log was not read")
+            continue
+        done = finished_requests(log)
+        lines = [str(x) for x in [*(log.get("tail") or []), *(log.get("new") or [])] if ACCESS_LINE.search(str(x))]
+        age = log.get("age_s") if isinstance(log.get("age_s"), (int, float)) else None
+        slowest = slowest_request_s(lines)
+        parts.append(f"{done} finished in the window (request log {log.get('name')}, last written {age}s ago; "
+                     f"slowest request logged {slowest:.3f}s{'; last: ' + lines[-1][-140:] if lines else ''})")
         node.evidence.append("; ".join(parts))
-        age = log.get("age_s") if log is not None else None
-        quiet = done == 0 and isinstance(age, (int, float)) and age >= QUIET_LOG_S
-        benign = node.pattern is None or node.pattern in catalog() and catalog()[node.pattern].kind == "benign"
-        if quiet and (in_flight is None or in_flight > 0) and benign and not b.g.out(key):
+        benign = node.pattern is None or (node.pattern in catalog() and catalog()[node.pattern].kind == "benign")
+        if done or age is None or not benign or b.g.out(key):
+            continue
+        if age >= max(QUIET_LOG_S, QUIET_FACTOR * slowest):
             node.pattern, node.state = "serve-replica-stuck", "blocked"
-            node.evidence.append(f"no thread of it runs the deployment's code: {AWAIT_NOTE}")
+            node.evidence.append(f"no request finished for {age:.1f}s, over {QUIET_FACTOR:.0f}x its slowest logged "
+                                 f"request, and no thread of it runs the deployment's code: {AWAIT_NOTE}")
+        else:
+            node.pattern, node.state = "serve-requests-in-flight", "blocked"
+            node.evidence.append(f"no request finished in the window, but its last one only {age:.1f}s ago: a slow request "
+                                 f"may still finish ({AWAIT_NOTE})")
 
 
 # ---------------------------------------------------------------- Ray Data
