@@ -51,6 +51,7 @@ from debug_hang.snapshot import Snapshot, running_jobs
 from debug_hang.timeouts import DEFAULT_DEADLINE_S, Deadline, PhaseTimer
 
 FRESH_TASK_S = 5.0  # a wait on a task younger than this is not yet evidence of a hang
+LIBRARY_JOIN_S = 1.0  # waited at most for a library reading once the progress window is read
 
 
 @dataclass
@@ -152,7 +153,8 @@ def run(opts: Options) -> Diagnosis:
     history_cut = not history_read or "tasks_of_job" in snap.truncated or own_rows.tasks.error is not None
     libs.start_data(deadline.remaining(cap=LIBRARY_READ_S))  # the datasets' progress over the window
     after = progress_reading(client, str(job.get("job_id")), snap.tasks, history_cut, deadline)
-    libs.join(deadline.remaining(cap=LIBRARY_READ_S))
+    # The first reading has had the stacks' time; the second gets a second at most past the window.
+    libs.join(deadline.remaining(cap=LIBRARY_JOIN_S))
     libs.store(snap)
     if after.error:
         errors.append(CollectionError(f"second task listing failed: {after.error}"))

@@ -129,7 +129,7 @@ class LibraryReader:
         self.serve: list[dict[str, Any]] = []
         self.data: list[dict[str, Any]] = []
         self.errors: list[str] = []
-        self._threads: list[threading.Thread] = []
+        self._threads: list[tuple[threading.Thread, float]] = []  # each reading and when it times out
 
     def read_serve(self, timeout_s: float) -> dict[str, Any] | None:
         """The Serve reading, now (the targets depend on it)."""
@@ -155,12 +155,14 @@ class LibraryReader:
 
         thread = threading.Thread(target=read, name="debug-hang-library-state", daemon=True)
         thread.start()
-        self._threads.append(thread)
+        self._threads.append((thread, time.monotonic() + timeout_s))
 
-    def join(self, timeout_s: float) -> None:
-        end = time.monotonic() + max(0.0, timeout_s)
-        for thread in self._threads:
-            thread.join(max(0.0, end - time.monotonic()))
+    def join(self, extra_s: float) -> None:
+        """Wait for each reading until its own timeout, but at most `extra_s` more from now (a
+        reading not back by then is reported, and the diagnosis goes on without it)."""
+        end = time.monotonic() + max(0.0, extra_s)
+        for thread, own_end in self._threads:
+            thread.join(max(0.0, min(end, own_end) - time.monotonic()))
             if thread.is_alive():
                 self.errors.append("a library state reading did not answer in time")
 

@@ -20,9 +20,9 @@ from debug_hang.analyse.graph.builder import Builder, follows, graph_pass
 from debug_hang.analyse.graph.model import GNode
 from debug_hang.analyse.graph.raycalls import follow_submitted, node_for_task
 from debug_hang.analyse.patterns import catalog
-from debug_hang.libraries import ACCESS_LINE, DATA_FILE, Dataset, Deployment, LibraryState, Operator, Replica
+from debug_hang.libraries import ACCESS_LINE, Dataset, Deployment, LibraryState, Operator, Replica
 from debug_hang.model import Process
-from debug_hang.rows import TaskRow
+from debug_hang.rows import TaskRow, actor_of_task
 
 ONGOING = "ray_serve_num_ongoing_requests_at_replicas"
 QUEUED = "ray_serve_deployment_queued_queries"
@@ -182,7 +182,37 @@ def slowest_request_s(lines: list[str]) -> float:
     return max(found, default=0.0)
 
 
-@graph_pass(after=("follow_edges",), decides=("serve-replica-stuck", "serve-requests-in-flight"))
+@graph_pass(after=("follow_edges",))
+def edges_replica_calls(b: Builder) -> None:
+    """A replica's requests await the Ray calls they made: the calls' parent task is one of the
+    replica's requests (no task row of its own), whose id names the replica's actor (actor_of_task).
+    A call into the very actor that waits on the replica closes a cycle."""
+    state = b.inp.libraries
+    if not state.replicas:
+        return
+    by_parent_actor: dict[str, list[TaskRow]] = {}
+    for task in b.inp.tasks:
+        parent_actor = actor_of_task(task.parent_task_id)
+        if parent_actor and not task.done:
+            by_parent_actor.setdefault(parent_actor, []).append(task)
+    for replica in state.replicas:
+        key = b.actor_node.get(replica.actor_id or "")
+        calls = by_parent_actor.get(replica.actor_id or "", [])
+        if key is None or not calls:
+            continue
+        node = b.g.nodes[key]
+        for task in calls:
+            dst = node_for_task(b, task)
+            if dst is not None and dst != key:
+                b.g.add_edge(key, dst, "ray-get-wait",
+                             f"a request of this replica made {task.name} ({task.state}) and awaits it (the call's parent "
+                             "task is one of the replica's requests, which have no task rows)")
+        benign = node.pattern is None or (node.pattern in catalog() and catalog()[node.pattern].kind == "benign")
+        if b.g.out(key) and benign:
+            node.pattern, node.state = "ray-get-wait", "blocked"
+
+
+@graph_pass(after=("edges_replica_calls",), decides=("serve-replica-stuck", "serve-requests-in-flight"))
 def mark_serve_replicas(b: Builder) -> None:
     """A replica this job waits on whose stack shows no job-code wait (its request coroutines
     await, invisible): stuck when no request finished in the window and its request log has been
@@ -306,6 +336,7 @@ def follow_dataset(b: Builder, key: str) -> None:
             continue  # its wait goes on through the calls it made (to the process running the executor)
         found = _stalled(b, ds)
         if found is None:
+            _split_consumers_left(b, key, ds)
             continue
         op, dsts = found
         later = next((o for o in after[ds.dataset].operators if o.operator == op.operator), None) if ds.dataset in after else None
@@ -315,12 +346,24 @@ def follow_dataset(b: Builder, key: str) -> None:
                 b.g.add_edge(key, dst, "data-iterator-wait", f"{text}; its work runs here")
 
 
-def data_processes(b: Builder) -> set[str]:
-    """Graph keys of the processes that run a Ray Data executor or wait inside Ray Data."""
-    out: set[str] = set()
-    for key, verdict in b.verdicts.items():
-        if executor_datasets(verdict.process) or (verdict.main is not None and verdict.main.pattern == "data-iterator-wait"):
-            out.add(key)
-        elif any(DATA_FILE.search(f.file) for t, m in verdict.threads if m is verdict.main for f in t.frames):
-            out.add(key)
-    return out
+def _split_consumers_left(b: Builder, key: str, ds: Dataset) -> None:
+    """A streaming_split whose operators have no work in flight: the split hands blocks to every
+    shard in turn (equal=True balances them) and stops while a shard's consumer does not read. The
+    consumers are the actors that call this process's actor (its SplitCoordinator); one with a call
+    in flight reads, one without has left the iterator: the executor waits on it."""
+    node = b.g.nodes[key]
+    if not node.actor_id or not any(op.name.startswith("split(") for op in ds.operators):
+        return
+    calls = b.index.of_actor(node.actor_id)
+    reading = {actor_of_task(t.parent_task_id) for t in calls if not t.done}
+    callers = {actor_of_task(t.parent_task_id) for t in calls} - {None, node.actor_id}
+    left = [aid for aid in callers - reading if aid and aid in b.actor_node]
+    if not reading - {None} or not left:
+        return
+    split = next(op for op in ds.operators if op.name.startswith("split("))
+    for aid in left:
+        other = b.g.nodes[b.actor_node[aid]]
+        b.g.add_edge(key, other.key, "data-iterator-wait",
+                     f"dataset {ds.dataset}: {split.name} has no work in flight and hands blocks to each shard in turn; "
+                     f"{other.label()} read its shard before and has no call in flight now (it left the iterator), while "
+                     f"{len(reading - {None})} other consumer(s) wait for blocks")
