@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import json
 import time
-from pathlib import Path
 
 import pytest
 from conftest import ROOT

@@ -45,6 +45,7 @@ PatternId = Literal[
     "serve-requests-in-flight",
     "producer-gone",
     "consumer-gone",
+    "queue-cycle",
     "child-process-hang",
     "pipe-write-wait",
     "pipe-full-deadlock",

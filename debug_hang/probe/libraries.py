@@ -116,5 +116,5 @@ def request_logs(pid: int, seen: set[tuple[int, int]]) -> list[dict[str, Any]]:
             continue
         seen.add((st.st_dev, st.st_ino))
         files.append({"fd": int(fd), "path": path, "name": os.path.basename(path), "size": st.st_size,
-                      "mtime": st.st_mtime, "inode": st.st_ino, "kind": "serve-requests"})
+                      "mtime": st.st_mtime, "inode": st.st_ino, "dev": st.st_dev, "kind": "serve-requests"})
     return files
