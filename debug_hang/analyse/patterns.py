@@ -104,6 +104,9 @@ class Pattern:
     kernel_waits: tuple[re.Pattern[str], ...] = ()
     # Numbers this pattern's rule decides with (ages, in seconds), as data: {name: value}.
     thresholds: dict[str, float] = field(default_factory=dict)
+    # A root cause's falsifier: the one observation that would show the finding wrong (the
+    # report's proof ends with it).
+    disproved_by: str = ""
 
     @property
     def fix(self) -> str:
@@ -240,6 +243,7 @@ def load_catalog(path: Path | str = CATALOG_PATH) -> list[Pattern]:
             overridden_by=tuple(cast(PatternId, str(x)) for x in stack.get("overridden_by") or ()),
             kernel_waits=tuple(_regex(r, where) for r in raw.get("kernel_waits") or ()),
             thresholds=_thresholds(raw.get("thresholds"), where),
+            disproved_by=str(raw.get("disproved_by") or ""),
         ))
     for pattern in patterns:
         unknown = sorted(set(pattern.overridden_by) - seen)

@@ -237,14 +237,18 @@ def _write_all(folder: OutputFolder, diag: Diagnosis, tasks_after: list[dict[str
         folder.json("tasks_after.json", [{k: v for k, v in t.items() if k not in dropped} for t in tasks_after])
     if diag.evidence is not None:
         used: set[str] = set()
+        files: dict[str, dict[str, str]] = {}
         for key, node_ev in diag.evidence.per_node.items():
             node = diag.graph.nodes[key]
             for suffix, text in node_ev.logs.items():
-                folder.text(log_name(node.kind, node.pid, node.node_id, suffix, used), text)
+                name = log_name(node.kind, node.pid, node.node_id, suffix, used)
+                folder.text(name, text)
+                files.setdefault(key, {})[suffix] = name
         if diag.evidence.driver_log:
             folder.text(f"{LOG_DIR}/driver.log", diag.evidence.driver_log)
         folder.json("evidence.json", {
-            "per_node": {k: {"highlights": v.highlights, "history": v.history, "errors": v.errors}
+            "per_node": {k: {"highlights": v.highlights, "history": v.history, "errors": v.errors,
+                             "logs": files.get(k, {})}
                          for k, v in diag.evidence.per_node.items()},
             "driver_highlights": diag.evidence.driver_highlights, "errors": diag.evidence.errors}, indent=1)
     if diag.collection.flight_recorder:
