@@ -387,8 +387,10 @@ def load_capture(folder: Path) -> Capture:
     return Capture(job=job, snapshot=snap, collection=coll, tasks_after=after, meta=meta)
 
 
-def reanalyse(folder: Path) -> Diagnosis:
-    """Re-run the analysis on a recorded output folder (snapshot.json + stacks.json)."""
+def reanalyse(folder: Path, out: Path | None = None, force: bool = False) -> Diagnosis:
+    """Re-run the analysis on a recorded output folder (snapshot.json + stacks.json); with `out`,
+    write a whole output folder there from it (report.md, diagnosis.json, graph.svg, report.html
+    and the capture again, so that it re-analyses too)."""
     cap = load_capture(folder)
     meta, snap, job = cap.meta, cap.snapshot, cap.job
     diag = analyse(job, snap, cap.collection, cap.tasks_after, str(meta.get("address") or ""),
@@ -404,6 +406,8 @@ def reanalyse(folder: Path) -> Diagnosis:
                                       errors=v.get("errors", [])) for k, v in (raw.get("per_node") or {}).items()},
             driver_highlights=list(raw.get("driver_highlights") or []), errors=list(raw.get("errors") or [])))
         read_saved_logs(folder, diag, raw)
+    if out is not None:
+        write_outputs(diag, out, cap.tasks_after, force=force)
     return diag
 
 

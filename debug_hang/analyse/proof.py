@@ -271,6 +271,24 @@ def _frame_code(role: str, node: GNode, frame: Frame | None) -> CodeAt | None:
     return CodeAt(role, node.label(), frame.function, frame.file, frame.line, frame.code, list(frame.context or []))
 
 
+def _other_threads(diag: Diagnosis, node: GNode, most: int = 2) -> list[CodeAt]:
+    """The culprit's other threads that wait or run in the job's code (the thread holding the lock
+    the deciding one waits for, in a lock-order deadlock): where each is."""
+    cat = catalog()
+    out: list[CodeAt] = []
+    for v in diag.verdicts:
+        if v.process.ref != node.ref:
+            continue
+        for thread, match in v.threads:
+            if match is v.main or match.user_frame is None or (match.pattern in cat and cat[match.pattern].kind == "benign"):
+                continue
+            found = _frame_code("culprit", node, match.user_frame)
+            if found is not None:
+                found.who += f", thread {thread.name or thread.os_thread_id or thread.thread_id}"
+                out.append(found)
+    return out[:most]
+
+
 def _victim_code(diag: Diagnosis, chain: Chain) -> CodeAt | None:
     """Where the culprit's nearest waiter is in the job's code (the line that waits on it)."""
     if len(chain) < 2:
@@ -289,6 +307,9 @@ def _code(diag: Diagnosis, cause: RootCause, chain: Chain, failure: Failure | No
             found = _frame_code("culprit", node, node.user_frame or node.frame)
             if found is not None:
                 out.append(found)
+        for other in _other_threads(diag, node):
+            if all((c.file, c.line) != (other.file, other.line) for c in out):
+                out.append(other)
     if failure is not None:
         raised = raising_frame(failure.traceback)
         if raised is not None:
@@ -409,7 +430,7 @@ def _state_fact(diag: Diagnosis, culprit: GNode, done: FinishedCall | None, fail
     frame = culprit.user_frame or culprit.frame
     where = f" at {frame.function} ({frame.short_file}:{frame.line})" if frame is not None and frame.line else ""
     pattern = catalog().get(culprit.pattern or "")
-    what = f" ({pattern.title[0].lower()}{pattern.title[1:]})" if pattern is not None else ""
+    what = f" — {pattern.title[0].lower()}{pattern.title[1:]}" if pattern is not None else ""
     cpu = diag.collection.info.get(culprit.ref, {}).get("cpu_percent")
     by_state = {"busy": f"it runs{where}" + (f" at {cpu:.0f}% CPU" if cpu is not None else "") + what,
                 "blocked": f"it is blocked{where}{what}", "idle": f"it runs nothing{what}", "dead": f"it is dead{what}",

@@ -22,8 +22,9 @@ DESCRIPTION = """Diagnose why a Ray job hangs: cluster state, blocked tasks and 
 process of the job (py-spy, on each process's own node), wait-for graph, root cause.
 
 Writes into OUTPUT_DIR: 01_cluster.txt, 02_jobs.json, 03_tasks.json, 04_actors.json,
-05_stacks.txt, stacks.json, snapshot.json, report.md (for people), diagnosis.json (for machines,
-schema references/diagnosis.schema.json). Prints the report path and a short summary.
+05_stacks.txt, stacks.json, snapshot.json, report.md (for people), report.html (the same as one
+self-contained page, stacks expandable), graph.svg (the wait-for graph), diagnosis.json (for
+machines, schema references/diagnosis.schema.json). Prints the report path and a short summary.
 Read-only: nothing is restarted, killed or reconfigured. Safe to share: the folder is private
 (0700, files 0600), secrets (tokens, keys, passwords, secret env values) are redacted from every
 file and from what is printed, and runtime_env rows are left out (README, "Safety")."""
@@ -63,7 +64,10 @@ def build_parser(prog: str = "debug-hang diagnose") -> argparse.ArgumentParser:
                         f"wait on first; the cut is reported (default {MAX_TARGETS})")
     p.add_argument("--json", action="store_true", help="print diagnosis.json to stdout instead of the summary")
     p.add_argument("-v", "--verbose", action="store_true", help="also print the seconds each phase took")
-    p.add_argument("--reanalyse", metavar="DIR", help="re-run the analysis on a recorded output folder (no cluster needed)")
+    p.add_argument("--reanalyse", metavar="DIR",
+                   help="re-run the analysis on a recorded output folder (no cluster needed): report.md to stdout, and "
+                        "a whole new output folder (report.html, graph.svg, ...) into OUTPUT_DIR or a new private one, "
+                        "named on stderr; the one positional is then OUTPUT_DIR")
     return p
 
 
@@ -74,7 +78,16 @@ def diag_out(args: argparse.Namespace) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.reanalyse:
-        diag = reanalyse(Path(args.reanalyse))
+        # The one positional, if any, is the folder to write (there is no cluster to address).
+        given = args.output_dir or args.address
+        out = prepare_output_dir(Path(given) if given else None, force=args.force)
+        try:
+            diag = reanalyse(Path(args.reanalyse), out, force=True)
+        except BaseException:
+            if not given and not any(out.iterdir()):
+                out.rmdir()
+            raise
+        print(f"written: {out} (report.md, report.html, graph.svg, diagnosis.json)", file=sys.stderr)
         if not args.json:
             from debug_hang.report.markdown import render_markdown
 
