@@ -64,7 +64,7 @@ def assert_inert(page: str) -> Tags:
         assert not [a for a in attrs if a.startswith("on") or a in ("src", "srcset", "action", "formaction")], (tag, attrs)
         if tag == "a":
             assert str(attrs.get("href", "")).startswith("#"), attrs
-        assert all("url(" not in str(v) or str(v).startswith("url(#dh-arrow") for v in attrs.values()), (tag, attrs)
+        assert all("url(" not in str(v) or str(v).startswith("url(#dh_arrow") for v in attrs.values()), (tag, attrs)
     styles = re.findall(r"<style>(.*?)</style>", page, re.S)
     assert len(styles) <= 1 and not any("url(" in s or "@import" in s for s in styles)
     return tags

@@ -37,7 +37,8 @@ def first_screen(diag: Diagnosis) -> Iterator[str]:
     label = "Culprit" if diag.verdict == "hang" else "Candidate"
     yield f"- **{label}**: {md_inline(proof.culprit)} — `{cause.pattern}`, confidence {cause.confidence:.2f}"
     if proof.deciding is not None:
-        yield f"- **Line**: {at_text(proof.deciding)} ({ROLE_TEXT.get(proof.deciding.role, proof.deciding.role)})"
+        yield (f"- **Line**: {at_text(proof.deciding)} ({ROLE_TEXT.get(proof.deciding.role, proof.deciding.role)}) — "
+               f"{code_span(proof.deciding.file)}")
     yield f"- **Mechanism**: {md_inline(proof.mechanism, 400)}"
     if proof.fix:
         yield f"- **Fix**: {md_inline(proof.fix, 300)}"

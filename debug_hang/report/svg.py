@@ -69,9 +69,9 @@ def _svg(diag: Diagnosis, view: GraphView) -> str:
     arrows, reach = _arrows(view, pos, heights)
     width = max(width, reach + LABEL_CHARS * 7 + MARGIN)
     out = [_open(diag, width, height), "<defs>",
-           '<marker id="dh-arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" markerHeight="8" orient="auto-start-reverse">'
+           '<marker id="dh_arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" markerHeight="8" orient="auto-start-reverse">'
            '<path d="M0,0 L10,5 L0,10 z" fill="#455a64"/></marker>',
-           f'<marker id="dh-arrow-cycle" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" markerHeight="8" orient="auto-start-reverse">'
+           f'<marker id="dh_arrow_cycle" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" markerHeight="8" orient="auto-start-reverse">'
            f'<path d="M0,0 L10,5 L0,10 z" fill="{CYCLE}"/></marker>',
            "</defs>", f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
            *_header(diag, view, width), *arrows]
@@ -164,9 +164,9 @@ def _arrows(view: GraphView, pos: dict[str, tuple[int, int]], heights: dict[str,
         label = arrow.label if arrow.count == 1 else f"×{arrow.count:,}: {arrow.label}"
         (sx, sy), (dx, dy) = pos[arrow.src], pos[arrow.dst]
         span = layer_of[arrow.dst] - layer_of[arrow.src]
-        colour, marker, dash = "#455a64", "dh-arrow", ""
+        colour, marker, dash = "#455a64", "dh_arrow", ""
         if arrow.back:
-            colour, marker, dash = CYCLE, "dh-arrow-cycle", ' stroke-dasharray="7 4"'
+            colour, marker, dash = CYCLE, "dh_arrow_cycle", ' stroke-dasharray="7 4"'
         if arrow.back or span > 1:
             # Around the right of every box in between: out of the source's right edge, into the target's.
             around += 1
