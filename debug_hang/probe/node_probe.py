@@ -177,11 +177,6 @@ def read_env(pid: int) -> tuple[dict[str, str], list[str]]:
     return found, secrets
 
 
-def read_rank_env(pid: int) -> dict[str, str]:
-    """RANK, LOCAL_RANK, WORLD_SIZE... from the process's start-up environment, if set."""
-    return read_env(pid)[0]
-
-
 def child_log_rule(node_id: str, targets: list[int]) -> Callable[[dict[str, Any]], bool]:
     """Which stdout/stderr files of a target's child are logs: the file a target itself writes its
     output to (the child inherited it: a worker's .out), or a file under the session's log folder
