@@ -73,6 +73,9 @@ class Snapshot:
     # What Ray's libraries said of themselves (collect/libraries.py): {"serve": [readings],
     # "data": [readings, first and after the window], "errors": [...]}; empty when none runs.
     libraries: dict[str, Any] = field(default_factory=dict)
+    # Ray and Python of the cluster and of the diagnosing side (collect/versions.py): {"cluster": {"ray",
+    # "python"} or {"error"}, "tool": {"ray", "python", "cloudpickle"}}; empty in older captures.
+    versions: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -90,6 +93,7 @@ class Snapshot:
             "errors": self.errors,
             "truncated": self.truncated,
             "libraries": self.libraries,
+            "versions": self.versions,
         }
 
     @classmethod

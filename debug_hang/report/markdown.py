@@ -14,10 +14,12 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from debug_hang.analyse import next_steps
+from debug_hang.analyse.failures import tool_problem
 from debug_hang.analyse.flight_recorder import describe
 from debug_hang.analyse.graph import proc_key
 from debug_hang.analyse.patterns import catalog
 from debug_hang.model import Frame, Process
+from debug_hang.report.proof_md import first_screen, proof_lines
 from debug_hang.untrusted import code_span, fence, md_cell, md_inline, strip_controls
 
 if TYPE_CHECKING:
@@ -29,6 +31,7 @@ MAX_TABLE_ROWS = 40
 MAX_EVIDENCE = 8
 ODD_GROUP = 3  # in a folded table, a group this small is listed process by process (the odd ones out)
 MAX_CULPRITS = 10  # culprits named in a root cause's line (all are in diagnosis.json)
+MAX_NATIVE_FRAMES = 12  # a culprit's native frames shown under its root cause (all are in stacks.json)
 MAX_FR_GROUPS = 8  # process groups shown in the Flight Recorder table (all are in diagnosis.json)
 
 
@@ -84,6 +87,28 @@ def location(frame: Frame | None, user: Frame | None) -> str:
     return parts[0] if parts else "—"
 
 
+def native_lines(verdicts: list[ProcessVerdict], key: str) -> Iterator[str]:
+    """A culprit process's deciding thread below Python (dumped with --native): its innermost
+    native frames, and what the other threads wait on when it holds the GIL."""
+    verdict = next((v for v in verdicts if proc_key(v.process) == key), None)
+    if verdict is None or verdict.main is None:
+        return
+    thread = next((t for t, m in verdict.threads if m is verdict.main), None)
+    natives: list[Frame] = []
+    for frame in thread.frames if thread is not None else []:
+        if not frame.native or len(natives) >= MAX_NATIVE_FRAMES:
+            break  # the wait's own native frames: those under the innermost Python frame
+        natives.append(frame)
+    if thread is not None and natives:
+        yield f"  - native frames of thread {md_cell(thread.name or thread.thread_id or '?')} (innermost first):"
+        yield from fence([f"{strip_controls(f.function, newlines=False)[:200]} ({strip_controls(f.short_file, newlines=False)}"
+                          + (f":{f.line})" if f.line else ")") for f in natives], "text", indent="  ")
+    waiting = [(t, m) for t, m in verdict.threads if m.waits_for and "GIL" in m.waits_for]
+    if waiting:
+        names = ", ".join(md_cell(t.name or t.thread_id or "?") for t, _ in waiting[:MAX_CULPRITS])
+        yield f"  - {len(waiting)} other thread(s) wait for {md_cell(waiting[0][1].waits_for or '')}: {names}"
+
+
 def _progress_lines(diag: Diagnosis) -> Iterator[str]:
     """What each process that matters did between the first and the last sample."""
     if not diag.signals:
@@ -121,6 +146,9 @@ def _row_cells(diag: Diagnosis, v: ProcessVerdict) -> tuple[str, str, str]:
         where = location(v.main.frame, v.main.user_frame)
     cpu = diag.collection.info_of(v.process).get("cpu_percent")
     cpu_text = "—" if cpu is None else f"{cpu:.0f}%"
+    waits = next((m.waits_for for _, m in v.threads if m is v.main and m.waits_for), None)
+    if waits:
+        where += f" (waits for {md_cell(waits)})"
     graph_node = diag.graph.nodes.get(proc_key(v.process))
     shown = v.pattern
     if shown == "unknown" and graph_node is not None and graph_node.pattern:
@@ -183,6 +211,34 @@ def _finished_text(done: next_steps.FinishedCall) -> str:
     return f"{_cell(done.describe())}{code}. Read that code, not the culprit's idle stack"
 
 
+_EDGE_LINE = re.compile(r"^(?P<src>.+?) → (?P<rest>.+)$")
+
+
+def fold_evidence(lines: list[str], most: int = 2) -> list[str]:
+    """Evidence lines `A → B: why` that differ only in A, folded into one line naming the first
+    `most` of them, then `…` (a thousand ranks in one collective are one line; the Impact line
+    counts them)."""
+    out: list[str] = []
+    index: dict[str, int] = {}
+    sources: dict[str, list[str]] = {}
+    for line in lines:
+        m = _EDGE_LINE.match(line)
+        if m is None:
+            out.append(line)
+            continue
+        rest = m["rest"]
+        if rest not in index:
+            index[rest] = len(out)
+            out.append(line)
+        sources.setdefault(rest, []).append(m["src"])
+    for rest, i in index.items():
+        srcs = sources[rest]
+        if len(srcs) > 1:
+            more = ", …" if len(srcs) > most else ""
+            out[i] = f"{', '.join(srcs[:most])}{more} → {rest}"
+    return out
+
+
 def _read_next(diag: Diagnosis, guide: next_steps.Guide) -> Iterator[str]:
     """What to open or run next: one line per root cause, the job's code, the next command."""
     lines: list[str] = []
@@ -206,7 +262,7 @@ def _read_next(diag: Diagnosis, guide: next_steps.Guide) -> Iterator[str]:
                  f"driver pid {code.driver_pid} on node {(code.driver_node_id or '?')[:8]}" if code.driver_pid else None,
                  f"driver script {code_span(code.driver_script)}" if code.driver_script and not code.working_dir else None,
                  (f"working_dir {_cell(code.working_dir_uri or '')} unpacked at {code_span(code.working_dir)} on node(s) "
-                  f"{', '.join(n[:8] for n in code.working_dir_nodes)}") if code.working_dir else None]
+                  f"{_some_nodes(code.working_dir_nodes)}") if code.working_dir else None]
         lines.append("- Job code: " + "; ".join(p for p in parts if p))
     if guide.next_command:
         lines.append(f"- Next command: {code_span(guide.next_command)} — {_cell(guide.next_why)}")
@@ -218,6 +274,31 @@ def _read_next(diag: Diagnosis, guide: next_steps.Guide) -> Iterator[str]:
     yield ""
 
 
+def _tool_problem_lines(diag: Diagnosis) -> Iterator[str]:
+    """A failure of the tool itself (versions, its own helper), before the summary: fix it first."""
+    problem = tool_problem(diag)
+    if problem is None:
+        return
+    yield f"**{_with_spans(problem.headline)}**"
+    yield ""
+    yield f"Fix: {_with_spans(problem.fix)}"
+    yield ""
+
+
+def _with_spans(text: str) -> str:
+    """Tool-composed text whose `backticked` parts are commands: each a code span (copied as
+    written), the rest escaped as a line."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0:  # unbalanced: no spans at all
+        return md_inline(text.replace("`", "'"))
+    return "".join(code_span(part) if i % 2 else md_inline(part) for i, part in enumerate(parts))
+
+
+def _some_nodes(nodes: list[str], most: int = 5) -> str:
+    shown = ", ".join(n[:8] for n in nodes[:most])
+    return shown + (f" and {len(nodes) - most} more" if len(nodes) > most else "")
+
+
 def render_markdown(diag: Diagnosis) -> str:
     return "\n".join(_markdown_lines(diag)) + "\n"
 
@@ -227,8 +308,11 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
     guide = next_steps.guide(diag)
     yield f"# Ray hang diagnosis — job {md_cell(diag.job_id)}: **{diag.verdict}**"
     yield ""
+    yield from _tool_problem_lines(diag)
     yield md_inline(diag.summary)
     yield ""
+    yield from first_screen(diag)
+    yield from proof_lines(diag)
     yield from _read_next(diag, guide)
     yield from _cluster_summary(diag)
     yield from _blocked_table(diag)
@@ -341,15 +425,17 @@ def _one_cause(diag: Diagnosis, i: int, cause: RootCause, done: next_steps.Finis
     for c in cause.culprits[:MAX_CULPRITS]:
         if c.frame is not None and c.state != "idle":
             yield (f"  - {md_cell(c.name)}: at {code_span(c.frame.function)} "
-                   f"({md_cell(c.frame.short_file)}:{c.frame.line})"
+                   f"({md_cell(c.frame.short_file)}{'' if c.frame.line is None else f':{c.frame.line}'})"
                    + (f": {code_span(c.frame.code)}" if c.frame.code else ""))
-        source = _user_context(diag, c.key)
-        if source:
-            yield from fence(source, "python job-source", indent="  ")
+        if not diag.proofs:  # else the proof above shows the lines around it
+            source = _user_context(diag, c.key)
+            if source:
+                yield from fence(source, "python job-source", indent="  ")
+        yield from native_lines(diag.verdicts, c.key)
     if pattern:
         yield f"- **Mechanism**: {pattern.meaning}"
     yield f"- **Impact**: {len(cause.victims)} process(es) wait on it"
-    for ev in cause.evidence[:MAX_EVIDENCE]:
+    for ev in fold_evidence(cause.evidence)[:MAX_EVIDENCE]:
         yield f"- evidence: {md_inline(ev, 300)}"
     if diag.evidence is not None:
         for c in cause.culprits[:MAX_CULPRITS]:
