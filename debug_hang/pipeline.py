@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -21,10 +22,13 @@ from debug_hang.analyse.flight_recorder import analyse as analyse_fr
 from debug_hang.analyse.fr_join import attach
 from debug_hang.analyse.patterns import settings
 from debug_hang.analyse.progress import rules
+from debug_hang.analyse.proof import prove
 from debug_hang.analyse.rootcause import chains
 from debug_hang.analyse.verdict import quote_deaths, youngest_task_age_s
 from debug_hang.collect.address import ClusterAddress, check_reachable, parse_address, resolve_dashboard
 from debug_hang.collect.evidence import gather
+from debug_hang.collect.libraries import READ_TIMEOUT_S as LIBRARY_READ_S
+from debug_hang.collect.libraries import LibraryReader, replica_targets
 from debug_hang.collect.raytrain import worker_ranks
 from debug_hang.collect.stacks import MAX_TARGETS, Target, cap_targets, collect_stacks, select_targets
 from debug_hang.collect.state import (
@@ -50,6 +54,7 @@ from debug_hang.snapshot import Snapshot, running_jobs
 from debug_hang.timeouts import DEFAULT_DEADLINE_S, Deadline, PhaseTimer
 
 FRESH_TASK_S = 5.0  # a wait on a task younger than this is not yet evidence of a hang
+LIBRARY_JOIN_S = 1.0  # waited at most for a library reading once the progress window is read
 
 
 @dataclass
@@ -110,12 +115,17 @@ def run(opts: Options) -> Diagnosis:
     job, why, others = pick_job(snap.jobs, opts.job_id, own_job=_own_job_id())
     # The job's own rows in every state (its history), read while the stacks are taken.
     own_rows = job_rows(addr.dashboard_url, str(job.get("job_id")), timeout_s=deadline.remaining(cap=10.0))
-    targets, cut = cap_targets(select_targets(job, snap.actors, snap.tasks, snap.nodes), job, snap.tasks,
-                               opts.max_targets)
+    # Ray's libraries' own state: Serve's replicas are dumped like the job's actors (a deployment
+    # may belong to another job), Ray Data's progress is read now and after the window.
+    libs = LibraryReader(addr.dashboard_url, str(job.get("job_id")), snap.actors)
+    libs.start_data(deadline.remaining(cap=LIBRARY_READ_S))
+    serve = libs.read_serve(deadline.remaining(cap=LIBRARY_READ_S))
+    own_targets = select_targets(job, snap.actors, snap.tasks, snap.nodes)
+    targets, cut = cap_targets(own_targets + replica_targets(serve, own_targets), job, snap.tasks, opts.max_targets)
     collection = collect_stacks(
         addr, targets, DumpOptions(native=opts.native, nonblocking=opts.nonblocking, locals=opts.locals,
                                    timeout_s=min(10.0, deadline.remaining())),
-        deadline, samples=opts.samples, interval_s=opts.interval_s,
+        deadline, samples=opts.samples, interval_s=opts.interval_s, serve_metrics=serve is not None,
     )
     history_read = own_rows.join(deadline.remaining(cap=10.0))
     if not history_read:
@@ -145,7 +155,11 @@ def run(opts: Options) -> Diagnosis:
     # listing would hold an arbitrary 10,000 of its rows and could miss the tasks that matter.
     # (A history not read in time or at all is as good as cut: a job-wide listing would be as slow.)
     history_cut = not history_read or "tasks_of_job" in snap.truncated or own_rows.tasks.error is not None
+    libs.start_data(deadline.remaining(cap=LIBRARY_READ_S))  # the datasets' progress over the window
     after = progress_reading(client, str(job.get("job_id")), snap.tasks, history_cut, deadline)
+    # The first reading has had the stacks' time; the second gets a second at most past the window.
+    libs.join(deadline.remaining(cap=LIBRARY_JOIN_S))
+    libs.store(snap)
     if after.error:
         errors.append(CollectionError(f"second task listing failed: {after.error}"))
     if after.cut:  # a completion past the cut is not seen: progress may be missed
@@ -196,6 +210,13 @@ def finish(diag: Diagnosis, snap: Snapshot) -> None:
     the job's task or actor state could not be read."""
     add_flight_recorder(diag)
     weigh_truncation(diag, snap.truncated)
+    _settle_unread_state(diag, snap)
+    diag.proofs = prove(diag)
+
+
+def _settle_unread_state(diag: Diagnosis, snap: Snapshot) -> None:
+    """No "no hang" (and a hang only from what one process's stacks prove) when the job's task
+    or actor state could not be read."""
     missing = [e for e in snap.errors if "/api/v0/tasks" in e or "/api/v0/actors" in e]
     if not missing:
         return
@@ -216,6 +237,7 @@ def add_evidence(diag: Diagnosis, evidence: Evidence) -> None:
     says of each crash loop's deaths."""
     diag.evidence = evidence
     quote_deaths(diag)
+    diag.proofs = prove(diag)  # the failed call's traceback is in the logs just read
 
 
 def weigh_truncation(diag: Diagnosis, truncated: dict[str, dict[str, int]]) -> None:
@@ -372,15 +394,18 @@ def load_capture(folder: Path) -> Capture:
                       errors=[CollectionError.from_dict(e) for e in meta.get("errors") or []], nodes=int(meta.get("nodes") or 0),
                       targets=int(meta.get("targets") or 0), seconds=float(meta.get("seconds") or 0.0),
                       paths=dict(meta.get("paths") or {}), probe_seconds=dict(meta.get("probe_seconds") or {}),
-                      flight_recorder=read_saved(folder / "flight_recorder"))
+                      flight_recorder=read_saved(folder / "flight_recorder"),
+                      library_metrics=dict(meta.get("library_metrics") or {}))
     job = next((j for j in snap.jobs if j.get("job_id") == meta.get("job_id")), {"job_id": meta.get("job_id")})
     after_path = folder / "tasks_after.json"
     after = json.loads(after_path.read_text()) if after_path.exists() else None
     return Capture(job=job, snapshot=snap, collection=coll, tasks_after=after, meta=meta)
 
 
-def reanalyse(folder: Path) -> Diagnosis:
-    """Re-run the analysis on a recorded output folder (snapshot.json + stacks.json)."""
+def reanalyse(folder: Path, out: Path | None = None, force: bool = False) -> Diagnosis:
+    """Re-run the analysis on a recorded output folder (snapshot.json + stacks.json); with `out`,
+    write a whole output folder there from it (report.md, diagnosis.json, graph.svg, report.html
+    and the capture again, so that it re-analyses too)."""
     cap = load_capture(folder)
     meta, snap, job = cap.meta, cap.snapshot, cap.job
     diag = analyse(job, snap, cap.collection, cap.tasks_after, str(meta.get("address") or ""),
@@ -395,4 +420,47 @@ def reanalyse(folder: Path) -> Diagnosis:
             per_node={k: NodeEvidence(highlights=v.get("highlights", []), history=v.get("history", []),
                                       errors=v.get("errors", [])) for k, v in (raw.get("per_node") or {}).items()},
             driver_highlights=list(raw.get("driver_highlights") or []), errors=list(raw.get("errors") or [])))
+        read_saved_logs(folder, diag, raw)
+    if out is not None:
+        write_outputs(diag, out, cap.tasks_after, force=force)
     return diag
+
+
+SAVED_LOG_BYTES = 1 << 20  # a saved log tail is read up to this much (the writer keeps 200 lines)
+
+
+def read_saved_logs(folder: Path, diag: Diagnosis, raw: dict[str, Any]) -> None:
+    """The log tails a saved folder holds (`logs/`) back on its evidence, as the live run had them,
+    and the proofs made again from them (a failed call's traceback is read there). Files are
+    found by the names evidence.json gives; a folder written before it gave them, by pid."""
+    logs, ev = folder / "logs", diag.evidence
+    if ev is None or not logs.is_dir() or logs.is_symlink():
+        return
+    ev.driver_log = _read_bounded(logs / "driver.log")
+    names = sorted(p.name for p in logs.iterdir())
+    for key, node_ev in ev.per_node.items():
+        given = ((raw.get("per_node") or {}).get(key) or {}).get("logs")
+        node = diag.graph.nodes.get(key)
+        if isinstance(given, dict):
+            pairs = [(str(s), str(n).rsplit("/", 1)[-1]) for s, n in given.items()]
+        elif node is not None and node.pid:
+            own = re.compile(rf"^[A-Za-z0-9_]+-{node.pid}(-[0-9a-f]{{8}})?\.(err|out)$")
+            pairs = [(n.rsplit(".", 1)[1], n) for n in names if own.match(n)]
+        else:
+            pairs = []
+        for suffix, name in pairs:
+            if name in names:
+                node_ev.logs.setdefault(suffix, _read_bounded(logs / name))
+    diag.proofs = prove(diag)
+
+
+def _read_bounded(path: Path) -> str:
+    """A saved text file, at most SAVED_LOG_BYTES of its end, never through a link ("" if absent)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return ""
+    with os.fdopen(fd, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        fh.seek(max(0, size - SAVED_LOG_BYTES))
+        return fh.read(SAVED_LOG_BYTES).decode("utf-8", errors="replace")

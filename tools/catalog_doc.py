@@ -53,6 +53,8 @@ EDGE_TEXT = {
     "train-barrier": "the Ray Train ranks that have not reached the barrier",
     "lock-holder": "the process holding the OS file lock (by PID in /proc/locks, read on the node)",
     "socket-peer": "the one process at the other end of its TCP connections on its node that no Ray call explains (/proc)",
+    "serve-replicas": "the replicas of the Serve deployment it has requests in flight at (Serve controller state, Serve metrics)",
+    "dataset-operators": "the Ray Data operator whose output stopped and the actors and tasks running its work (dashboard Ray Data endpoint)",
     "none": "nowhere: the chain ends here (lock and event holders are read from the same process's other threads)",
 }
 
@@ -181,6 +183,8 @@ def _lines(raws: list[dict[str, Any]], cases: dict[str, list[str]]) -> Iterator[
         yield f"- **What it means**: {str(raw['meaning']).strip()}"
         yield from _signature_lines(raw)
         yield f"- **Where the wait leads**: {raw['leads_to']}"
+        if raw.get("disproved_by"):
+            yield f"- **What would prove it wrong**: {raw['disproved_by']}"
         yield f"- **Edge followed by the wait-for graph**: `{raw['edge']}` — {EDGE_TEXT[raw['edge']]}"
         root_causes = raw.get("root_causes") or []
         if root_causes:

@@ -28,7 +28,8 @@ CATALOG_SCHEMA = "debug-hang/patterns/v1"
 KINDS = ("symptom", "root-cause", "benign")
 DETECTS = ("stack", "state", "graph")
 EDGES = ("submitted-tasks", "own-calls", "collective-peers", "placement-group",
-         "queue-producers", "child-process", "train-barrier", "lock-holder", "socket-peer", "none")
+         "queue-producers", "child-process", "train-barrier", "lock-holder", "serve-replicas", "dataset-operators",
+         "socket-peer", "none")
 # cpu: how real CPU use (read on the node over the sampling window) bears on a stack reading.
 CPU_RULES = ("busy", "idle")
 # Files of the Python runtime and installed packages: never the job's own code.
@@ -118,6 +119,9 @@ class Pattern:
     single_thread: bool = False
     # Only read on the thread that holds the GIL while other threads wait for it.
     gil_holder: bool = False
+    # A root cause's falsifier: the one observation that would show the finding wrong (the
+    # report's proof ends with it).
+    disproved_by: str = ""
 
     @property
     def fix(self) -> str:
@@ -268,6 +272,7 @@ def load_catalog(path: Path | str = CATALOG_PATH) -> list[Pattern]:
             extend=bool(stack.get("extend", False)),
             single_thread=bool(stack.get("single_thread", False)),
             gil_holder=bool(stack.get("gil_holder", False)),
+            disproved_by=str(raw.get("disproved_by") or ""),
         ))
     for pattern in patterns:
         unknown = sorted(set(pattern.overridden_by) - seen)

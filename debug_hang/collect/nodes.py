@@ -16,7 +16,6 @@ nodes registers no job and works while the dashboard is down.
 from __future__ import annotations
 
 import logging
-import os
 import re
 import socket
 import time
@@ -78,20 +77,6 @@ class NodeInfo:
     resources: dict[str, float] = field(default_factory=dict)
     name: str | None = None
     death_reason: str | None = None  # for a dead node: the GCS's reason and message
-
-    @classmethod
-    def from_state(cls, row: dict[str, Any]) -> NodeInfo:
-        """From a State API node row (`ray list nodes`, /api/v0/nodes)."""
-        return cls(
-            node_id=str(row.get("node_id")),
-            node_ip=str(row.get("node_ip")),
-            alive=row.get("state") == "ALIVE",
-            is_head=bool(row.get("is_head_node")),
-            resources={k: float(v) for k, v in (row.get("resources_total") or {}).items()
-                       if not k.startswith("node:")},
-            name=row.get("node_name"),
-            death_reason=row.get("state_message") or None,
-        )
 
     @classmethod
     def from_gcs(cls, info: Any) -> NodeInfo:
@@ -490,8 +475,3 @@ def _short_error(exc: BaseException) -> str:
     tail = next((line for line in reversed(text) if line.strip()), type(exc).__name__)
     return f"{type(exc).__name__}: {tail[:300]}"
 
-
-def running_inside_job() -> bool:
-    """True when this process was started by `ray job submit` (the seed's way)."""
-    return bool(os.environ.get("RAY_JOB_ID") or os.environ.get("RAY_SUBMISSION_ID")
-                or os.environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR"))

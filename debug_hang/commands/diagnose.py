@@ -23,8 +23,9 @@ DESCRIPTION = """Diagnose why a Ray job hangs: cluster state, blocked tasks and 
 process of the job (py-spy, on each process's own node), wait-for graph, root cause.
 
 Writes into OUTPUT_DIR: 01_cluster.txt, 02_jobs.json, 03_tasks.json, 04_actors.json,
-05_stacks.txt, stacks.json, snapshot.json, report.md (for people), diagnosis.json (for machines,
-schema references/diagnosis.schema.json). Prints the report path and a short summary.
+05_stacks.txt, stacks.json, snapshot.json, report.md (for people), report.html (the same as one
+self-contained page, stacks expandable), graph.svg (the wait-for graph), diagnosis.json (for
+machines, schema references/diagnosis.schema.json). Prints the report path and a short summary.
 Read-only: nothing is restarted, killed or reconfigured. Safe to share: the folder is private
 (0700, files 0600), secrets (tokens, keys, passwords, secret env values) are redacted from every
 file and from what is printed, and runtime_env rows are left out (README, "Safety")."""
@@ -67,7 +68,10 @@ def build_parser(prog: str = "debug-hang diagnose") -> argparse.ArgumentParser:
                         f"wait on first; the cut is reported (default {MAX_TARGETS})")
     p.add_argument("--json", action="store_true", help="print diagnosis.json to stdout instead of the summary")
     p.add_argument("-v", "--verbose", action="store_true", help="also print the seconds each phase took")
-    p.add_argument("--reanalyse", metavar="DIR", help="re-run the analysis on a recorded output folder (no cluster needed)")
+    p.add_argument("--reanalyse", metavar="DIR",
+                   help="re-run the analysis on a recorded output folder (no cluster needed): report.md to stdout, and "
+                        "a whole new output folder (report.html, graph.svg, ...) into OUTPUT_DIR or a new private one, "
+                        "named on stderr; the one positional is then OUTPUT_DIR")
     return p
 
 
@@ -75,40 +79,61 @@ def diag_out(args: argparse.Namespace) -> str:
     return str(args.output_dir or args.reanalyse)
 
 
+def reanalysed(args: argparse.Namespace) -> Diagnosis:
+    """`--reanalyse FOLDER`: the analysis again on a saved folder, written into a new one."""
+    # The one positional, if any, is the folder to write (there is no cluster to address).
+    given = args.output_dir or args.address
+    out = prepare_output_dir(Path(given) if given else None, force=args.force)
+    try:
+        diag = reanalyse(Path(args.reanalyse), out, force=True)
+    except BaseException:
+        if not given and not any(out.iterdir()):
+            out.rmdir()
+        raise
+    print(f"written: {out} (report.md, report.html, graph.svg, diagnosis.json)", file=sys.stderr)
+    return diag
+
+
+def diagnosed(args: argparse.Namespace, argv: list[str]) -> Diagnosis:
+    """A live diagnosis into the given folder, or into a fresh one whose path is printed."""
+    if args.max_targets < 1:
+        raise UsageError(f"--max-targets must be at least 1, got {args.max_targets}")
+    # Checked (and created private) before anything is read: a refused folder costs nothing.
+    given = Path(args.output_dir) if args.output_dir else None
+    try:
+        out = prepare_output_dir(given, force=args.force)
+    except FolderNotEmptyError as exc:
+        raise UsageError(refusal(exc, argv, args.output_dir)) from None
+    if given is None:
+        print(f"writing into {out}", file=sys.stderr)
+    args.output_dir = str(out)
+    opts = Options(address=args.address, job_id=args.job_id, output_dir=out, deadline_s=args.deadline,
+                   samples=args.samples, interval_s=args.interval, native=args.native,
+                   nonblocking=args.nonblocking, locals=args.locals, force=True,
+                   include_runtime_env=args.include_runtime_env, max_targets=args.max_targets)
+    # Ray's driver prints cluster errors ("node ... marked dead") to stdout from a background
+    # thread once connected; keep stdout for our own output (--json must stay valid JSON).
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            diag = run(opts)
+    except BaseException:
+        if given is None and not any(out.iterdir()):
+            out.rmdir()  # no diagnosis: leave no empty folder of ours behind
+        raise
+    return diag
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.reanalyse:
-        diag = reanalyse(Path(args.reanalyse))
+        diag = reanalysed(args)
         if not args.json:
             from debug_hang.report.markdown import render_markdown
 
             print(render_markdown(diag))
             return exit_code(diag)
     else:
-        if args.max_targets < 1:
-            raise UsageError(f"--max-targets must be at least 1, got {args.max_targets}")
-        # Checked (and created private) before anything is read: a refused folder costs nothing.
-        given = Path(args.output_dir) if args.output_dir else None
-        try:
-            out = prepare_output_dir(given, force=args.force)
-        except FolderNotEmptyError as exc:
-            raise UsageError(refusal(exc, list(sys.argv[1:] if argv is None else argv), args.output_dir)) from None
-        if given is None:
-            print(f"writing into {out}", file=sys.stderr)
-        args.output_dir = str(out)
-        opts = Options(address=args.address, job_id=args.job_id, output_dir=out, deadline_s=args.deadline,
-                       samples=args.samples, interval_s=args.interval, native=args.native,
-                       nonblocking=args.nonblocking, locals=args.locals, force=True,
-                       include_runtime_env=args.include_runtime_env, max_targets=args.max_targets)
-        # Ray's driver prints cluster errors ("node ... marked dead") to stdout from a background
-        # thread once connected; keep stdout for our own output (--json must stay valid JSON).
-        try:
-            with contextlib.redirect_stdout(sys.stderr):
-                diag = run(opts)
-        except BaseException:
-            if given is None and not any(out.iterdir()):
-                out.rmdir()  # no diagnosis: leave no empty folder of ours behind
-            raise
+        diag = diagnosed(args, list(sys.argv[1:] if argv is None else argv))
     if args.json:
         print(json.dumps(to_json(diag), indent=2, default=str))
         return exit_code(diag)

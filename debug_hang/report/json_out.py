@@ -12,7 +12,8 @@ from debug_hang.analyse.progress import progress_confidence
 
 DIAGNOSIS_SCHEMA = "debug-hang/diagnosis/v1"
 # Additive revisions of v1 (new optional fields only): 2 adds root_causes[].next, job_code,
-# next_step and references_root; 4 adds tool_problem (and the summary then starts with its headline).
+# next_step and references_root; 3 actor_name; 4 tool_problem (the summary then starts with its
+# headline) and root_causes[].proof.
 SCHEMA_REVISION = 4
 
 
@@ -40,6 +41,7 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
             "evidence": cause.evidence,
             "fix": fix,
             "next": guide.to_json()["causes"][i] if i < len(guide.causes) else None,
+            "proof": diag.proofs[i].to_json() if i < len(diag.proofs) else None,
         })
     chain_json = [
         [{"kind": n.kind, "name": n.name, "pid": n.pid, "node_id": n.node_id,

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from debug_hang.analyse.crashloop import CrashLoop
 from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.analyse.patterns import ProcessVerdict
+from debug_hang.libraries import LibraryState
 from debug_hang.model import Frame, ProcessRef
 from debug_hang.rows import ActorRow, JobRow, PlacementGroupRow, TaskRow
 from debug_hang.snapshot import TaskState
@@ -159,3 +160,4 @@ class GraphInputs:
     usage: dict[str, tuple[float, float]] = field(default_factory=dict)  # {resource: (used, total)}, ray status's
     usage_by_node: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)  # the same, per node id
     status_text: str | None = None  # `ray status` as text
+    libraries: LibraryState = field(default_factory=LibraryState)  # Ray Serve's and Ray Data's own state
