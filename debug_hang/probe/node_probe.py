@@ -10,6 +10,7 @@ a stack that moves (a healthy job) can be told from one that is stuck. `run_comm
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import linecache
 import os
 import re
@@ -222,6 +223,10 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
         by_clock = max(float(deadline_epoch) - time.time(), 1.0)
         budget = by_clock if budget is None else min(budget, by_clock)
     opts = DumpOptions(**options)
+    # Locals are read for facts (identities, counters) on every sample but the first: the graph
+    # is built from the last sample, loop state compares two of them, and a --locals dump costs
+    # up to 4x a plain one on deep stacks (benchmarks/bench_locals.py).
+    facts_from = 1 if samples > 1 else 0
     targets = [validate_pid(p) for p in pids]
     info: dict[int, dict[str, Any]] = {}
     errors: list[dict[str, Any]] = []
@@ -284,8 +289,8 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
             left = _left(start, budget)
             if left < 0.5:
                 break
-            sample_opts = DumpOptions(native=opts.native, nonblocking=opts.nonblocking,
-                                      locals=opts.locals, timeout_s=min(opts.timeout_s, left))
+            sample_opts = dataclasses.replace(opts, timeout_s=min(opts.timeout_s, left))
+        sample_opts = dataclasses.replace(sample_opts, facts=opts.facts and sample >= facts_from)
         taken += 1
         offsets.append(round(sample_start - start, 3))
         for result in dump_pids(all_pids, sample_opts):
