@@ -32,6 +32,7 @@ class Service:
     def __init__(self):
         self.ready = threading.Event()
         self.items = [object() for _ in range(300)]
+        self._lock = threading.Lock()
 
     def spin(self):
         n = 0
@@ -44,9 +45,21 @@ class Service:
         table = {{i: i for i in range(50)}}
         self.ready.wait()
 
+    def hold(self):
+        with self._lock:
+            self.ready.wait()
+
+    def take(self):
+        time.sleep(0.2)
+        with self._lock:
+            pass
+
 svc = Service()
 threading.Thread(target=svc.spin, name="spinner", daemon=True).start()
 threading.Thread(target=svc.wait_ready, args=(SECRET,), name="waiter", daemon=True).start()
+threading.Thread(target=svc.hold, name="holder", daemon=True).start()
+threading.Thread(target=svc.take, name="taker", daemon=True).start()
+time.sleep(0.5)
 print("READY", flush=True)
 time.sleep(600)
 '''
@@ -122,6 +135,17 @@ def test_the_probe_reads_facts_on_every_sample_but_the_first(target: subprocess.
     assert facts_in(by_sample[0]) == 0 and facts_in(by_sample[1]) > 0
     single = probe_node("local", [target.pid], DumpOptions(facts=True).to_dict(), samples=1, children=False)
     assert facts_in(single["processes"][0]) > 0
+
+
+def test_a_lock_is_read_held_by_the_thread_inside_its_with_block_and_taken_at_its_line(
+        target: subprocess.Popen[str]) -> None:
+    out = probe_node("local", [target.pid], DumpOptions(facts=True).to_dict(), samples=1, children=False)
+    threads = {t.name: t for t in process_from_dict(out["processes"][0]).threads}
+    holder = _frame(threads["holder"], "Service.hold").facts or {}
+    taker = _frame(threads["taker"], "Service.take").facts or {}
+    assert holder["with"] == "self._lock" and "enters" not in holder
+    assert taker["enters"] == "self._lock" and "with" not in taker
+    assert holder["self"] == taker["self"]  # the same Service: the same lock
 
 
 def test_py_spy_text_locals_give_the_same_identities() -> None:

@@ -20,9 +20,10 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
-from debug_hang.model import Process, process_to_dict
+from debug_hang.model import Frame, Process, process_to_dict
 from debug_hang.probe import progress
 from debug_hang.probe.file_locks import locks_of, read_locks, thread_wchans
 from debug_hang.probe.flight_recorder import collect_dumps, dump_prefixes, read_fr_env
@@ -43,6 +44,7 @@ from debug_hang.probe.pyspy import (
     resume_if_stopped,
     validate_pid,
 )
+from debug_hang.probe.withblocks import with_facts
 from debug_hang.redact import SECRET_NAME, Redactor
 from debug_hang.snapshot import RANK_VARS
 
@@ -68,6 +70,7 @@ LOCKS_TRUNCATED = "locks-truncated"
 # Source lines are read for the innermost frames only: the deciding frame is almost always there.
 SOURCE_DEPTH = 12
 CONTEXT_LINES = 3  # lines kept above and below the job's innermost frame
+WITH_DEPTH = 40  # frames whose enclosing `with` blocks are read (a lock holder can wait deep below)
 _LIBRARY_PATH = re.compile(r"(/site-packages/|/dist-packages/|/lib/python\d+\.\d+/)")
 
 
@@ -173,6 +176,7 @@ def add_source_lines(proc: Process, depth: int = SOURCE_DEPTH, redactor: Redacto
     """
     clean = (redactor or Redactor()).redact
     for thread in proc.threads:
+        _add_with_facts(thread.frames, clean)
         user_seen = False
         for frame in thread.frames[:depth]:
             if frame.native or not frame.line or not frame.file.endswith(".py"):
@@ -187,6 +191,17 @@ def add_source_lines(proc: Process, depth: int = SOURCE_DEPTH, redactor: Redacto
                 frame.context = [f"{n}: {clean(linecache.getline(frame.file, n).rstrip())[:160]}"
                                  for n in range(first, frame.line + CONTEXT_LINES + 1)
                                  if linecache.getline(frame.file, n)]
+
+
+def _add_with_facts(frames: list[Frame], clean: Callable[[str], str]) -> None:
+    """The `with` blocks each job frame that has facts is inside or entering (probe/withblocks.py):
+    who holds a lock, and who waits to take it."""
+    for frame in frames[:WITH_DEPTH]:
+        if frame.facts is None or frame.native or not frame.line or not frame.file.endswith(".py") \
+                or _LIBRARY_PATH.search(frame.file):
+            continue
+        for key, text in with_facts(frame.file, frame.line).items():
+            frame.facts[key] = clean(text)
 
 
 def pid_namespace() -> str | None:
