@@ -37,6 +37,7 @@ PatternId = Literal[
     "logging-lock-deadlock",
     "lock-self-deadlock",
     "event-setter-queued",
+    "executor-self-wait",
     "event-never-set",
     "async-await-stuck",
     "producer-gone",

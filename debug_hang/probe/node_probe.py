@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from debug_hang.model import Frame, Process, process_to_dict
-from debug_hang.probe import progress
+from debug_hang.probe import progress, schedstat
 from debug_hang.probe.file_locks import locks_of, read_locks, thread_wchans
 from debug_hang.probe.flight_recorder import collect_dumps, dump_prefixes, read_fr_env
 from debug_hang.probe.pipes import child_pipes
@@ -285,6 +285,7 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
                        "error": pyspy_missing_message()})
     points = {pid: progress.read_point(pid) for pid in all_pids}
     ticks_before = {pid: cpu_ticks(pid) for pid in all_pids}
+    threads_before = {pid: schedstat.thread_times(pid) for pid in all_pids}
     t_before = time.monotonic()
     processes: list[dict[str, Any]] = []
     taken = 0
@@ -330,6 +331,9 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
         before, after = ticks_before.get(pid), cpu_ticks(pid)
         if before is not None and after is not None:
             info[pid]["cpu_percent"] = round(100.0 * (after - before) / CLOCK_TICKS / window, 1)
+        threads = schedstat.runnable(threads_before[pid], schedstat.thread_times(pid), window)
+        if threads:
+            info[pid]["threads"] = threads  # {tid: {"cpu", "runnable"}}: a spin is ~100 % runnable at any load
         if taken > 1 and os.path.exists(f"/proc/{pid}"):
             info[pid]["progress"] = progress.window(points[pid], progress.read_point(pid), clean=redactor.redact)
         elif taken > 1:
