@@ -10,7 +10,6 @@ from typing import Any
 
 from debug_hang.analyse.diagnosis import Diagnosis
 from debug_hang.analyse.graph import GraphInputs, WaitGraph, build_graph
-from debug_hang.analyse.graph.inprocess import deciding_thread_spins
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, match_process, match_thread, settings
 from debug_hang.analyse.progress import ProcessProgress, assess, loop_moved, summary_text
 from debug_hang.analyse.rootcause import RootCause, chains, root_causes
@@ -144,7 +143,7 @@ def _match_with_cpu(proc: Process, collection: Collection) -> ProcessVerdict:
     threshold = settings().busy_cpu_percent
     if rule == "idle" and cpu >= threshold:
         verdict = match_process(proc, [p for p in catalog().values() if p.cpu != "idle"])
-    elif rule == "busy" and cpu < threshold and not deciding_thread_spins(verdict, collection.info_of(proc)):
+    elif rule == "busy" and cpu < threshold:
         # Re-read as idle, on a copy: the recorded stacks keep what py-spy said.
         idle = dataclasses.replace(proc, threads=[dataclasses.replace(t, active=False) for t in proc.threads])
         verdict = match_process(idle)

@@ -50,8 +50,7 @@ _WAIT_FRAMES: tuple[tuple[re.Pattern[str], re.Pattern[str], WaitKind, str], ...]
     (_THREADING, re.compile(r"^(Thread\.)?(join|_wait_for_tstate_lock)$"), "join", "self"),
     (_THREADING, re.compile(r"^(Condition\.)?(wait|wait_for)$"), "condition", "self"),
 )
-_KIND_OF_TYPE = {"Event": "event", "Barrier": "barrier", "Semaphore": "semaphore", "BoundedSemaphore": "semaphore",
-                 "Condition": "condition", "Future": "future"}
+_PRIORITY: dict[str, int] = {"condition": 0, "event": 1, "semaphore": 2, "barrier": 2, "join": 2, "future": 3, "lock": 4}
 # A Condition.wait on `x` releases the lock of `with x:` around it.
 _WAIT_CALL = re.compile(r"(?:^|[=\s(])(?:await\s+)?(?P<recv>[\w.]+)\.(wait|wait_for)\(")
 
@@ -168,17 +167,6 @@ def runs(thread: Thread, info: dict[str, Any] | None) -> bool:
 RUNNABLE_PERCENT = 80.0  # a thread this much on a CPU or queued for one spins (probe/schedstat.py)
 
 
-def deciding_thread_spins(verdict: ProcessVerdict, info: dict[str, Any] | None) -> bool:
-    """The thread that decides a busy reading was runnable most of the window (per-thread readings
-    only: a loaded node gives a spinning thread little CPU, never little run-queue time)."""
-    thread = deciding_thread(verdict)
-    readings = (info or {}).get("threads")
-    if thread is None or not isinstance(readings, dict):
-        return False
-    mine = readings.get(str(thread.os_thread_id))
-    return isinstance(mine, dict) and float(mine.get("runnable", 0.0)) >= RUNNABLE_PERCENT
-
-
 def wait_of(thread: Thread, info: dict[str, Any] | None = None) -> Wait | None:
     """What an idle thread waits on, from its innermost frames' facts (None: no fact tells)."""
     if runs(thread, info):
@@ -191,6 +179,8 @@ def wait_of(thread: Thread, info: dict[str, Any] | None = None) -> Wait | None:
         # Blocked taking a lock: py-spy shows no frame for the take, only the `with` line.
         keys = [lock_key(e, frames[0]) for e in _split(frames[0].facts["enters"])]
         return Wait(thread, "lock", keys, frames[0], frames[0])
+    # The library frames above the job's code, innermost first: the outermost wait among them
+    # says what is waited on (futures.wait waits in an Event.wait, which waits in Condition.wait).
     found: Wait | None = None
     for frame in frames:
         if not is_library(frame):
@@ -198,11 +188,9 @@ def wait_of(thread: Thread, info: dict[str, Any] | None = None) -> Wait | None:
         for file_re, fn_re, kind, local in _WAIT_FRAMES:
             if file_re.search(frame.file) and fn_re.search(frame.function):
                 objects = identities_in((frame.facts or {}).get(local))
-                if objects and (found is None or found.kind == "condition"):
+                if objects and (found is None or _PRIORITY[kind] >= _PRIORITY[found.kind]):
                     found = Wait(thread, kind, objects, frame, where)
                 break
-        if found is not None and found.kind != "condition":
-            break
     if found is not None and found.kind == "semaphore" and where is not None and "enters" in (where.facts or {}):
         # `with self._sem:`: held by the threads inside a block on it, like a lock.
         found.objects = [lock_key(e, where) for e in _split((where.facts or {})["enters"])] + found.objects
@@ -258,6 +246,14 @@ def loop_timer(thread: Thread) -> str | None:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return f"its next timer due in {value:.3g}s"
     return None
+
+
+_PROCESS_POOL = re.compile(r"concurrent/futures/process\.py$")
+
+
+def is_process_pool_manager(thread: Thread) -> bool:
+    """A ProcessPoolExecutor's manager thread: it waits on the worker processes, not in this one."""
+    return any(_PROCESS_POOL.search(f.file) and "_ExecutorManagerThread" in f.function for f in python_frames(thread))
 
 
 def thread_graph(verdict: ProcessVerdict, info: dict[str, Any] | None = None) -> ThreadGraph | None:
@@ -334,6 +330,9 @@ def _future_edges(graph: ThreadGraph, thread: Thread, wait: Wait, threads: list[
         elif is_event_loop(other):
             graph.add(thread, other, "future", f"{name_of(other)} is an event loop (it completes the futures of "
                       "run_coroutine_threadsafe and run_in_executor)")
+        elif is_process_pool_manager(other):
+            graph.add(thread, other, "future", f"{name_of(other)} manages a process pool (it completes the pool's "
+                      "futures as its worker processes finish their jobs)")
         elif held_identities(other) & set(wait.objects):
             graph.add(thread, other, "future", f"{name_of(other)} holds the Future {wait.objects[0]}")
 
@@ -377,8 +376,8 @@ def _end_rank(graph: ThreadGraph, thread: Thread) -> int:
     pattern = catalog().get(match.pattern) if match is not None and match.pattern != "unknown" else None
     if graph.runs(thread):
         return 0
-    if is_event_loop(thread) and (pattern is None or pattern.kind == "benign"):
-        return DORMANT
+    if (is_event_loop(thread) and (pattern is None or pattern.kind == "benign")) or is_process_pool_manager(thread):
+        return DORMANT  # what it waits on is out of sight: coroutines, worker processes
     if pattern is not None and pattern.kind != "benign":
         return 1
     return 2
