@@ -42,6 +42,7 @@ PatternId = Literal[
     "async-await-stuck",
     "producer-gone",
     "consumer-gone",
+    "queue-cycle",
     "child-process-hang",
     "pipe-write-wait",
     "pipe-full-deadlock",

@@ -184,6 +184,9 @@ def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: li
         waiting = ", ".join(c.label() for c in top.culprits[1:]) or "a task or actor"
         return "inconclusive", (f"Job {job_id} is still starting: {waiting} is not created or scheduled yet, and "
                                 "the resources it needs are free, so nothing blocks it. Diagnose again in a few seconds.")
+    unfollowed = _unfollowed_end(job_id, top, names)
+    if unfollowed:
+        return "inconclusive", unfollowed
     moving_note = (f" Note: {len(moving)} process(es) changed stack between samples." if moving else "")
     title = (catalog()[top.pattern].title if top.pattern in catalog()
              else "A chain of waits ending in a process whose own wait is not recognised (see its evidence)")
@@ -208,6 +211,21 @@ def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: li
         busy_note = f" {loop.text()}."
     return "hang", (f"Job {job_id} is hung: {title[:1].lower() + title[1:]} — culprit {names}; "
                     f"{victims} process(es) wait on it.{moving_note}{busy_note}")
+
+
+def _unfollowed_end(job_id: str | None, top: RootCause, names: str) -> str:
+    """A chain that ends in a wait the graph could not follow (a symptom: ray.get on an object no
+    task row produces, an event or queue with no known setter) names the last process seen
+    waiting, not what it waits for: a victim as likely as a culprit. Inconclusive, with it named
+    as where to look ("" when the chain ends in a root cause or a cycle)."""
+    own = catalog().get(top.pattern)
+    if top.cycle or (own is not None and own.kind == "root-cause"):
+        return ""
+    what = own.title[:1].lower() + own.title[1:] if own is not None else "a wait no pattern recognises"
+    return (f"Job {job_id} may be hung, but the chain of waits ends in {names}, {what}, and what it waits for "
+            "could not be followed (an object no task row produces — a Serve request, another job's object, a "
+            "row the State API has not shown yet — or an event or queue with no known setter): it may be a victim "
+            "of something unseen. Read its stack in 05_stacks.txt, or diagnose again with --locals.")
 
 
 def quote_deaths(diag: Diagnosis) -> None:

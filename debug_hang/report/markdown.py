@@ -23,6 +23,7 @@ from debug_hang.untrusted import code_span, fence, md_cell, md_inline, strip_con
 if TYPE_CHECKING:
     from debug_hang.analyse.diagnosis import Diagnosis
     from debug_hang.analyse.patterns import ProcessVerdict
+    from debug_hang.analyse.rootcause import RootCause
 
 MAX_TABLE_ROWS = 40
 MAX_EVIDENCE = 8
@@ -222,20 +223,33 @@ def render_markdown(diag: Diagnosis) -> str:
 
 
 def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
-    from debug_hang.snapshot import resource_usage
-
-    cat = catalog()
-    snap = diag.snapshot
+    """report.md, section by section."""
     guide = next_steps.guide(diag)
     yield f"# Ray hang diagnosis — job {md_cell(diag.job_id)}: **{diag.verdict}**"
     yield ""
     yield md_inline(diag.summary)
     yield ""
     yield from _read_next(diag, guide)
+    yield from _cluster_summary(diag)
+    yield from _blocked_table(diag)
+    yield from _progress_lines(diag)
+    yield from _chain_lines(diag)
+    yield from _root_cause_lines(diag, guide)
+    yield from _flight_recorder_lines(diag)
+    yield from _locals_lines(diag)
+    yield from _driver_log_lines(diag)
+    yield from _fix_lines(diag)
+    yield from _uncollected_lines(diag)
+
+
+def _cluster_summary(diag: Diagnosis) -> Iterator[str]:
+    from debug_hang.snapshot import resource_usage
+
+    snap = diag.snapshot
     yield "## Cluster summary"
     if snap is not None:
-        alive = sum(1 for n in snap.nodes if n.get("state") == "ALIVE")
-        yield f"- Nodes alive: {alive} / {len(snap.nodes)}"
+        alive = sum(1 for n in diag.rows.nodes if n.state == "ALIVE")
+        yield f"- Nodes alive: {alive} / {len(diag.rows.nodes)}"
         usage = resource_usage(snap)
         for res in ("CPU", "GPU"):
             if res in usage:
@@ -256,6 +270,9 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
     if diag.progress:
         yield f"- Progress seen: {md_inline('; '.join(diag.progress[:3]))}"
     yield ""
+
+
+def _blocked_table(diag: Diagnosis) -> Iterator[str]:
     yield "## Blocked tasks"
     yield "CPU = real CPU use of the process over the sampling window (a spin shows ~100%, a wait ~0%)."
     yield ""
@@ -277,7 +294,9 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
                f"{node.pattern or '—'} |")
     if len(stopped) > MAX_TABLE_ROWS:
         yield f"| … {len(stopped) - MAX_TABLE_ROWS} more dead or pending in diagnosis.json | | | | | | |"
-    yield from _progress_lines(diag)
+
+
+def _chain_lines(diag: Diagnosis) -> Iterator[str]:
     yield ""
     yield "## Blocking chain"
     all_chains = diag.chains
@@ -298,59 +317,74 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
                 lines.append(f"  ↓ {why}")
         yield from fence(lines, "text")
     yield ""
+
+
+def _root_cause_lines(diag: Diagnosis, guide: next_steps.Guide) -> Iterator[str]:
     yield "## Root cause"
     if not diag.causes:
         yield "None identified."
         yield ""
     for i, cause in enumerate(diag.causes[:5], 1):
-        pattern = cat.get(cause.pattern)
-        title = pattern.title if pattern else cause.pattern
-        yield f"### {i}. {title} (`{cause.pattern}`, confidence {cause.confidence:.2f})"
-        named = ", ".join(c.label() for c in cause.culprits[:MAX_CULPRITS])
-        more = len(cause.culprits) - MAX_CULPRITS
-        yield f"- **Culprit**: {md_inline(named)}" + (f" and {more} more (in diagnosis.json)" if more > 0 else "")
         done = guide.causes[i - 1].finished_call if i <= len(guide.causes) else None
-        if done is not None:
-            yield f"  - {_finished_text(done)}"
+        yield from _one_cause(diag, i, cause, done)
+
+
+def _one_cause(diag: Diagnosis, i: int, cause: RootCause, done: next_steps.FinishedCall | None) -> Iterator[str]:
+    pattern = catalog().get(cause.pattern)
+    title = pattern.title if pattern else cause.pattern
+    yield f"### {i}. {title} (`{cause.pattern}`, confidence {cause.confidence:.2f})"
+    named = ", ".join(c.label() for c in cause.culprits[:MAX_CULPRITS])
+    more = len(cause.culprits) - MAX_CULPRITS
+    yield f"- **Culprit**: {md_inline(named)}" + (f" and {more} more (in diagnosis.json)" if more > 0 else "")
+    if done is not None:
+        yield f"  - {_finished_text(done)}"
+    for c in cause.culprits[:MAX_CULPRITS]:
+        if c.frame is not None and c.state != "idle":
+            yield (f"  - {md_cell(c.name)}: at {code_span(c.frame.function)} "
+                   f"({md_cell(c.frame.short_file)}:{c.frame.line})"
+                   + (f": {code_span(c.frame.code)}" if c.frame.code else ""))
+        source = _user_context(diag, c.key)
+        if source:
+            yield from fence(source, "python job-source", indent="  ")
+    if pattern:
+        yield f"- **Mechanism**: {pattern.meaning}"
+    yield f"- **Impact**: {len(cause.victims)} process(es) wait on it"
+    for ev in cause.evidence[:MAX_EVIDENCE]:
+        yield f"- evidence: {md_inline(ev, 300)}"
+    if diag.evidence is not None:
         for c in cause.culprits[:MAX_CULPRITS]:
-            if c.frame is not None and c.state != "idle":
-                yield (f"  - {md_cell(c.name)}: at {code_span(c.frame.function)} "
-                       f"({md_cell(c.frame.short_file)}:{c.frame.line})"
-                       + (f": {code_span(c.frame.code)}" if c.frame.code else ""))
-            source = _user_context(diag, c.key)
-            if source:
-                yield from fence(source, "python job-source", indent="  ")
-        if pattern:
-            yield f"- **Mechanism**: {pattern.meaning}"
-        yield f"- **Impact**: {len(cause.victims)} process(es) wait on it"
-        for ev in cause.evidence[:MAX_EVIDENCE]:
-            yield f"- evidence: {md_inline(ev, 300)}"
-        if diag.evidence is not None:
-            for c in cause.culprits[:MAX_CULPRITS]:
-                node_ev = diag.evidence.per_node.get(c.key)
-                if node_ev is None:
-                    continue
-                for line in node_ev.history:
-                    yield f"- task history ({md_cell(c.name)}): {md_inline(line, 300)}"
-                for line in node_ev.highlights:
-                    yield f"- own log ({md_cell(c.name)} pid {c.pid}): {code_span(line, 240)}"
-        yield ""
-    yield from _flight_recorder_lines(diag)
+            node_ev = diag.evidence.per_node.get(c.key)
+            if node_ev is None:
+                continue
+            for line in node_ev.history:
+                yield f"- task history ({md_cell(c.name)}): {md_inline(line, 300)}"
+            for line in node_ev.highlights:
+                yield f"- own log ({md_cell(c.name)} pid {c.pid}): {code_span(line, 240)}"
+    yield ""
+
+
+def _locals_lines(diag: Diagnosis) -> Iterator[str]:
     diffs = locals_differences(diag)
     if diffs:
         yield "## Locals that differ between peers (--locals)"
         for line in diffs[:10]:
             yield f"- {md_inline(line)}"
         yield ""
+
+
+def _driver_log_lines(diag: Diagnosis) -> Iterator[str]:
     if diag.evidence is not None and diag.evidence.driver_highlights:
         yield "## Driver log (lines that matter)"
         yield "Printed by the job (not by debug-hang):"
         yield from fence(diag.evidence.driver_highlights, "text job-output")
         yield ""
+
+
+def _fix_lines(diag: Diagnosis) -> Iterator[str]:
     yield "## Fix suggestions"
     seen: set[str] = set()
     for cause in diag.causes[:3]:
-        pattern = cat.get(cause.pattern)
+        pattern = catalog().get(cause.pattern)
         if pattern is None or cause.pattern in seen:
             continue
         seen.add(cause.pattern)
@@ -360,6 +394,9 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
         yield "- Nothing is stuck. If the job is too slow, profile it: `py-spy record --pid PID` on its node."
     elif not seen:
         yield "- Collect again with `--samples 5 --interval 2` and read 05_stacks.txt."
+
+
+def _uncollected_lines(diag: Diagnosis) -> Iterator[str]:
     errors = diag.collection.errors + diag.errors
     if errors:
         yield ""
