@@ -39,6 +39,7 @@ NON_PATTERN_WORDS = {
     "debug-hang", "py-spy", "install-skill", "parse-stacks", "no-hang", "ray-head", "ray-worker",
     "placement-groups", "cluster-events", "rsync-up", "rsync-down", "node-id", "job-id", "ray-get",
     "log-uploader",  # a thread name in the logging_flush_deadlock case
+    "py-bt", "eu-stack",  # gdb's Python backtrace command, elfutils' stack dumper
     *EDGES, *KINDS, *DETECTS,  # the catalog's edge, kind and detect vocabularies
 }
 ID_SHAPE = re.compile(r"`([a-z]+(?:-[a-z]+)+)`")  # catalog ids: lowercase words joined by hyphens

@@ -29,6 +29,7 @@ MAX_TABLE_ROWS = 40
 MAX_EVIDENCE = 8
 ODD_GROUP = 3  # in a folded table, a group this small is listed process by process (the odd ones out)
 MAX_CULPRITS = 10  # culprits named in a root cause's line (all are in diagnosis.json)
+MAX_NATIVE_FRAMES = 12  # a culprit's native frames shown under its root cause (all are in stacks.json)
 MAX_FR_GROUPS = 8  # process groups shown in the Flight Recorder table (all are in diagnosis.json)
 
 
@@ -84,6 +85,28 @@ def location(frame: Frame | None, user: Frame | None) -> str:
     return parts[0] if parts else "—"
 
 
+def native_lines(verdicts: list[ProcessVerdict], key: str) -> Iterator[str]:
+    """A culprit process's deciding thread below Python (dumped with --native): its innermost
+    native frames, and what the other threads wait on when it holds the GIL."""
+    verdict = next((v for v in verdicts if proc_key(v.process) == key), None)
+    if verdict is None or verdict.main is None:
+        return
+    thread = next((t for t, m in verdict.threads if m is verdict.main), None)
+    natives: list[Frame] = []
+    for frame in thread.frames if thread is not None else []:
+        if not frame.native or len(natives) >= MAX_NATIVE_FRAMES:
+            break  # the wait's own native frames: those under the innermost Python frame
+        natives.append(frame)
+    if thread is not None and natives:
+        yield f"  - native frames of thread {md_cell(thread.name or thread.thread_id or '?')} (innermost first):"
+        yield from fence([f"{strip_controls(f.function, newlines=False)[:200]} ({strip_controls(f.short_file, newlines=False)}"
+                          + (f":{f.line})" if f.line else ")") for f in natives], "text", indent="  ")
+    waiting = [(t, m) for t, m in verdict.threads if m.waits_for and "GIL" in m.waits_for]
+    if waiting:
+        names = ", ".join(md_cell(t.name or t.thread_id or "?") for t, _ in waiting[:MAX_CULPRITS])
+        yield f"  - {len(waiting)} other thread(s) wait for {md_cell(waiting[0][1].waits_for or '')}: {names}"
+
+
 def _progress_lines(diag: Diagnosis) -> Iterator[str]:
     """What each process that matters did between the first and the last sample."""
     if not diag.signals:
@@ -121,6 +144,9 @@ def _row_cells(diag: Diagnosis, v: ProcessVerdict) -> tuple[str, str, str]:
         where = location(v.main.frame, v.main.user_frame)
     cpu = diag.collection.info_of(v.process).get("cpu_percent")
     cpu_text = "—" if cpu is None else f"{cpu:.0f}%"
+    waits = next((m.waits_for for _, m in v.threads if m is v.main and m.waits_for), None)
+    if waits:
+        where += f" (waits for {md_cell(waits)})"
     graph_node = diag.graph.nodes.get(proc_key(v.process))
     shown = v.pattern
     if shown == "unknown" and graph_node is not None and graph_node.pattern:
@@ -341,11 +367,12 @@ def _one_cause(diag: Diagnosis, i: int, cause: RootCause, done: next_steps.Finis
     for c in cause.culprits[:MAX_CULPRITS]:
         if c.frame is not None and c.state != "idle":
             yield (f"  - {md_cell(c.name)}: at {code_span(c.frame.function)} "
-                   f"({md_cell(c.frame.short_file)}:{c.frame.line})"
+                   f"({md_cell(c.frame.short_file)}{'' if c.frame.line is None else f':{c.frame.line}'})"
                    + (f": {code_span(c.frame.code)}" if c.frame.code else ""))
         source = _user_context(diag, c.key)
         if source:
             yield from fence(source, "python job-source", indent="  ")
+        yield from native_lines(diag.verdicts, c.key)
     if pattern:
         yield f"- **Mechanism**: {pattern.meaning}"
     yield f"- **Impact**: {len(cause.victims)} process(es) wait on it"
