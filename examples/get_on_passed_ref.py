@@ -68,6 +68,7 @@ def main():
     monitor = heartbeat.remote(10_000)
     ray.get([shards[0], shards[2]])
     merger = Merger.remote()
+    ray.get(merger.__ray_ready__.remote())
     merged = merger.merge.remote([shards[1]])
     print("READY: merging shard 1", flush=True)
     print(ray.get(merged), ray.get(monitor), flush=True)

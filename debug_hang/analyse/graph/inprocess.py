@@ -23,13 +23,14 @@ queued behind it). Without facts (an older capture, a dump without locals) nothi
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from debug_hang.analyse.graph.builder import Builder, graph_pass
 from debug_hang.analyse.graph.threads import deciding_thread, frame_text
-from debug_hang.analyse.patterns import ProcessVerdict, ThreadMatch, catalog, is_library, settings
+from debug_hang.analyse.patterns import ProcessVerdict, ThreadMatch, catalog, is_library, match_thread, settings
 from debug_hang.facts import identities_in, parse_identity
 from debug_hang.model import Frame, Thread
 
@@ -265,7 +266,7 @@ def thread_graph(verdict: ProcessVerdict, info: dict[str, Any] | None = None) ->
     graph = ThreadGraph(verdict, info=info or {})
     live = []
     for thread, match in verdict.threads:
-        graph.matches[id(thread)] = match
+        match = graph.matches[id(thread)] = _weighed(graph, thread, match)
         benign = match.pattern != "unknown" and cat[match.pattern].kind == "benign" and not pool_running(thread)
         if not benign:
             live.append(thread)
@@ -286,6 +287,16 @@ def thread_graph(verdict: ProcessVerdict, info: dict[str, Any] | None = None) ->
         elif wait.kind == "join":
             _join_edges(graph, thread, wait, [t for t, _m in verdict.threads])
     return graph
+
+
+def _weighed(graph: ThreadGraph, thread: Thread, match: ThreadMatch) -> ThreadMatch:
+    """A thread's reading, weighed by whether it runs: a reading that needs CPU (the catalog's
+    `cpu: busy`, a spin read from py-spy's flickering active flag) of a thread the node did not
+    see run is re-read as idle, as analysis._match_with_cpu does for a whole process."""
+    pattern = catalog().get(match.pattern) if match.pattern != "unknown" else None
+    if pattern is None or pattern.cpu != "busy" or graph.runs(thread):
+        return match
+    return match_thread(dataclasses.replace(thread, active=False))
 
 
 def _lock_edges(graph: ThreadGraph, thread: Thread, wait: Wait, live: list[Thread],
