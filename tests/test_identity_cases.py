@@ -86,6 +86,18 @@ def test_a_worker_that_runs_is_what_the_pool_waits_for_not_a_self_wait() -> None
     assert all(c.pattern != "executor-self-wait" for c in diag.causes)
 
 
+def test_a_pool_with_a_free_worker_is_not_waiting_on_itself() -> None:
+    def one_worker_free(cap: Capture) -> None:
+        # As py-spy shows an idle worker: its stack from `_worker` out (waiting in C on work_queue.get).
+        proc = _last(cap, "ShardIndexer")
+        worker = next(t for t in proc.threads if str(t.name).startswith("ThreadPoolExecutor"))
+        start = next(i for i, f in enumerate(worker.frames) if f.function.endswith("_worker"))
+        worker.frames, worker.active = worker.frames[start:], False
+
+    diag = _diag("thread_pool_waits_on_itself", one_worker_free)
+    assert all(c.pattern != "executor-self-wait" for c in diag.causes)
+
+
 def test_without_facts_the_pool_is_not_named() -> None:
     def no_locals(cap: Capture) -> None:
         for proc in cap.collection.processes:
