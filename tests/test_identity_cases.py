@@ -24,10 +24,11 @@ from debug_hang.pipeline import Capture, finish, load_capture
 pytestmark = pytest.mark.unit
 
 CASES = ROOT / "tests" / "data" / "cases"
+CAPTURES = ROOT / "tests" / "data" / "captures"  # red-team jobs (not examples): captures/README.md
 
 
 def _capture(name: str) -> Capture:
-    case = CASES / name
+    case = CASES / name if (CASES / name).is_dir() else CAPTURES / name
     if not (case / "stacks.json").exists():
         pytest.skip(f"no recorded {name} capture")
     cap = load_capture(Path(case))
@@ -141,6 +142,29 @@ def test_a_setter_that_does_not_run_is_not_a_busy_loop() -> None:
 
     diag = _diag("event_setter_spins", merger_idle)
     assert all(c.pattern != "busy-loop" for c in diag.causes)
+
+
+def test_the_calls_waiting_on_a_condition_are_tied_to_its_spinning_notifier() -> None:
+    # The spinning thread decides the process (it waits on nothing): the act() threads that wait on
+    # the Condition it would notify are named, and what ties them to it (the same RolloutPolicy).
+    diag = _diag("notifier_spins_waiters_wait")
+    assert diag.verdict == "hang" and _top(diag) == ("busy-loop", ["RolloutPolicy"])
+    text = "\n".join(diag.causes[0].culprits[0].evidence)
+    assert "thread weight-sync runs at RolloutPolicy._sync_weights" in text and "3 thread(s) of this process wait on it" in text
+    assert text.count("waits in Condition.wait_for (condition Condition@0x") == 3
+    assert text.count("→ weight-sync could set it: it works on the same RolloutPolicy") == 3
+
+
+def test_waiters_on_another_object_are_not_tied_to_the_spinning_thread() -> None:
+    def waiters_elsewhere(cap: Capture) -> None:
+        proc = _last(cap, "RolloutPolicy")
+        for thread in proc.threads:
+            for frame in thread.frames if str(thread.name).startswith("Dummy") else []:
+                if frame.facts and "self" in frame.facts and "RolloutPolicy" in str(frame.facts["self"]):
+                    frame.facts["self"] = "RolloutPolicy@0x1"  # another instance
+
+    diag = _diag("notifier_spins_waiters_wait", waiters_elsewhere)
+    assert "wait on it" not in "\n".join(e for c in diag.causes for x in c.culprits for e in x.evidence)
 
 
 # ------------------------------------------------------------------ async slots all awaiting

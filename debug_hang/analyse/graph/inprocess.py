@@ -443,10 +443,34 @@ def follow_threads(b: Builder) -> None:
         b.thread_graphs[key] = graph
         found = resolve(graph, start)
         if found is None:
+            _waiters_of(b, key, graph, start)
             continue
         b.in_process[key] = found
         if found.end is not None:
             _stand_for(b, key, graph, found)
+
+
+MAX_WAITERS_SHOWN = 3
+
+
+def _waiters_of(b: Builder, key: str, graph: ThreadGraph, end: Thread) -> None:
+    """The deciding thread waits on nothing in its process (it spins, or waits outside): the
+    threads whose waits end at it, and what ties them to it, as evidence. Its reading stays the
+    process's; this says why the waiting calls wait (the act() calls on a Condition whose only
+    notifier is this thread)."""
+    waiters = [(t, found) for t, _m in graph.verdict.threads
+               if t is not end and (found := resolve(graph, t)) is not None and found.end is end]
+    if not waiters:
+        return
+    node = b.g.nodes[key]
+    node.evidence.append(f"{describe(graph, end)}; {len(waiters)} thread(s) of this process wait on it:")
+    for thread, found in waiters[:MAX_WAITERS_SHOWN]:
+        node.evidence.append(f"  {describe(graph, thread)}")
+        node.evidence.extend(f"    → {edge.text}" for edge in found.path)
+    if len(waiters) > MAX_WAITERS_SHOWN:
+        node.evidence.append(f"  and {len(waiters) - MAX_WAITERS_SHOWN} more thread(s) the same way")
+    if graph.runs(end):
+        node.evidence.append(_cpu_text(graph, end))
 
 
 def _cpu_text(graph: ThreadGraph, thread: Thread) -> str:
