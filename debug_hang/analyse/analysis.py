@@ -109,7 +109,8 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
     return Diagnosis(address=address, job_id=job.get("job_id"), job_choice=job_choice, other_jobs=other_jobs,
                      verdict=verdict, summary=summary, snapshot=snap, collection=collection,
                      verdicts=verdicts, graph=graph, causes=causes, progress=progress, errors=errors,
-                     seconds=time.monotonic() - started, signals=signals, uninspected=blind, rows=rows)
+                     seconds=time.monotonic() - started, signals=signals, uninspected=blind, rows=rows,
+                     tasks_compared=tasks_after is not None)
 
 
 def progress_signals(graph: WaitGraph, causes: list[RootCause], verdicts: list[ProcessVerdict],

@@ -76,17 +76,25 @@ _RAY_LOG_NAME = re.compile(r"^(worker-[0-9a-f]+-[0-9a-f]+-\d+\.(out|err)|job-dri
 _LIBRARY_PATH = re.compile(r"(/site-packages/|/dist-packages/|/lib/python\d+\.\d+/)")
 
 
-def local_raylets() -> dict[str, int]:
+def local_raylets(by_socket: dict[str, str] | None = None) -> dict[str, int]:
     """{node_id: raylet pid} for every raylet on this machine in this PID namespace (one /proc scan).
 
     Only for those nodes are the PIDs the State API reports valid here: a node in another PID
-    namespace (a pod, `unshare --pid`) shares the IP but not the PIDs.
+    namespace (a pod, `unshare --pid`) shares the IP but not the PIDs. A raylet's node id is its
+    `--node_id=` argument; a raylet started without one (Ray 2.9, 2.10) is known by its
+    `--raylet_socket_name=`, looked up in `by_socket` ({socket path: node id}, from the GCS).
     """
-    try:
-        own_ns = os.readlink("/proc/self/ns/pid")
-    except OSError:
-        own_ns = None
     found: dict[str, int] = {}
+    for pid, node_id, socket_name in raylets_here():
+        node = node_id or (by_socket or {}).get(socket_name or "")
+        if node:
+            found[node] = pid
+    return found
+
+
+def raylets_here() -> list[tuple[int, str | None, str | None]]:
+    """(pid, `--node_id=` or None, `--raylet_socket_name=` or None) of each raylet of this PID namespace."""
+    found: list[tuple[int, str | None, str | None]] = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -96,14 +104,40 @@ def local_raylets() -> dict[str, int]:
                     continue
             with open(f"/proc/{entry}/cmdline", "rb") as fh:
                 args = fh.read().split(b"\0")
-            if own_ns is not None and os.readlink(f"/proc/{entry}/ns/pid") != own_ns:
-                continue
         except OSError:
             continue
-        for arg in args:
-            if arg.startswith(b"--node_id="):
-                found[arg.split(b"=", 1)[1].decode("ascii", "replace")] = int(entry)
+        if not _in_own_pid_namespace(entry):
+            continue
+        values = {k: v.decode("utf-8", "replace") for k, _, v in (a.partition(b"=") for a in args)
+                  if k in (b"--node_id", b"--raylet_socket_name")}
+        found.append((int(entry), values.get(b"--node_id"), values.get(b"--raylet_socket_name")))
     return found
+
+
+def _in_own_pid_namespace(pid: str) -> bool:
+    """Whether a process shares this process's PID namespace: by the `ns/pid` links, or, where the
+    other's link is not readable (another user's process), by their depth below this /proc's
+    namespace (the world-readable `NSpid:` line of status: one pid per nested namespace).
+    True when this process's own link cannot be read (a kernel without PID namespaces)."""
+    try:
+        own = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return True
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid") == own
+    except PermissionError:
+        return _nspid_depth(pid) == _nspid_depth("self")
+    except OSError:
+        return False  # gone
+
+
+def _nspid_depth(pid: str) -> int | None:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as fh:
+            line = next((line for line in fh if line.startswith("NSpid:")), None)
+    except OSError:
+        return None
+    return len(line.split()) - 1 if line else None
 
 
 def local_raylet(node_id: str) -> int | None:
@@ -144,11 +178,6 @@ def read_env(pid: int) -> tuple[dict[str, str], list[str]]:
         elif SECRET_NAME.search(name) and value:
             secrets.append(value.decode("utf-8", "replace"))
     return found, secrets
-
-
-def read_rank_env(pid: int) -> dict[str, str]:
-    """RANK, LOCAL_RANK, WORLD_SIZE... from the process's start-up environment, if set."""
-    return read_env(pid)[0]
 
 
 def child_log_rule(node_id: str, targets: list[int]) -> Callable[[dict[str, Any]], bool]:
@@ -260,19 +289,63 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     late (a helper waiting for a worker on a loaded node) still answers by then, with what it has.
     """
     start = time.monotonic()
-    budget = budget_s
-    if deadline_epoch is not None:
-        # At least a second: a node whose clock runs ahead still gets one sample.
-        by_clock = max(float(deadline_epoch) - time.time(), 1.0)
-        budget = by_clock if budget is None else min(budget, by_clock)
+    budget = _budget(budget_s, deadline_epoch)
     opts = DumpOptions(**options)
-    # Locals are read for facts (identities, counters) on every sample but the first: the graph
-    # is built from the last sample, loop state compares two of them, and a --locals dump costs
-    # up to 4x a plain one on deep stacks (benchmarks/bench_locals.py).
-    facts_from = 1 if samples > 1 else 0
-    targets = [validate_pid(p) for p in pids]
-    info: dict[int, dict[str, Any]] = {}
     errors: list[dict[str, Any]] = []
+    all_pids, info = _find_processes([validate_pid(p) for p in pids], children, errors)
+    redactor, fr_envs = _read_envs(all_pids, info)
+    pyspy = find_pyspy()
+    if pyspy is None and all_pids:
+        # One clear node-level error instead of the same message once per process.
+        errors.append({"pid": None, "pids": all_pids, "kind": PYSPY_MISSING, "sample": 0,
+                       "error": pyspy_missing_message()})
+    is_log = child_log_rule(node_id, [pid for pid in all_pids if info[pid]["child_of"] is None])
+    log_rule = {pid: None if info[pid]["child_of"] is None else is_log for pid in all_pids}
+    points = {pid: progress.read_point(pid, log_rule[pid]) for pid in all_pids}
+    ticks_before = {pid: cpu_ticks(pid) for pid in all_pids}
+    threads_before = {pid: schedstat.thread_times(pid) for pid in all_pids}
+    t_before = time.monotonic()
+    rounds = _Rounds(node_id, all_pids, info, errors, redactor)
+    rounds.run(opts, max(1, samples) if pyspy else 0, interval_s, start, budget)
+    _window_facts(all_pids, info, points, (ticks_before, threads_before), max(time.monotonic() - t_before, 1e-3),
+                  rounds.taken > 1, redactor, log_rule)
+    add_kernel_waits(info, all_pids, errors)
+
+    out: dict[str, Any] = {
+        "node_id": node_id,
+        "hostname": socket.gethostname(),
+        "pid_namespace": pid_namespace(),
+        "pyspy": pyspy,
+        "processes": rounds.processes,
+        "info": {str(pid): value for pid, value in info.items()},
+        "errors": errors,
+        "samples_taken": rounds.taken,
+        "sample_offsets_s": rounds.offsets,
+        # The targets' secret env values as salted digests, for the caller to redact them in
+        # what it reads elsewhere (logs); the values themselves never leave the node.
+        "redact_digests": redactor.digests(),
+    }
+    if fr_envs:
+        # PyTorch Flight Recorder dumps of the job's ranks on this node (bounded, read-only).
+        out["flight_recorder"] = collect_dumps(fr_envs)
+    out["seconds"] = round(time.monotonic() - start, 3)
+    return out
+
+
+def _budget(budget_s: float | None, deadline_epoch: float | None) -> float | None:
+    """The probe's time from its start: `budget_s`, cut to what the caller's wall-clock end leaves."""
+    if deadline_epoch is None:
+        return budget_s
+    # At least a second: a node whose clock runs ahead still gets one sample.
+    by_clock = max(float(deadline_epoch) - time.time(), 1.0)
+    return by_clock if budget_s is None else min(budget_s, by_clock)
+
+
+def _find_processes(targets: list[int], children: bool,
+                    errors: list[dict[str, Any]]) -> tuple[list[int], dict[int, dict[str, Any]]]:
+    """The targets that exist here and (with `children`) their child processes, each with its
+    title, parent and `child_of`; a target that is gone is an error row."""
+    info: dict[int, dict[str, Any]] = {}
     all_pids: list[int] = []
     # This helper and the py-spy processes it starts are nobody's evidence: never dump them as
     # "children" (on a node whose targets include the raylet's parent, they would be).
@@ -289,11 +362,17 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
             continue
         all_pids.append(pid)
         info[pid] = {"title": read_title(pid), "ppid": parent_pid(pid), "child_of": None}
-        if children:
-            for child in child_pids(pid, tree)[:MAX_CHILDREN_PER_TARGET]:
-                if child not in info and child not in own:
-                    all_pids.append(child)
-                    info[child] = {"title": read_title(child), "ppid": parent_pid(child), "child_of": pid}
+        for child in child_pids(pid, tree)[:MAX_CHILDREN_PER_TARGET] if children else []:
+            if child not in info and child not in own:
+                all_pids.append(child)
+                info[child] = {"title": read_title(child), "ppid": parent_pid(child), "child_of": pid}
+    return all_pids, info
+
+
+def _read_envs(all_pids: list[int], info: dict[int, dict[str, Any]]) -> tuple[Redactor, dict[int, dict[str, str]]]:
+    """Each process's rank variables and Flight Recorder settings; a redactor that knows the
+    secret env values found (titles are redacted with it at once); the processes whose recorder
+    dumps to files."""
     redactor = Redactor()  # this node's: the token rules + the targets' secret env values
     fr_envs: dict[int, dict[str, str]] = {}
     for pid in all_pids:
@@ -306,46 +385,54 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
                 fr_envs[pid] = fr_env
     for pid in all_pids:
         info[pid]["title"] = redactor.redact(info[pid]["title"] or "") or None
-    pyspy = find_pyspy()
-    if pyspy is None and all_pids:
-        # One clear node-level error instead of the same message once per process.
-        errors.append({"pid": None, "pids": all_pids, "kind": PYSPY_MISSING, "sample": 0,
-                       "error": pyspy_missing_message()})
-    is_log = child_log_rule(node_id, [pid for pid in all_pids if info[pid]["child_of"] is None])
-    log_rule = {pid: None if info[pid]["child_of"] is None else is_log for pid in all_pids}
-    points = {pid: progress.read_point(pid, log_rule[pid]) for pid in all_pids}
-    ticks_before = {pid: cpu_ticks(pid) for pid in all_pids}
-    threads_before = {pid: schedstat.thread_times(pid) for pid in all_pids}
-    t_before = time.monotonic()
-    processes: list[dict[str, Any]] = []
-    taken = 0
-    sample_start = time.monotonic()
-    offsets: list[float] = []  # when each sample started, seconds after the probe started
-    for sample in range(max(1, samples) if pyspy else 0):
-        if sample:
-            # Samples start `interval_s` apart: the previous round's dumps and their source
-            # lines count towards the wait instead of adding to it.
-            wait = max(0.0, interval_s - (time.monotonic() - sample_start))
-            if budget is not None and _left(start, budget) < wait + 1.0:
-                break  # no time for another sample: keep what we have
-            time.sleep(wait)
-            sample_start = time.monotonic()
-        sample_opts = opts
-        if budget is not None:
-            left = _left(start, budget)
-            if left < 0.5:
-                break
-            sample_opts = dataclasses.replace(opts, timeout_s=min(opts.timeout_s, left))
-        sample_opts = dataclasses.replace(sample_opts, facts=opts.facts and sample >= facts_from)
-        taken += 1
-        offsets.append(round(sample_start - start, 3))
-        for result in dump_pids(all_pids, sample_opts):
+    return redactor, fr_envs
+
+
+class _Rounds:
+    """The probe's sampling rounds: every process dumped once a round, rounds `interval_s` apart."""
+
+    def __init__(self, node_id: str, pids: list[int], info: dict[int, dict[str, Any]],
+                 errors: list[dict[str, Any]], redactor: Redactor) -> None:
+        self.node_id, self.pids, self.info, self.errors, self.redactor = node_id, pids, info, errors, redactor
+        self.processes: list[dict[str, Any]] = []
+        self.taken = 0
+        self.offsets: list[float] = []  # when each sample started, seconds after the probe started
+
+    def run(self, opts: DumpOptions, samples: int, interval_s: float, start: float, budget: float | None) -> None:
+        # Locals are read for facts (identities, counters) on every sample but the first: the graph
+        # is built from the last sample, loop state compares two of them, and a --locals dump costs
+        # up to 4x a plain one on deep stacks (benchmarks/bench_locals.py).
+        facts_from = 1 if samples > 1 else 0
+        sample_start = time.monotonic()
+        for sample in range(samples):
+            if sample:
+                # Samples start `interval_s` apart: the previous round's dumps and their source
+                # lines count towards the wait instead of adding to it.
+                wait = max(0.0, interval_s - (time.monotonic() - sample_start))
+                if budget is not None and _left(start, budget) < wait + 1.0:
+                    break  # no time for another sample: keep what we have
+                time.sleep(wait)
+                sample_start = time.monotonic()
+            sample_opts = opts
+            if budget is not None:
+                left = _left(start, budget)
+                if left < 0.5:
+                    break
+                sample_opts = dataclasses.replace(opts, timeout_s=min(opts.timeout_s, left))
+            sample_opts = dataclasses.replace(sample_opts, facts=opts.facts and sample >= facts_from)
+            self.taken += 1
+            self.offsets.append(round(sample_start - start, 3))
+            self._round(sample, sample_opts)
+
+    def _round(self, sample: int, opts: DumpOptions) -> None:
+        errors = self.errors
+        for result in dump_pids(self.pids, opts):
             if result.note and not any(e["pid"] == result.pid and e["kind"] == result.note_kind for e in errors):
                 errors.append({"pid": result.pid, "error": result.note, "kind": result.note_kind, "sample": sample})
             if result.error:
-                if result.kind == NOT_PYTHON and info[result.pid]["child_of"] is not None:
+                if result.kind == NOT_PYTHON and self.info[result.pid]["child_of"] is not None:
                     # A child that is not Python (a shell, the raylet, a compiler) is expected.
-                    info[result.pid]["dump"] = result.kind
+                    self.info[result.pid]["dump"] = result.kind
                     continue
                 if sample == 0 or not any(e["pid"] == result.pid for e in errors):
                     errors.append({"pid": result.pid, "error": result.error, "kind": result.kind,
@@ -353,43 +440,30 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
                 continue
             for proc in result.processes:
                 proc.sample = sample
-                proc.node_id = node_id
-                add_source_lines(proc, redactor=redactor)
-                processes.append(redactor.redact_obj(process_to_dict(proc)))
-    window = max(time.monotonic() - t_before, 1e-3)
+                proc.node_id = self.node_id
+                add_source_lines(proc, redactor=self.redactor)
+                self.processes.append(self.redactor.redact_obj(process_to_dict(proc)))
+
+
+def _window_facts(all_pids: list[int], info: dict[int, dict[str, Any]], points: dict[int, Any],
+                  before: tuple[dict[int, int | None], dict[int, dict[int, tuple[int, int]]]], window: float,
+                  several: bool, redactor: Redactor,
+                  log_rule: dict[int, Callable[[dict[str, Any]], bool] | None]) -> None:
+    """Per process, over the sampling window: CPU use (the process's, and each thread's time on a
+    CPU or queued for one), and (with several samples) what moved."""
+    ticks_before, threads_before = before
     for pid in all_pids:
-        before, after = ticks_before.get(pid), cpu_ticks(pid)
-        if before is not None and after is not None:
-            info[pid]["cpu_percent"] = round(100.0 * (after - before) / CLOCK_TICKS / window, 1)
-        threads = schedstat.runnable(threads_before[pid], schedstat.thread_times(pid), window)
+        ticks0, ticks1 = ticks_before.get(pid), cpu_ticks(pid)
+        if ticks0 is not None and ticks1 is not None:
+            info[pid]["cpu_percent"] = round(100.0 * (ticks1 - ticks0) / CLOCK_TICKS / window, 1)
+        threads = schedstat.runnable(threads_before.get(pid, {}), schedstat.thread_times(pid), window)
         if threads:
             info[pid]["threads"] = threads  # {tid: {"cpu", "runnable"}}: a spin is ~100 % runnable at any load
-        if taken > 1 and os.path.exists(f"/proc/{pid}"):
+        if several and os.path.exists(f"/proc/{pid}"):
             info[pid]["progress"] = progress.window(points[pid], progress.read_point(pid, log_rule[pid]),
                                                     clean=redactor.redact)
-        elif taken > 1:
+        elif several:
             info[pid]["progress"] = {"exited": True, "errors": ["exited during the sampling window"]}
-    add_kernel_waits(info, all_pids, errors)
-
-    out: dict[str, Any] = {
-        "node_id": node_id,
-        "hostname": socket.gethostname(),
-        "pid_namespace": pid_namespace(),
-        "pyspy": pyspy,
-        "processes": processes,
-        "info": {str(pid): value for pid, value in info.items()},
-        "errors": errors,
-        "samples_taken": taken,
-        "sample_offsets_s": offsets,
-        # The targets' secret env values as salted digests, for the caller to redact them in
-        # what it reads elsewhere (logs); the values themselves never leave the node.
-        "redact_digests": redactor.digests(),
-    }
-    if fr_envs:
-        # PyTorch Flight Recorder dumps of the job's ranks on this node (bounded, read-only).
-        out["flight_recorder"] = collect_dumps(fr_envs)
-    out["seconds"] = round(time.monotonic() - start, 3)
-    return out
 
 
 def add_kernel_waits(info: dict[int, dict[str, Any]], pids: list[int], errors: list[dict[str, Any]]) -> None:
@@ -525,3 +599,9 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:
         proc.kill()
+
+
+# Every function that collect.nodes.run_on_nodes ships to a node (by value, with Ray's
+# cloudpickle): tests/test_shipped.py rebuilds each in a fresh interpreter where debug_hang cannot
+# be imported, as on a node, and runs it, with every supported Ray.
+SHIPPED = (probe_node, run_command)
