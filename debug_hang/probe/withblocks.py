@@ -14,21 +14,34 @@ from __future__ import annotations
 
 import ast
 import os
-from functools import lru_cache
 
 MAX_SOURCE_BYTES = 2_000_000
 MAX_EXPR = 80
 
 
 Block = tuple[int, int, int, int, int, str]  # function start, function end, header, body, end, expression
+Parsed = tuple[tuple[tuple[int, int], ...], tuple[Block, ...]]
 MODULE = (1, 10**9)
+MAX_CACHED = 64
+# Files parsed by this process, by (path, mtime, size). A plain dict, not functools.lru_cache:
+# this module is shipped to the nodes by value (node_probe.SHIPPED), and an lru_cache wrapper is
+# pickled by reference - a node without debug_hang could not rebuild it.
+_PARSED: dict[tuple[str, int, int], Parsed] = {}
 
 
-@lru_cache(maxsize=64)
-def _blocks(path: str, _mtime_ns: int, _size: int) -> tuple[tuple[tuple[int, int], ...], tuple[Block, ...]]:
+def _blocks(path: str, mtime_ns: int, size: int) -> Parsed:
     """The (start, end) lines of every function of the file, and (function start, function end,
     header first line, body first line, block end, expression) of every `with` item in it;
     nothing when the file cannot be read or parsed."""
+    key = (path, mtime_ns, size)
+    if key not in _PARSED:
+        if len(_PARSED) >= MAX_CACHED:
+            _PARSED.pop(next(iter(_PARSED)))
+        _PARSED[key] = _parse(path)
+    return _PARSED[key]
+
+
+def _parse(path: str) -> Parsed:
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             tree = ast.parse(fh.read(MAX_SOURCE_BYTES + 1), filename=path)
