@@ -27,6 +27,8 @@ from debug_hang.analyse.rootcause import chains
 from debug_hang.analyse.verdict import quote_deaths, youngest_task_age_s
 from debug_hang.collect.address import ClusterAddress, check_reachable, parse_address, resolve_dashboard
 from debug_hang.collect.evidence import gather
+from debug_hang.collect.libraries import READ_TIMEOUT_S as LIBRARY_READ_S
+from debug_hang.collect.libraries import LibraryReader, replica_targets
 from debug_hang.collect.raytrain import worker_ranks
 from debug_hang.collect.stacks import MAX_TARGETS, Target, cap_targets, collect_stacks, select_targets
 from debug_hang.collect.state import (
@@ -52,6 +54,7 @@ from debug_hang.snapshot import Snapshot, running_jobs
 from debug_hang.timeouts import DEFAULT_DEADLINE_S, Deadline, PhaseTimer
 
 FRESH_TASK_S = 5.0  # a wait on a task younger than this is not yet evidence of a hang
+LIBRARY_JOIN_S = 1.0  # waited at most for a library reading once the progress window is read
 
 
 @dataclass
@@ -112,12 +115,17 @@ def run(opts: Options) -> Diagnosis:
     job, why, others = pick_job(snap.jobs, opts.job_id, own_job=_own_job_id())
     # The job's own rows in every state (its history), read while the stacks are taken.
     own_rows = job_rows(addr.dashboard_url, str(job.get("job_id")), timeout_s=deadline.remaining(cap=10.0))
-    targets, cut = cap_targets(select_targets(job, snap.actors, snap.tasks, snap.nodes), job, snap.tasks,
-                               opts.max_targets)
+    # Ray's libraries' own state: Serve's replicas are dumped like the job's actors (a deployment
+    # may belong to another job), Ray Data's progress is read now and after the window.
+    libs = LibraryReader(addr.dashboard_url, str(job.get("job_id")), snap.actors)
+    libs.start_data(deadline.remaining(cap=LIBRARY_READ_S))
+    serve = libs.read_serve(deadline.remaining(cap=LIBRARY_READ_S))
+    own_targets = select_targets(job, snap.actors, snap.tasks, snap.nodes)
+    targets, cut = cap_targets(own_targets + replica_targets(serve, own_targets), job, snap.tasks, opts.max_targets)
     collection = collect_stacks(
         addr, targets, DumpOptions(native=opts.native, nonblocking=opts.nonblocking, locals=opts.locals,
                                    timeout_s=min(10.0, deadline.remaining()), facts=True),
-        deadline, samples=opts.samples, interval_s=opts.interval_s,
+        deadline, samples=opts.samples, interval_s=opts.interval_s, serve_metrics=serve is not None,
     )
     history_read = own_rows.join(deadline.remaining(cap=10.0))
     if not history_read:
@@ -147,7 +155,11 @@ def run(opts: Options) -> Diagnosis:
     # listing would hold an arbitrary 10,000 of its rows and could miss the tasks that matter.
     # (A history not read in time or at all is as good as cut: a job-wide listing would be as slow.)
     history_cut = not history_read or "tasks_of_job" in snap.truncated or own_rows.tasks.error is not None
+    libs.start_data(deadline.remaining(cap=LIBRARY_READ_S))  # the datasets' progress over the window
     after = progress_reading(client, str(job.get("job_id")), snap.tasks, history_cut, deadline)
+    # The first reading has had the stacks' time; the second gets a second at most past the window.
+    libs.join(deadline.remaining(cap=LIBRARY_JOIN_S))
+    libs.store(snap)
     if after.error:
         errors.append(CollectionError(f"second task listing failed: {after.error}"))
     if after.cut:  # a completion past the cut is not seen: progress may be missed
@@ -383,7 +395,8 @@ def load_capture(folder: Path) -> Capture:
                       errors=[CollectionError.from_dict(e) for e in meta.get("errors") or []], nodes=int(meta.get("nodes") or 0),
                       targets=int(meta.get("targets") or 0), seconds=float(meta.get("seconds") or 0.0),
                       paths=dict(meta.get("paths") or {}), probe_seconds=dict(meta.get("probe_seconds") or {}),
-                      flight_recorder=read_saved(folder / "flight_recorder"))
+                      flight_recorder=read_saved(folder / "flight_recorder"),
+                      library_metrics=dict(meta.get("library_metrics") or {}))
     job = next((j for j in snap.jobs if j.get("job_id") == meta.get("job_id")), {"job_id": meta.get("job_id")})
     after_path = folder / "tasks_after.json"
     after = json.loads(after_path.read_text()) if after_path.exists() else None

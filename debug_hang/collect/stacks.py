@@ -141,7 +141,8 @@ MAX_LOCAL_PROBES = 32
 
 def collect_stacks(address: ClusterAddress, targets: list[Target], options: DumpOptions,
                    deadline: Deadline, samples: int = 2, interval_s: float = 0.5,
-                   children: bool = True, max_in_flight: int = MAX_NODES_IN_FLIGHT) -> Collection:
+                   children: bool = True, max_in_flight: int = MAX_NODES_IN_FLIGHT,
+                   serve_metrics: bool = False) -> Collection:
     """Dump every target on its own node; local nodes directly, remote ones by a helper task.
 
     One probe per node, at most `max_in_flight` remote ones (helper tasks) and MAX_LOCAL_PROBES
@@ -149,7 +150,7 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
     absolute deadline with what it has; a node that does not answer is an error row, the
     others' stacks are kept. The local probes' py-spy processes share this process's
     MAX_PARALLEL_DUMPS slots, so many local "nodes" (a loopback cluster) never oversubscribe
-    this machine.
+    this machine. With `serve_metrics`, each probe also reads its node's Ray Serve counters.
     """
     start = time.monotonic()
     by_node: dict[str, list[Target]] = {}
@@ -171,7 +172,8 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
     # ... and each probe's own budget from its start, so a slow node answers with what it has.
     budget = min(NODE_BUDGET_S, total)
     for node_id, node_targets in by_node.items():
-        args = (node_id, [t.pid for t in node_targets], options.to_dict(), samples, interval_s, children, budget)
+        probe_options = {**options.to_dict(), **({"serve_metrics": True} if serve_metrics else {})}
+        args = (node_id, [t.pid for t in node_targets], probe_options, samples, interval_s, children, budget)
         is_local = node_id in here
         coll.paths[node_id] = "local" if is_local else "ray-task"
         (local if is_local else remote)[node_id] = args
@@ -210,6 +212,8 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
             coll.info[ProcessRef(node_id, int(pid_text))] = {"node_id": node_id, **info}
         if isinstance(value.get("flight_recorder"), dict):
             coll.flight_recorder.append({**value["flight_recorder"], "node_id": node_id})
+        if isinstance(value.get("serve_metrics"), dict):
+            coll.library_metrics[node_id] = value["serve_metrics"]
         for raw in value.get("processes", []):
             proc = process_from_dict(raw)
             _tag(proc, targets_by_key, coll.info)
