@@ -124,7 +124,7 @@ def run(opts: Options) -> Diagnosis:
     targets, cut = cap_targets(own_targets + replica_targets(serve, own_targets), job, snap.tasks, opts.max_targets)
     collection = collect_stacks(
         addr, targets, DumpOptions(native=opts.native, nonblocking=opts.nonblocking, locals=opts.locals,
-                                   timeout_s=min(10.0, deadline.remaining())),
+                                   timeout_s=min(10.0, deadline.remaining()), facts=True),
         deadline, samples=opts.samples, interval_s=opts.interval_s, serve_metrics=serve is not None,
     )
     history_read = own_rows.join(deadline.remaining(cap=10.0))
@@ -331,7 +331,8 @@ def _without_state_api(opts: Options, addr: ClusterAddress, snap: Snapshot, dead
         from debug_hang.probe.node_probe import probe_node
 
         value = probe_node("local", [t.pid for t in targets],
-                           DumpOptions(native=opts.native, nonblocking=opts.nonblocking, locals=opts.locals).to_dict(),
+                           DumpOptions(native=opts.native, nonblocking=opts.nonblocking, locals=opts.locals,
+                                       facts=True).to_dict(),
                            opts.samples, opts.interval_s, True, deadline.remaining(cap=30.0))
         learn_digests(value.pop("redact_digests", None))
         for raw in value.get("processes", []):

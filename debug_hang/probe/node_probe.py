@@ -10,6 +10,7 @@ a stack that moves (a healthy job) can be told from one that is stuck. `run_comm
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import linecache
 import os
 import re
@@ -22,8 +23,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from debug_hang.model import Process, process_to_dict
-from debug_hang.probe import progress
+from debug_hang.model import Frame, Process, process_to_dict
+from debug_hang.probe import progress, schedstat
 from debug_hang.probe.file_locks import locks_of, read_locks, thread_wchans
 from debug_hang.probe.flight_recorder import collect_dumps, dump_prefixes, read_fr_env
 from debug_hang.probe.libraries import METRICS_TIMEOUT_S, read_serve_metrics
@@ -45,6 +46,7 @@ from debug_hang.probe.pyspy import (
     validate_pid,
 )
 from debug_hang.probe.socket_peers import socket_peers
+from debug_hang.probe.withblocks import with_facts
 from debug_hang.redact import SECRET_NAME, Redactor
 from debug_hang.snapshot import RANK_VARS
 
@@ -71,6 +73,7 @@ SOCKET_PEERS_FAILED = "socket-peers-failed"
 # Source lines are read for the innermost frames only: the deciding frame is almost always there.
 SOURCE_DEPTH = 12
 CONTEXT_LINES = 3  # lines kept above and below the job's innermost frame
+WITH_DEPTH = 40  # frames whose enclosing `with` blocks are read (a lock holder can wait deep below)
 # Ray's own log files (a worker's output, a submitted driver's): their folder is the session's logs.
 _RAY_LOG_NAME = re.compile(r"^(worker-[0-9a-f]+-[0-9a-f]+-\d+\.(out|err)|job-driver-.+\.log|python-core-.+\.log)$")
 _LIBRARY_PATH = re.compile(r"(/site-packages/|/dist-packages/|/lib/python\d+\.\d+/)")
@@ -233,6 +236,7 @@ def add_source_lines(proc: Process, depth: int = SOURCE_DEPTH, redactor: Redacto
     """
     clean = (redactor or Redactor()).redact
     for thread in proc.threads:
+        _add_with_facts(thread.frames, clean)
         user_seen = False
         for frame in thread.frames[:depth]:
             if frame.native or not frame.line or not frame.file.endswith(".py"):
@@ -247,6 +251,17 @@ def add_source_lines(proc: Process, depth: int = SOURCE_DEPTH, redactor: Redacto
                 frame.context = [f"{n}: {clean(linecache.getline(frame.file, n).rstrip())[:160]}"
                                  for n in range(first, frame.line + CONTEXT_LINES + 1)
                                  if linecache.getline(frame.file, n)]
+
+
+def _add_with_facts(frames: list[Frame], clean: Callable[[str], str]) -> None:
+    """The `with` blocks each job frame that has facts is inside or entering (probe/withblocks.py):
+    who holds a lock, and who waits to take it."""
+    for frame in frames[:WITH_DEPTH]:
+        if frame.facts is None or frame.native or not frame.line or not frame.file.endswith(".py") \
+                or _LIBRARY_PATH.search(frame.file):
+            continue
+        for key, text in with_facts(frame.file, frame.line).items():
+            frame.facts[key] = clean(text)
 
 
 def pid_namespace() -> str | None:
@@ -293,11 +308,12 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     log_rule = {pid: None if info[pid]["child_of"] is None else is_log for pid in all_pids}
     points = {pid: progress.read_point(pid, log_rule[pid]) for pid in all_pids}
     ticks_before = {pid: cpu_ticks(pid) for pid in all_pids}
+    threads_before = {pid: schedstat.thread_times(pid) for pid in all_pids}
     t_before = time.monotonic()
     rounds = _Rounds(node_id, all_pids, info, errors, redactor)
     rounds.run(opts, max(1, samples) if pyspy else 0, interval_s, start, budget)
-    _window_facts(all_pids, info, points, ticks_before, max(time.monotonic() - t_before, 1e-3), rounds.taken > 1,
-                  redactor, log_rule)
+    _window_facts(all_pids, info, points, (ticks_before, threads_before), max(time.monotonic() - t_before, 1e-3),
+                  rounds.taken > 1, redactor, log_rule)
     add_kernel_waits(info, all_pids, errors)
     add_socket_peers(info, all_pids, errors)
 
@@ -393,6 +409,10 @@ class _Rounds:
         self.offsets: list[float] = []  # when each sample started, seconds after the probe started
 
     def run(self, opts: DumpOptions, samples: int, interval_s: float, start: float, budget: float | None) -> None:
+        # Locals are read for facts (identities, counters) on every sample but the first: the graph
+        # is built from the last sample, loop state compares two of them, and a --locals dump costs
+        # up to 4x a plain one on deep stacks (benchmarks/bench_locals.py).
+        facts_from = 1 if samples > 1 else 0
         sample_start = time.monotonic()
         for sample in range(samples):
             if sample:
@@ -408,8 +428,8 @@ class _Rounds:
                 left = _left(start, budget)
                 if left < 0.5:
                     break
-                sample_opts = DumpOptions(native=opts.native, nonblocking=opts.nonblocking,
-                                          locals=opts.locals, timeout_s=min(opts.timeout_s, left))
+                sample_opts = dataclasses.replace(opts, timeout_s=min(opts.timeout_s, left))
+            sample_opts = dataclasses.replace(sample_opts, facts=opts.facts and sample >= facts_from)
             self.taken += 1
             self.offsets.append(round(sample_start - start, 3))
             self._round(sample, sample_opts)
@@ -436,13 +456,19 @@ class _Rounds:
 
 
 def _window_facts(all_pids: list[int], info: dict[int, dict[str, Any]], points: dict[int, Any],
-                  ticks_before: dict[int, int | None], window: float, several: bool, redactor: Redactor,
+                  before: tuple[dict[int, int | None], dict[int, dict[int, tuple[int, int]]]], window: float,
+                  several: bool, redactor: Redactor,
                   log_rule: dict[int, Callable[[dict[str, Any]], bool] | None]) -> None:
-    """Per process, over the sampling window: CPU use and (with several samples) what moved."""
+    """Per process, over the sampling window: CPU use (the process's, and each thread's time on a
+    CPU or queued for one), and (with several samples) what moved."""
+    ticks_before, threads_before = before
     for pid in all_pids:
-        before, after = ticks_before.get(pid), cpu_ticks(pid)
-        if before is not None and after is not None:
-            info[pid]["cpu_percent"] = round(100.0 * (after - before) / CLOCK_TICKS / window, 1)
+        ticks0, ticks1 = ticks_before.get(pid), cpu_ticks(pid)
+        if ticks0 is not None and ticks1 is not None:
+            info[pid]["cpu_percent"] = round(100.0 * (ticks1 - ticks0) / CLOCK_TICKS / window, 1)
+        threads = schedstat.runnable(threads_before.get(pid, {}), schedstat.thread_times(pid), window)
+        if threads:
+            info[pid]["threads"] = threads  # {tid: {"cpu", "runnable"}}: a spin is ~100 % runnable at any load
         if several and os.path.exists(f"/proc/{pid}"):
             info[pid]["progress"] = progress.window(points[pid], progress.read_point(pid, log_rule[pid]),
                                                     clean=redactor.redact)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from debug_hang.analyse.capacity import Capacity
 from debug_hang.analyse.graph.model import GNode, GraphInputs, TaskIndex, WaitGraph
@@ -12,6 +13,10 @@ from debug_hang.analyse.patterns import ProcessVerdict
 from debug_hang.model import ProcessRef
 from debug_hang.rows import ActorRow, TaskRow, calls_into_other_jobs
 from debug_hang.snapshot import DRIVER_TASK_PREFIX
+
+if TYPE_CHECKING:
+    from debug_hang.analyse.graph.inprocess import Resolution, ThreadGraph
+    from debug_hang.model import Thread
 
 
 @dataclass
@@ -32,6 +37,11 @@ class Builder:
     task_loops: dict[str, GNode] = field(default_factory=dict)  # task id -> its crash loop's node (graphed when waited on)
     capacity: Capacity | None = None  # what the nodes and groups have and have free (resources.capacity_of)
     demand_since: dict[str, float] = field(default_factory=dict)  # demand key -> when its first request was made (ms)
+    # In-process waits by identity (inprocess.py): each process's thread graph, where its
+    # deciding thread's waits lead, and the thread whose reading now stands for the process.
+    thread_graphs: dict[str, ThreadGraph] = field(default_factory=dict)
+    in_process: dict[str, Resolution] = field(default_factory=dict)
+    deciding: dict[str, Thread] = field(default_factory=dict)
 
     @classmethod
     def start(cls, inp: GraphInputs) -> Builder:
