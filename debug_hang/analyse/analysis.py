@@ -8,6 +8,7 @@ import dataclasses
 import time
 from typing import Any
 
+from debug_hang.analyse.busy import busy_threads
 from debug_hang.analyse.diagnosis import Diagnosis
 from debug_hang.analyse.graph import GraphInputs, WaitGraph, build_graph
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, match_process, match_thread, settings
@@ -76,7 +77,8 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
     waiting = {id(v.process) for v in verdicts if v.verdict in ("blocked", "busy")}  # one pass, not one per process
     moving = [p for p in latest if not stuck.get(p.ref, True) and id(p) in waiting]
     signals = progress_signals(graph, causes, verdicts, collection)
-    verdict, summary = decide(inputs.job, causes, progress, moving, graph, verdicts, signals)
+    busy = busy_threads(verdicts, collection)
+    verdict, summary = decide(inputs.job, causes, progress, moving, graph, verdicts, signals, busy)
     if verdict == "hang":
         young = busy_call_younger_than_before(causes, rows.tasks, snap.taken_at * 1000.0)
         if young:
@@ -87,16 +89,21 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
         # A verdict needs evidence: "nothing is blocked" from processes nobody could look into
         # is no finding. Lead with what failed and how to fix it.
         verdict, summary = "inconclusive", blind_summary(inputs.job, blind, summary)
+    culprits = {c.ref for cause in causes for c in cause.culprits}
     if verdict == "no-hang":
         causes = []  # waits for work in flight are not root causes
         progress = progress + [f"{s.name} {summary_text(s.deciding('progress'))}" for s in signals
                                if s.strongest() == "progress"]
+        progress += [w.text() for w in busy if w.state == "advancing" and w.ref in culprits]
     elif verdict == "hang":
         weigh_confidence(causes, signals, tasks_after is not None)
+        for cause in causes:
+            cause.evidence[:0] = [w.text() for w in busy if any(c.ref == w.ref for c in cause.culprits)]
     return Diagnosis(address=address, job_id=job.get("job_id"), job_choice=job_choice, other_jobs=other_jobs,
                      verdict=verdict, summary=summary, snapshot=snap, collection=collection,
                      verdicts=verdicts, graph=graph, causes=causes, progress=progress, errors=errors,
-                     seconds=time.monotonic() - started, signals=signals, uninspected=blind, rows=rows)
+                     seconds=time.monotonic() - started, signals=signals, uninspected=blind, rows=rows,
+                     busy=busy)
 
 
 def progress_signals(graph: WaitGraph, causes: list[RootCause], verdicts: list[ProcessVerdict],

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from debug_hang.analyse.busy import BusyWork
 from debug_hang.analyse.flight_recorder import FRAnalysis
 from debug_hang.analyse.graph import WaitGraph
 from debug_hang.analyse.patterns import ProcessVerdict
@@ -56,6 +57,10 @@ class Diagnosis:
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase of the run, in order
     # State API lists that came back incomplete: {list: {returned, total[, matched][, events_dropped]}}.
     truncated: dict[str, dict[str, int]] = field(default_factory=dict)
+    # Busy processes' deciding threads across their samples: a spin or work (analyse/busy.py).
+    busy: list[BusyWork] = field(default_factory=list)
+    # How the stacks were sampled: {"samples", "span_s", "rounds", "why": [...]} (pipeline.py).
+    sampling: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.chains:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from debug_hang.analyse.busy import BusyWork
 from debug_hang.analyse.crashloop import DEATH_PREFIX, DEATH_SOURCE, death_reason
 from debug_hang.analyse.diagnosis import Diagnosis, Verdict
 from debug_hang.analyse.graph import WaitGraph
@@ -145,7 +146,7 @@ def youngest_task_age_s(job_id: str | None, tasks: list[TaskRow], now_s: float) 
 
 def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: list[Process],
              graph: WaitGraph, verdicts: list[ProcessVerdict],
-             signals: list[ProcessProgress] | None = None) -> tuple[Verdict, str]:
+             signals: list[ProcessProgress] | None = None, busy: list[BusyWork] | None = None) -> tuple[Verdict, str]:
     job_id = job.job_id
     if job.ended:
         return "no-hang", (f"Job {job_id} is not running: its status is {job.status}"
@@ -187,6 +188,19 @@ def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: li
     moving_note = (f" Note: {len(moving)} process(es) changed stack between samples." if moving else "")
     title = (catalog()[top.pattern].title if top.pattern in catalog()
              else "A chain of waits ending in a process whose own wait is not recognised (see its evidence)")
+    spin = None
+    if not cycle and top.culprits[0].state == "busy":
+        # A busy culprit is a hang only with positive evidence that it does not advance.
+        work = next((w for w in busy or [] if w.ref == top.culprits[0].ref), None)
+        if work is not None and work.state == "advancing":
+            return "no-hang", (f"Job {job_id} is computing, not hung: {work.text()}. The stacks alone read as "
+                               f"{top.pattern} in {names}; {len(top.victims)} process(es) wait for that work.")
+        if work is None or work.state != "spin":
+            seen = work.text() if work is not None else f"{names} is busy, and its thread could not be followed across samples"
+            return "inconclusive", (f"Job {job_id} may be hung ({title[:1].lower() + title[1:]} — culprit {names}), but "
+                                    f"{seen}. A hang needs it seen not to advance: the same loop, its state unchanged, "
+                                    "nothing in it that can end it.")
+        spin = work
     # Activity that need not be work counts on the culprits only: a victim's own threads (a
     # driver forwarding logs) do not say that the culprit will release it.
     culprit_pids = {(c.node_id, c.pid) for cause in causes for c in cause.culprits}
@@ -201,8 +215,7 @@ def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: li
         return "inconclusive", (f"Job {job_id}: {names} {silent_reason}. Not called a hang on its stack alone: "
                                 "diagnose again with --samples 5 --interval 3, or watch its log and disk for a minute.")
     victims = len(top.victims)
-    busy_note = (" A long computation looks the same in two samples: if the same line still spins in a minute, "
-                 "it is a hang." if top.pattern == "busy-loop" else "")
+    busy_note = f" {spin.text()}." if spin is not None else ""
     loop = graph.crash_loops.get(top.culprits[0].actor_id or top.culprits[0].task_id or "")
     if top.pattern == "crash-loop" and loop is not None:
         busy_note = f" {loop.text()}."

@@ -67,6 +67,7 @@ LOCKS_TRUNCATED = "locks-truncated"
 # Source lines are read for the innermost frames only: the deciding frame is almost always there.
 SOURCE_DEPTH = 12
 CONTEXT_LINES = 3  # lines kept above and below the job's innermost frame
+LOOP_LINES = 24  # ... or the whole loop it runs in, when the loop is at most this long
 _LIBRARY_PATH = re.compile(r"(/site-packages/|/dist-packages/|/lib/python\d+\.\d+/)")
 
 
@@ -180,12 +181,52 @@ def add_source_lines(proc: Process, depth: int = SOURCE_DEPTH, redactor: Redacto
             if line:
                 frame.code = clean(line.strip())[:200]
             if not user_seen and not _LIBRARY_PATH.search(frame.file):
-                # The job's innermost frame: keep the lines around it (the loop, the condition).
+                # The job's innermost frame: keep the lines around it and the whole loop it runs
+                # in, when short (the analysis reads what the loop tests and what it changes).
                 user_seen = True
-                first = max(1, frame.line - CONTEXT_LINES)
+                first, last = loop_span(frame.file, frame.line)
+                first = max(1, min(first, frame.line - CONTEXT_LINES))
+                last = max(last, frame.line + CONTEXT_LINES)
                 frame.context = [f"{n}: {clean(linecache.getline(frame.file, n).rstrip())[:160]}"
-                                 for n in range(first, frame.line + CONTEXT_LINES + 1)
-                                 if linecache.getline(frame.file, n)]
+                                 for n in range(first, last + 1) if linecache.getline(frame.file, n)]
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip(" \t"))
+
+
+_LOOP_HEAD = re.compile(r"^\s*(?:async\s+)?(?:while|for)\b")
+_BLOCK_HEAD = re.compile(r"^\s*(?:async\s+)?(?:def|class)\b")
+
+
+def loop_span(path: str, line: int) -> tuple[int, int]:
+    """(first, last) line of the innermost `while`/`for` loop around `line` when the whole loop
+    fits in LOOP_LINES lines; (line, line) when there is none or it is longer. A text scan by
+    indentation on the node's copy of the file (no parse: a frame line is all it has)."""
+    text = linecache.getline(path, line)
+    if not text.strip():
+        return line, line
+    head, indent = None, _indent(text) + (1 if _LOOP_HEAD.match(text) else 0)
+    for n in range(line, max(0, line - LOOP_LINES), -1):
+        cur = linecache.getline(path, n)
+        if not cur.strip() or cur.lstrip().startswith("#") or _indent(cur) >= indent:
+            continue
+        if _LOOP_HEAD.match(cur):
+            head = n
+            break
+        if _BLOCK_HEAD.match(cur):
+            break
+        indent = _indent(cur)  # an enclosing if/with/try: look further out
+    if head is None:
+        return line, line
+    base = _indent(linecache.getline(path, head))
+    for n in range(head + 1, head + LOOP_LINES + 1):
+        cur = linecache.getline(path, n)
+        if not cur:
+            return head, n - 1  # the file ends inside the loop
+        if cur.strip() and not cur.lstrip().startswith("#") and _indent(cur) <= base:
+            return head, n  # the first line after the loop, so that the reader sees it end
+    return line, line
 
 
 def pid_namespace() -> str | None:
@@ -198,7 +239,8 @@ def pid_namespace() -> str | None:
 
 def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: int = 2,
                interval_s: float = 0.5, children: bool = True,
-               budget_s: float | None = None, deadline_epoch: float | None = None) -> dict[str, Any]:
+               budget_s: float | None = None, since: dict[str, Any] | None = None,
+               deadline_epoch: float | None = None) -> dict[str, Any]:
     """Dump `pids` (and their children) on this node `samples` times; return JSON-able data.
 
     Result: {"node_id", "hostname", "pid_namespace", "pyspy", "processes": [stacks/v1 process
@@ -214,6 +256,10 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     `budget_s`, later samples are skipped and dumps cut short so that the probe returns in time;
     `deadline_epoch` (wall clock, time.time()) is the caller's absolute end: a probe that started
     late (a helper waiting for a worker on a loaded node) still answers by then, with what it has.
+    Each process's info also holds `sampled_at` (wall clock of each of its samples) and
+    `window_start` (its readings before the first sample); a later round of samples given those
+    as `since` ({pid: window_start}) reads its CPU use and progress from the first round's start,
+    so that the two rounds are one window.
     """
     start = time.monotonic()
     budget = budget_s
@@ -265,7 +311,16 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
                        "error": pyspy_missing_message()})
     points = {pid: progress.read_point(pid) for pid in all_pids}
     ticks_before = {pid: cpu_ticks(pid) for pid in all_pids}
-    t_before = time.monotonic()
+    t_before = time.time()
+    for pid in all_pids:
+        info[pid]["window_start"] = {"point": points[pid], "ticks": ticks_before[pid], "wall": t_before}
+        earlier = (since or {}).get(str(pid))
+        if isinstance(earlier, dict) and isinstance(earlier.get("point"), dict):
+            # An earlier round's start: its readings are the window's start (same process: the
+            # rounds are seconds apart, and a pid reused meanwhile would have another start time).
+            points[pid], ticks_before[pid] = earlier["point"], earlier.get("ticks")
+            info[pid]["window_start"] = earlier
+        info[pid]["sampled_at"] = []
     processes: list[dict[str, Any]] = []
     taken = 0
     sample_start = time.monotonic()
@@ -288,6 +343,7 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
                                       locals=opts.locals, timeout_s=min(opts.timeout_s, left))
         taken += 1
         offsets.append(round(sample_start - start, 3))
+        wall = round(time.time(), 3)
         for result in dump_pids(all_pids, sample_opts):
             if result.note and not any(e["pid"] == result.pid and e["kind"] == result.note_kind for e in errors):
                 errors.append({"pid": result.pid, "error": result.note, "kind": result.note_kind, "sample": sample})
@@ -300,19 +356,22 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
                     errors.append({"pid": result.pid, "error": result.error, "kind": result.kind,
                                    "sample": sample})
                 continue
+            if result.processes and result.pid in info:
+                info[result.pid]["sampled_at"].append(wall)
             for proc in result.processes:
                 proc.sample = sample
                 proc.node_id = node_id
                 add_source_lines(proc, redactor=redactor)
                 processes.append(redactor.redact_obj(process_to_dict(proc)))
-    window = max(time.monotonic() - t_before, 1e-3)
     for pid in all_pids:
         before, after = ticks_before.get(pid), cpu_ticks(pid)
+        window = max(time.time() - float(info[pid]["window_start"].get("wall") or t_before), 1e-3)
         if before is not None and after is not None:
             info[pid]["cpu_percent"] = round(100.0 * (after - before) / CLOCK_TICKS / window, 1)
-        if taken > 1 and os.path.exists(f"/proc/{pid}"):
+        spans = taken > 1 or (taken == 1 and str(pid) in (since or {}))  # more than one moment
+        if spans and os.path.exists(f"/proc/{pid}"):
             info[pid]["progress"] = progress.window(points[pid], progress.read_point(pid), clean=redactor.redact)
-        elif taken > 1:
+        elif spans:
             info[pid]["progress"] = {"exited": True, "errors": ["exited during the sampling window"]}
     add_kernel_waits(info, all_pids, errors)
 

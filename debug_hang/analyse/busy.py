@@ -1,0 +1,512 @@
+"""What a busy thread does across its samples: spin on a state nothing changes, or work (pure).
+
+A thread that burns CPU looks the same in two samples whether it spins forever or computes for
+minutes. The two are told apart by mechanism, never by a name:
+
+- the loop it runs, from its source (read on the node: the frame's context lines hold the whole
+  loop when it is short). A `while` whose exit tests read only what the loop never changes can
+  end only when another thread changes it: a spin-wait. A loop that changes what it tests,
+  iterates a sequence, or tests a clock moves towards its end by itself;
+- the stack across samples: callers that change, or a loop body that goes through other calls,
+  is work; the same loop lines every time is not evidence of work;
+- the loop's state: scalar locals of the loop's frame (py-spy --locals, or the per-frame facts
+  read on the node) that change between samples — the ones its exit tests read, for a loop
+  whose source is known;
+- every sample under one Python line that is a call: the CPU goes to code below Python (a numpy
+  or BLAS call keeps one Python frame for minutes), which is no evidence of a spin either.
+
+`hang` from a busy culprit needs `spin` (positive evidence that it does not advance); `advancing`
+is work seen; `no-spin` is a computation that is no spin but was not seen to advance; `undecided`
+asks for more samples (pipeline.py takes them).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from debug_hang.analyse.patterns import ProcessVerdict, is_library
+from debug_hang.model import Collection, Frame, Process, ProcessRef, Thread
+
+LoopKind = Literal["spin-wait", "endless", "self-advancing", "iterating", "timed", "unknown"]
+BusyState = Literal["spin", "advancing", "no-spin", "undecided"]
+
+# A spin proven by its state alone (source unknown) needs the state read this often and this long.
+MIN_STATE_SAMPLES = 4
+MIN_STATE_SPAN_S = 3.0
+# Calls that read their arguments and change nothing (a spin-wait may test `len(x)`).
+PURE_CALLS = frozenset({
+    "len", "abs", "min", "max", "int", "float", "bool", "str", "isinstance", "issubclass", "range", "sum",
+    "any", "all", "round", "divmod", "pow", "hash", "id", "ord", "chr", "tuple", "list", "set", "frozenset",
+    "dict", "sorted", "enumerate", "zip", "reversed", "repr", "type", "getattr", "hasattr", "callable",
+})
+CLOCKS = frozenset({"time", "monotonic", "perf_counter", "process_time", "time_ns", "monotonic_ns",
+                    "perf_counter_ns", "now", "utcnow", "default_timer"})
+ENDLESS_ITERATORS = frozenset({"count", "cycle", "repeat"})
+_NUMBERED = re.compile(r"^(\d+): ?(.*)$")
+_LOOP_HEAD = re.compile(r"^\s*(?:async\s+)?(?:while|for)\b")
+_BLOCK_HEAD = re.compile(r"^\s*(?:async\s+)?(?:def|class)\b")
+_IDENTITY = re.compile(r"^<.* at 0x[0-9a-f]+>$")
+MAX_VALUE_CHARS = 60
+
+
+# ------------------------------------------------------------------------------- the loop's source
+@dataclass(frozen=True)
+class LoopShape:
+    """The innermost loop around a frame's line, as its source reads."""
+
+    kind: LoopKind
+    header: int  # line of the `while`/`for`
+    end: int  # first line after the loop
+    text: str  # the header, stripped
+    tests: tuple[str, ...] = ()  # what its exit tests read (`self._done`, `epoch`)
+    changes: tuple[str, ...] = ()  # what it changes of what it tests (self-advancing)
+    calls: tuple[str, ...] = ()  # calls that may change anything (not builtins, not clocks)
+
+    def covers(self, line: int | None) -> bool:
+        return line is not None and self.header <= line < self.end
+
+    def why(self) -> str:
+        tests = ", ".join(f"`{t}`" for t in self.tests) or "nothing"
+        return {
+            "spin-wait": f"the loop `{self.text}` tests {tests}, which nothing in it changes: only another thread can end it",
+            "endless": f"the loop `{self.text}` has no exit and calls nothing that could stop it",
+            "self-advancing": f"the loop `{self.text}` changes what it tests ({', '.join(f'`{c}`' for c in self.changes)})",
+            "iterating": f"the loop `{self.text}` iterates over a sequence",
+            "timed": f"the loop `{self.text}` ends by the clock",
+            "unknown": f"the loop `{self.text}` tests {tests} through calls that may change it"
+                       + (f" ({', '.join(self.calls[:3])})" if self.calls else ""),
+        }[self.kind]
+
+
+def _numbered(context: list[str] | None) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for item in context or []:
+        m = _NUMBERED.match(item)
+        if m:
+            out[int(m.group(1))] = m.group(2)
+    return out
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip(" \t"))
+
+
+def _code(text: str) -> bool:
+    return bool(text.strip()) and not text.lstrip().startswith("#")
+
+
+def _loop_lines(src: dict[int, str], line: int) -> tuple[int, int] | None:
+    """(header, end) of the innermost loop around `line` whose whole body `src` holds."""
+    if line not in src or not _code(src[line]):
+        return None
+    indent = _indent(src[line]) + (1 if _LOOP_HEAD.match(src[line]) else 0)
+    header = None
+    for n in range(line, min(src) - 1, -1):
+        cur = src.get(n, "")
+        if not _code(cur) or _indent(cur) >= indent:
+            continue
+        if _LOOP_HEAD.match(cur):
+            header = n
+            break
+        if _BLOCK_HEAD.match(cur):
+            return None
+        indent = _indent(cur)
+    if header is None:
+        return None
+    base = _indent(src[header])
+    for n in range(header + 1, max(src) + 1):
+        if n not in src:
+            return None
+        if _code(src[n]) and _indent(src[n]) <= base:
+            return header, n
+    return None  # the context ends inside the loop: not all of it is known
+
+
+def loop_shape(frame: Frame) -> LoopShape | None:
+    """The loop around the frame's line, from the frame's context lines (None without source)."""
+    src = _numbered(frame.context)
+    span = _loop_lines(src, frame.line) if frame.line else None
+    if span is None:
+        return None
+    header, end = span
+    base = _indent(src[header])
+    block = "\n".join(src[n][base:] if _indent(src[n]) >= base else src[n].lstrip() for n in range(header, end))
+    text = src[header].strip()[:120]
+    try:
+        tree = ast.parse(block)
+    except SyntaxError:  # a line cut short, a continuation: the loop is not readable
+        return LoopShape("unknown", header, end, text)
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, (ast.While, ast.For, ast.AsyncFor)):
+        return LoopShape("unknown", header, end, text)
+    return _classify(node, header, end, text)
+
+
+def _dotted(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else None
+    if isinstance(node, (ast.Subscript, ast.Starred)):
+        return _dotted(node.value)
+    return None
+
+
+def _call_name(call: ast.Call) -> str:
+    return _dotted(call.func) or "?"
+
+
+def _reads(expr: ast.AST) -> set[str]:
+    """Dotted names an expression reads (`self._done[epoch]` reads `self._done` and `epoch`)."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            name = _dotted(node)
+            if name:
+                found.add(name)
+                return
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute):
+                visit(node.func.value)  # `self._ev.is_set()` reads `self._ev`
+            for arg in [*node.args, *(k.value for k in node.keywords)]:
+                visit(arg)
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(expr)
+    return found
+
+
+def _exits(stmts: list[ast.stmt]) -> bool:
+    """True when these statements leave the loop (break, return, raise), not counting inner loops."""
+    for stmt in stmts:
+        if isinstance(stmt, (ast.Break, ast.Return, ast.Raise)):
+            return True
+        if isinstance(stmt, ast.If) and (_exits(stmt.body) or _exits(stmt.orelse)):
+            return True
+        if isinstance(stmt, (ast.With, ast.AsyncWith)) and _exits(stmt.body):
+            return True
+        if isinstance(stmt, ast.Try) and any(_exits(s) for s in (stmt.body, stmt.orelse, stmt.finalbody)):
+            return True
+    return False
+
+
+def _guard_tests(stmts: list[ast.stmt]) -> list[ast.expr]:
+    """Tests of the `if`s that leave the loop (not inside inner loops or functions)."""
+    tests: list[ast.expr] = []
+    for stmt in stmts:
+        if isinstance(stmt, ast.If):
+            if _exits(stmt.body) or _exits(stmt.orelse):
+                tests.append(stmt.test)
+            tests += _guard_tests(stmt.body) + _guard_tests(stmt.orelse)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            tests += _guard_tests(stmt.body)
+        elif isinstance(stmt, ast.Try):
+            tests += _guard_tests(stmt.body) + _guard_tests(stmt.orelse) + _guard_tests(stmt.finalbody)
+    return tests
+
+
+def _targets(node: ast.AST) -> list[str]:
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return [t for elt in node.elts for t in _targets(elt)]
+    name = _dotted(node)
+    return [name] if name else []
+
+
+def _changes(loop: ast.AST, tests: list[ast.expr]) -> tuple[set[str], set[str]]:
+    """(what the loop assigns or may mutate, calls that may change anything). A call on an object
+    may change that object (`q.pop()`, `self.step()`); a call inside an exit test is a query."""
+    in_tests = {id(n) for t in tests for n in ast.walk(t)}
+    written: set[str] = set()
+    calls: set[str] = set()
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Assign):
+            written.update(t for target in node.targets for t in _targets(target))
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr)):
+            written.update(_targets(node.target))
+        elif isinstance(node, (ast.For, ast.AsyncFor)) and node is not loop:
+            written.update(_targets(node.target))
+        elif isinstance(node, ast.Delete):
+            written.update(t for target in node.targets for t in _targets(target))
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            written.update(t for item in node.items if item.optional_vars for t in _targets(item.optional_vars))
+        elif isinstance(node, ast.Call) and id(node) not in in_tests:
+            name = _call_name(node)
+            if name.split(".")[-1] in PURE_CALLS and "." not in name:
+                continue
+            calls.add(name)
+            if isinstance(node.func, ast.Attribute) and (receiver := _dotted(node.func.value)):
+                written.add(receiver)
+    return written, calls
+
+
+def _related(read: str, written: str) -> bool:
+    return read == written or read.startswith(written + ".") or written.startswith(read + ".")
+
+
+def _classify(node: ast.While | ast.For | ast.AsyncFor, header: int, end: int, text: str) -> LoopShape:
+    tests: list[ast.expr] = []
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        it = node.iter
+        endless = isinstance(it, ast.Call) and (_call_name(it).split(".")[-1] in ENDLESS_ITERATORS
+                                                 or (_call_name(it) == "iter" and len(it.args) == 2))
+        if not endless:
+            return LoopShape("iterating", header, end, text)
+    elif not (isinstance(node.test, ast.Constant) and node.test.value):
+        tests.append(node.test)
+    tests += _guard_tests(node.body)
+    reads = sorted(set().union(*(_reads(t) for t in tests))) if tests else []
+    test_calls = sorted({_call_name(c) for t in tests for c in ast.walk(t) if isinstance(c, ast.Call)})
+    if any(c.split(".")[-1] in CLOCKS for c in test_calls):
+        return LoopShape("timed", header, end, text, tuple(reads))
+    written, calls = _changes(node, tests)
+    changed = sorted(r for r in reads if any(_related(r, w) for w in written))
+    if changed:
+        return LoopShape("self-advancing", header, end, text, tuple(reads), tuple(changed))
+    queries = [c for c in test_calls if c not in PURE_CALLS]
+    if calls or queries:
+        return LoopShape("unknown", header, end, text, tuple(reads), calls=tuple(sorted(calls | set(queries))))
+    return LoopShape("endless" if not tests else "spin-wait", header, end, text, tuple(reads))
+
+
+# ------------------------------------------------------------------------------- across samples
+@dataclass
+class BusyWork:
+    """One busy thread of a process across its samples, and what that says."""
+
+    ref: ProcessRef
+    label: str
+    thread: str
+    samples: int
+    span_s: float | None
+    function: str
+    file: str
+    lines: tuple[int, ...]
+    loop: LoopShape | None
+    moved: str = ""  # what moved between samples
+    advanced: tuple[str, ...] = ()  # loop state that changed: "i 120 → 9050"
+    ignored: tuple[str, ...] = ()  # state that changed but the loop does not test
+    frozen: tuple[str, ...] = ()  # loop state the same in every sample
+    one_call: str = ""  # the line whose call holds every sample
+    helpers: tuple[str, ...] = ()  # other threads of the process, in job code, that work
+    code: str = ""  # the source line of the first sample
+
+    @property
+    def state(self) -> BusyState:
+        if self.moved or self.advanced:
+            return "advancing"
+        if self.helpers:
+            return "undecided"
+        kind = self.loop.kind if self.loop else None
+        if kind in ("spin-wait", "endless") and self.samples >= 2:
+            return "spin"
+        if kind in ("self-advancing", "iterating", "timed") or self.one_call:
+            return "no-spin"
+        if (kind in (None, "unknown") and self.frozen and len(self.lines) == 1 and self.samples >= MIN_STATE_SAMPLES
+                and (self.span_s or 0.0) >= MIN_STATE_SPAN_S):
+            return "spin"  # no source to read, but the same line and the same state, again and again
+        return "undecided"
+
+    def seen(self) -> str:
+        """How many samples, over how long."""
+        span = f" over {self.span_s:.1f}s" if self.span_s is not None else ""
+        return f"{self.samples} sample(s){span}"
+
+    def where(self) -> str:
+        lines = "/".join(str(n) for n in self.lines[:4])
+        return f"{self.function} line {lines}" + (f" `{self.code[:80]}`" if self.code else "")
+
+    def text(self) -> str:
+        """What was seen, in one sentence (used by the summary, the report and the evidence)."""
+        state = self.state
+        if state == "advancing":
+            what = "; ".join(x for x in (f"its stack moved ({self.moved})" if self.moved else "",
+                                          f"its loop state advanced ({', '.join(self.advanced[:3])})" if self.advanced else "")
+                             if x)
+            return f"{self.label} is computing: {what}, in {self.seen()}"
+        if state == "spin":
+            why = self.loop.why() if self.loop else "no source to read, but the same line and the same loop state"
+            state_text = f"; its state stayed {', '.join(self.frozen[:3])}" if self.frozen else ""
+            other = f" ({', '.join(self.ignored[:2])} changed, which the loop does not test)" if self.ignored else ""
+            return (f"{self.label} spins at {self.where()} in every one of {self.seen()}: {why}"
+                    f"{state_text}{other}")
+        if state == "no-spin":
+            why = (f"every sample is inside one call at {self.where()}: the CPU goes to code below Python "
+                   "(numpy, BLAS, a C extension), which `py-spy dump --native` shows"
+                   if self.one_call else self.loop.why() if self.loop else "")
+            return (f"{self.label} is busy in a computation that is no spin ({why}); nothing was seen to advance "
+                    f"in {self.seen()}")
+        reason = (f"other threads of it work ({', '.join(self.helpers[:2])}) and may end its wait" if self.helpers
+                  else "neither its loop's source nor its scalar locals show whether it advances")
+        return f"{self.label} is busy at {self.where()} in {self.seen()}: {reason}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pid": self.ref.pid, "node_id": self.ref.node_id, "name": self.label, "thread": self.thread,
+                "state": self.state, "samples": self.samples, "span_s": self.span_s, "function": self.function,
+                "lines": list(self.lines), "loop": self.loop.kind if self.loop else None,
+                "moved": self.moved, "advanced": list(self.advanced), "frozen": list(self.frozen),
+                "one_call": self.one_call, "text": self.text()}
+
+
+def _thread_key(thread: Thread) -> Any:
+    return thread.os_thread_id or thread.thread_id or thread.name
+
+
+def _python(thread: Thread) -> list[Frame]:
+    return [f for f in reversed(thread.frames) if not f.native]  # outermost first
+
+
+def _loop_index(frames: list[Frame]) -> int:
+    """The job's innermost frame (the loop's), or the innermost one when all are library code."""
+    job = [i for i, f in enumerate(frames) if not is_library(f)]
+    return job[-1] if job else len(frames) - 1
+
+
+def frame_state(frame: Frame) -> dict[str, str]:
+    """A frame's scalar state: the node's per-frame facts when read, else py-spy's locals (reprs),
+    short values only, object identities left out (`self` is the same object every time)."""
+    facts = getattr(frame, "facts", None)
+    raw: dict[str, Any] = dict(facts) if isinstance(facts, dict) else dict(frame.locals or {})
+    out: dict[str, str] = {}
+    for name, value in raw.items():
+        text = str(value)
+        if name == "self" or len(text) > MAX_VALUE_CHARS or _IDENTITY.match(text):
+            continue
+        out[str(name)] = text
+    return out
+
+
+def _span(info: dict[str, Any], samples: int) -> float | None:
+    times = [float(t) for t in info.get("sampled_at") or [] if isinstance(t, (int, float))]
+    if len(times) >= 2:
+        return round(max(times) - min(times), 1)
+    window = (info.get("progress") or {}).get("window_s")
+    return float(window) if isinstance(window, (int, float)) and samples > 1 else None
+
+
+def _first_difference(stacks: list[list[Frame]], depth: int) -> str:
+    """Where the callers (the frames outside the loop's frame) or the loop's function changed."""
+    first = stacks[0]
+    for other in stacks[1:]:
+        for a, b in zip(first[:depth + 1], other, strict=False):
+            if a.function != b.function:
+                return f"{a.function} then {b.function}"
+            if (a.line != b.line) and a is not first[depth]:
+                return f"{a.function} at line {a.line} then {b.line}"
+        if len(other) <= depth:
+            return f"{first[depth].function} returned"
+    return ""
+
+
+def busy_work(verdict: ProcessVerdict, samples: list[Process], info: dict[str, Any]) -> BusyWork | None:
+    """The deciding busy thread of a busy process across its samples (None when no thread of its
+    latest sample is busy in Python code)."""
+    main = verdict.main
+    latest = verdict.process
+    thread = next((t for t, m in verdict.threads if m is main), None)
+    if thread is None or not thread.active or not _python(thread):
+        return None
+    key = _thread_key(thread)
+    ordered = sorted(samples, key=lambda p: p.sample)
+    seen: list[Thread] = []
+    gone = ""
+    for proc in ordered:
+        mine = next((t for t in proc.threads if _thread_key(t) == key), None)
+        if mine is None or not _python(mine):
+            gone = gone or f"the thread was not there in sample {proc.sample + 1}"
+            continue
+        seen.append(mine)
+    stacks = [_python(t) for t in seen]
+    depth = _loop_index(stacks[-1])
+    loop_frame = stacks[-1][depth]
+    work = BusyWork(ref=latest.ref, label=latest.label, thread=str(thread.name or key), samples=len(seen),
+                    span_s=_span(info, len(seen)), function=loop_frame.function, file=loop_frame.short_file,
+                    lines=(), loop=loop_shape(loop_frame), code=loop_frame.code or "")
+    moved = gone or _first_difference(stacks[-1:] + stacks[:-1], depth) if len(stacks) > 1 else gone
+    frames_at = [s[depth] for s in stacks if len(s) > depth and s[depth].function == loop_frame.function]
+    work.lines = tuple(sorted({f.line for f in frames_at if f.line is not None}))
+    if not moved and work.loop is not None:
+        outside = [n for n in work.lines if not work.loop.covers(n)]
+        if outside:
+            moved = f"{loop_frame.function} left the loop at line {work.loop.header} for line {outside[0]}"
+    callees = {s[depth + 1].function for s in stacks if len(s) > depth + 1}
+    if not moved and len(callees) > 1:
+        moved = f"the loop calls {', '.join(sorted(callees)[:3])}"
+    work.moved = moved
+    _read_state(work, frames_at)
+    kind = work.loop.kind if work.loop else None
+    line_code = (frames_at[0].code or "") if frames_at else ""
+    calls_here = not line_code or "(" in line_code or "@" in line_code
+    if (len(work.lines) == 1 and kind not in ("spin-wait", "endless") and calls_here
+            and not (work.loop and work.lines[0] == work.loop.header)
+            and all(is_library(s[depth + 1]) for s in stacks if len(s) > depth + 1)):
+        work.one_call = line_code or f"line {work.lines[0]}"
+    work.helpers = _working_threads(ordered, key)
+    return work
+
+
+def _read_state(work: BusyWork, frames: list[Frame]) -> None:
+    """Which scalar locals of the loop's frame changed between samples, and which did not."""
+    states = [frame_state(f) for f in frames]
+    states = [s for s in states if s]
+    if len(states) < 2:
+        return
+    names = sorted(set(states[0]).intersection(*states[1:]))
+    tested = set(work.loop.tests) if work.loop and work.loop.kind in ("spin-wait", "endless") else None
+    advanced, ignored, frozen = [], [], []
+    for name in names:
+        values = [s[name] for s in states]
+        if len(set(values)) == 1:
+            frozen.append(f"{name}={values[0]}")
+        elif tested is None or name in tested:
+            advanced.append(f"{name} {values[0]} → {values[-1]}")
+        else:
+            ignored.append(f"{name} {values[0]} → {values[-1]}")
+    work.advanced, work.ignored, work.frozen = tuple(advanced), tuple(ignored), tuple(frozen)
+
+
+def _working_threads(samples: list[Process], busy_key: Any) -> tuple[str, ...]:
+    """Other threads of the process in job code that run, or move, between samples: one of them
+    may change what a spinning thread tests."""
+    by_thread: dict[Any, list[Thread]] = {}
+    for proc in samples:
+        for t in proc.threads:
+            if _thread_key(t) != busy_key and any(not is_library(f) for f in t.frames if not f.native):
+                by_thread.setdefault(_thread_key(t), []).append(t)
+    working = []
+    for threads in by_thread.values():
+        stacks = {tuple((f.function, f.line) for f in t.frames if not f.native) for t in threads}
+        if any(t.active for t in threads) or len(stacks) > 1:
+            working.append(str(threads[-1].name or _thread_key(threads[-1])))
+    return tuple(working)
+
+
+def busy_threads(verdicts: list[ProcessVerdict], collection: Collection,
+                 refs: set[ProcessRef] | None = None) -> list[BusyWork]:
+    """Every busy process's deciding thread across its samples (only `refs` when given)."""
+    samples: dict[ProcessRef, list[Process]] = {}
+    for proc in collection.processes:
+        samples.setdefault(proc.ref, []).append(proc)
+    out: list[BusyWork] = []
+    for v in verdicts:
+        ref = v.process.ref
+        if v.verdict != "busy" or (refs is not None and ref not in refs):
+            continue
+        work = busy_work(v, samples.get(ref, [v.process]), collection.info.get(ref, {}))
+        if work is not None:
+            out.append(work)
+    return out
+
+
+@dataclass
+class SamplingPlan:
+    """More samples the answer depends on: of which processes, and why."""
+
+    refs: list[ProcessRef] = field(default_factory=list)
+    why: list[str] = field(default_factory=list)
