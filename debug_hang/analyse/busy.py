@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from debug_hang.analyse.patterns import ProcessVerdict, is_library
@@ -438,9 +438,12 @@ def busy_work(verdict: ProcessVerdict, samples: list[Process], info: dict[str, A
     callees = {s[depth + 1].function for s in stacks if len(s) > depth + 1}
     if not moved and len(callees) > 1:
         moved = f"the loop calls {', '.join(sorted(callees)[:3])}"
+    kind = work.loop.kind if work.loop else None
+    if not moved and kind in ("self-advancing", "iterating", "timed") and len(work.lines) > 1:
+        # A loop that moves towards its end by itself, seen at other statements of it: it goes round.
+        moved = f"the loop ran on, line {work.lines[0]} then {work.lines[-1]}"
     work.moved = moved
     _read_state(work, frames_at)
-    kind = work.loop.kind if work.loop else None
     line_code = (frames_at[0].code or "") if frames_at else ""
     calls_here = not line_code or "(" in line_code or "@" in line_code
     if (len(work.lines) == 1 and kind not in ("spin-wait", "endless") and calls_here
@@ -503,10 +506,3 @@ def busy_threads(verdicts: list[ProcessVerdict], collection: Collection,
             out.append(work)
     return out
 
-
-@dataclass
-class SamplingPlan:
-    """More samples the answer depends on: of which processes, and why."""
-
-    refs: list[ProcessRef] = field(default_factory=list)
-    why: list[str] = field(default_factory=list)
