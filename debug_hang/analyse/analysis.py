@@ -143,14 +143,18 @@ def _match_with_cpu(proc: Process, collection: Collection) -> ProcessVerdict:
     it, a reading that holds only when idle (DDP's wait inside backward) is re-read without that
     pattern when the process computes."""
     verdict = match_process(proc)
-    cpu = collection.info_of(proc).get("cpu_percent")
+    info = collection.info_of(proc)
+    cpu = info.get("cpu_percent")
     rule = catalog()[verdict.pattern].cpu if verdict.pattern in catalog() else None
     if cpu is None or rule is None:
         return verdict
     threshold = settings().busy_cpu_percent
+    # A spin on a loaded node gets a share of a CPU and waits in the run queue the rest: it is
+    # busy by the time its threads were runnable (on a CPU or ready for one), not by its share.
+    demand = max(float(cpu), float(info.get("runnable_percent") or 0.0))
     if rule == "idle" and cpu >= threshold:
         verdict = match_process(proc, [p for p in catalog().values() if p.cpu != "idle"])
-    elif rule == "busy" and cpu < threshold:
+    elif rule == "busy" and demand < threshold:
         # Re-read as idle, on a copy: the recorded stacks keep what py-spy said.
         idle = dataclasses.replace(proc, threads=[dataclasses.replace(t, active=False) for t in proc.threads])
         verdict = match_process(idle)

@@ -313,6 +313,11 @@ class BusyWork:
             return "spin"  # no source to read, but the same line and the same state, again and again
         return "undecided"
 
+    @property
+    def proven_by_source(self) -> bool:
+        """Its loop, as its source reads, cannot end by itself (not only: it did not move)."""
+        return self.loop is not None and self.loop.kind in ("spin-wait", "endless")
+
     def seen(self) -> str:
         """How many samples, over how long."""
         span = f" over {self.span_s:.1f}s" if self.span_s is not None else ""
@@ -329,7 +334,7 @@ class BusyWork:
             what = "; ".join(x for x in (f"its stack moved ({self.moved})" if self.moved else "",
                                           f"its loop state advanced ({', '.join(self.advanced[:3])})" if self.advanced else "")
                              if x)
-            return f"{self.label} is computing: {what}, in {self.seen()}"
+            return f"{self.label} works: {what}, in {self.seen()}"
         if state == "spin":
             why = self.loop.why() if self.loop else "no source to read, but the same line and the same loop state"
             state_text = f"; its state stayed {', '.join(self.frozen[:3])}" if self.frozen else ""

@@ -60,11 +60,12 @@ def plan(diag: Diagnosis, now_s: float) -> SamplingPlan:
     r = rules()
     if top.pattern in r.proven_stuck or top.pattern in r.proven_without_task_state:
         return out
-    young = _young_call(diag, now_s)
-    if young:
-        out.add(culprit.ref, young)
-    elif culprit.state in ("busy", "unknown"):
-        out.add(culprit.ref, f"{culprit.label()}'s only evidence is its silence in a {_window(diag)} window")
+    # A hang on a culprit whose own wait says nothing (an unrecognised wait; a busy thread seen
+    # to spin by its state alone) rests on its silence: a longer window, and a young wait older.
+    spin = busy.get(culprit.ref)
+    if culprit.state == "unknown" or (spin is not None and spin.state == "spin" and not spin.proven_by_source):
+        young = _young_call(diag, now_s)
+        out.add(culprit.ref, young or f"{culprit.label()}'s only evidence is its silence in a {_window(diag)} window")
     return out
 
 

@@ -216,6 +216,9 @@ def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: li
                                 "diagnose again with --samples 5 --interval 3, or watch its log and disk for a minute.")
     victims = len(top.victims)
     busy_note = f" {spin.text()}." if spin is not None else ""
+    if spin is not None:  # a spin's line moves within its loop: that is no movement
+        moving = [p for p in moving if p.ref != spin.ref]
+        moving_note = f" Note: {len(moving)} process(es) changed stack between samples." if moving else ""
     loop = graph.crash_loops.get(top.culprits[0].actor_id or top.culprits[0].task_id or "")
     if top.pattern == "crash-loop" and loop is not None:
         busy_note = f" {loop.text()}."

@@ -156,6 +156,38 @@ def cpu_ticks(pid: int) -> int | None:
         return None
 
 
+def runnable_ns(pid: int) -> dict[str, int] | None:
+    """Per thread: nanoseconds on a CPU plus nanoseconds waiting for one (/proc/PID/task/TID/schedstat).
+
+    A thread that spins is runnable all the time; on a loaded node it gets a share of a CPU and
+    waits in the run queue the rest: CPU time alone reads a spin on a busy node as idle.
+    """
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    found: dict[str, int] = {}
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat", encoding="ascii") as fh:
+                run, wait = fh.read().split()[:2]
+            found[tid] = int(run) + int(wait)
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def runnable_percent(before: dict[str, int] | None, after: dict[str, int] | None, seconds: float) -> float | None:
+    """How much of `seconds` the process's busiest thread was running or ready to run, in percent
+    (a thread born in the window counts from its start). The busiest thread, not the sum: on a
+    loaded node every thread that wakes up waits in the run queue a little."""
+    if before is None or after is None or seconds <= 0:
+        return None
+    was = {str(k): int(v) for k, v in before.items()}
+    ns = max((v - was.get(tid, 0) for tid, v in after.items() if v >= was.get(tid, 0)), default=0)
+    return round(min(100.0, 100.0 * ns / 1e9 / seconds), 1)
+
+
 def parent_pid(pid: int) -> int | None:
     try:
         with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
@@ -311,14 +343,16 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
                        "error": pyspy_missing_message()})
     points = {pid: progress.read_point(pid) for pid in all_pids}
     ticks_before = {pid: cpu_ticks(pid) for pid in all_pids}
+    sched_before = {pid: runnable_ns(pid) for pid in all_pids}
     t_before = time.time()
     for pid in all_pids:
-        info[pid]["window_start"] = {"point": points[pid], "ticks": ticks_before[pid], "wall": t_before}
+        info[pid]["window_start"] = {"point": points[pid], "ticks": ticks_before[pid], "sched": sched_before[pid],
+                                     "wall": t_before}
         earlier = (since or {}).get(str(pid))
         if isinstance(earlier, dict) and isinstance(earlier.get("point"), dict):
             # An earlier round's start: its readings are the window's start (same process: the
             # rounds are seconds apart, and a pid reused meanwhile would have another start time).
-            points[pid], ticks_before[pid] = earlier["point"], earlier.get("ticks")
+            points[pid], ticks_before[pid], sched_before[pid] = earlier["point"], earlier.get("ticks"), earlier.get("sched")
             info[pid]["window_start"] = earlier
         info[pid]["sampled_at"] = []
     processes: list[dict[str, Any]] = []
@@ -368,6 +402,9 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
         window = max(time.time() - float(info[pid]["window_start"].get("wall") or t_before), 1e-3)
         if before is not None and after is not None:
             info[pid]["cpu_percent"] = round(100.0 * (after - before) / CLOCK_TICKS / window, 1)
+        runnable = runnable_percent(sched_before.get(pid), runnable_ns(pid), window)
+        if runnable is not None:
+            info[pid]["runnable_percent"] = runnable
         spans = taken > 1 or (taken == 1 and str(pid) in (since or {}))  # more than one moment
         if spans and os.path.exists(f"/proc/{pid}"):
             info[pid]["progress"] = progress.window(points[pid], progress.read_point(pid), clean=redactor.redact)
