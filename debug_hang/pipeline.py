@@ -17,7 +17,7 @@ from typing import Any
 
 from debug_hang.analyse import sampling
 from debug_hang.analyse.analysis import analyse
-from debug_hang.analyse.diagnosis import Diagnosis
+from debug_hang.analyse.diagnosis import Diagnosis as Diagnosis  # re-exported: the watcher reads it
 from debug_hang.analyse.flight_recorder import analyse as analyse_fr
 from debug_hang.analyse.fr_join import attach
 from debug_hang.analyse.patterns import settings
@@ -170,7 +170,7 @@ def run(opts: Options) -> Diagnosis:
         extra = [t for t in targets if t.ref in more.refs
                  or any(collection.info.get(r, {}).get("child_of") == t.pid and r.node_id == t.node_id for r in more.refs)]
         if extra and deadline.remaining() > EXTRA_ROUND_MIN_S:
-            second = collect_stacks(addr, extra, dump_options, deadline, samples=sampling.EXTRA_SAMPLES,
+            second = collect_stacks(addr, extra, dump_options, deadline, samples=sampling.extra_samples(),
                                     interval_s=opts.interval_s, since=starts)
             take_window_starts(second)
             merge_round(collection, second)

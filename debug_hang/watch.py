@@ -31,7 +31,7 @@ from debug_hang.errors import DebugHangError, NotFoundError, UnreachableError, U
 from debug_hang.snapshot import BARRIER_TASK, POLLING_TASKS
 
 if TYPE_CHECKING:
-    from debug_hang.analyse.diagnosis import Diagnosis
+    from debug_hang.pipeline import Diagnosis
 
 # A State API summary or a log tail is served in milliseconds by a healthy head; 10 s covers a
 # loaded one without letting one slow answer stretch an interval much.

@@ -28,14 +28,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from debug_hang.analyse.patterns import ProcessVerdict, is_library
+from debug_hang.analyse.progress import rules
 from debug_hang.model import Collection, Frame, Process, ProcessRef, Thread
 
 LoopKind = Literal["spin-wait", "endless", "self-advancing", "iterating", "timed", "unknown"]
 BusyState = Literal["spin", "advancing", "no-spin", "undecided"]
 
-# A spin proven by its state alone (source unknown) needs the state read this often and this long.
-MIN_STATE_SAMPLES = 4
-MIN_STATE_SPAN_S = 3.0
 # Calls that read their arguments and change nothing (a spin-wait may test `len(x)`).
 PURE_CALLS = frozenset({
     "len", "abs", "min", "max", "int", "float", "bool", "str", "isinstance", "issubclass", "range", "sum",
@@ -308,8 +306,9 @@ class BusyWork:
             return "spin"
         if kind in ("self-advancing", "iterating", "timed") or self.one_call:
             return "no-spin"
-        if (kind in (None, "unknown") and self.frozen and len(self.lines) == 1 and self.samples >= MIN_STATE_SAMPLES
-                and (self.span_s or 0.0) >= MIN_STATE_SPAN_S):
+        need = rules().busy
+        if (kind in (None, "unknown") and self.frozen and len(self.lines) == 1
+                and self.samples >= need.spin_by_state_samples and (self.span_s or 0.0) >= need.spin_by_state_span_s):
             return "spin"  # no source to read, but the same line and the same state, again and again
         return "undecided"
 

@@ -4,7 +4,8 @@ Two samples a second apart decide most hangs: a lock cycle, a dead producer, a r
 hold. They cannot tell a loop that never ends from a long step, a poll that moved once from one that
 works, or a wait that began a moment ago from one that never ends. For those the diagnosis takes
 more samples of the processes it turns on, within its deadline (pipeline.py), instead of asking
-the user to run it again; `plan` says which and why, `summary` what was taken.
+the user to run it again; `plan` says which and why, `summary` what was taken. How many more:
+`busy.extra_samples` of references/verdict_rules.yaml (`extra_samples()`).
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from debug_hang.analyse.diagnosis import Diagnosis
 from debug_hang.analyse.progress import rules
 from debug_hang.model import Collection, ProcessRef
 
-EXTRA_SAMPLES = 4  # the second round: with the first round's two, six samples over about five seconds
-YOUNG_WAIT_S = 10.0  # a wait on a call younger than this may still end by itself
 MAX_EXTRA_PROCESSES = 16  # processes sampled again at most (the ones the verdict turns on)
 
 
@@ -75,7 +74,7 @@ def _window(diag: Diagnosis) -> str:
 
 
 def _young_call(diag: Diagnosis, now_s: float) -> str:
-    """The youngest running call on the top chain, when it began less than YOUNG_WAIT_S ago."""
+    """The youngest running call on the top chain, when it began less than `young_wait_s` ago."""
     top = diag.causes[0]
     tasks = {t.task_id: t for t in diag.rows.tasks}
     keys = set(top.victims) | {c.key for c in top.culprits}
@@ -89,7 +88,7 @@ def _young_call(diag: Diagnosis, now_s: float) -> str:
         return ""
     started, name = max(starts)
     age = now_s - started
-    if age >= YOUNG_WAIT_S:
+    if age >= rules().busy.young_wait_s:
         return ""
     return f"the wait is young: {name} started {max(age, 0.0):.1f}s before the stacks were read"
 
@@ -107,3 +106,8 @@ def summary(collection: Collection, why: list[str] | None = None, rounds: int = 
             spans.append(max(times) - min(times))
     return {"samples": max(per.values(), default=0), "span_s": round(max(spans), 1) if spans else None,
             "rounds": rounds, "why": list(why or [])}
+
+
+def extra_samples() -> int:
+    """Samples of the second round (with the first round's two, about five seconds of samples)."""
+    return max(1, rules().busy.extra_samples)
