@@ -39,6 +39,7 @@ PURE_CALLS = frozenset({
     "len", "abs", "min", "max", "int", "float", "bool", "str", "isinstance", "issubclass", "range", "sum",
     "any", "all", "round", "divmod", "pow", "hash", "id", "ord", "chr", "tuple", "list", "set", "frozenset",
     "dict", "sorted", "enumerate", "zip", "reversed", "repr", "type", "getattr", "hasattr", "callable",
+    "print", "sleep",  # a sleep or a print changes nothing a loop tests
 })
 CLOCKS = frozenset({"time", "monotonic", "perf_counter", "process_time", "time_ns", "monotonic_ns",
                     "perf_counter_ns", "now", "utcnow", "default_timer"})
@@ -62,6 +63,7 @@ class LoopShape:
     tests: tuple[str, ...] = ()  # what its exit tests read (`self._done`, `epoch`)
     changes: tuple[str, ...] = ()  # what it changes of what it tests (self-advancing)
     calls: tuple[str, ...] = ()  # calls that may change anything (not builtins, not clocks)
+    body_calls: bool = False  # some of them are in its body, not only in its tests
 
     def covers(self, line: int | None) -> bool:
         return line is not None and self.header <= line < self.end
@@ -217,31 +219,86 @@ def _targets(node: ast.AST) -> list[str]:
     return [name] if name else []
 
 
-def _changes(loop: ast.AST, tests: list[ast.expr]) -> tuple[set[str], set[str]]:
-    """(what the loop assigns or may mutate, calls that may change anything). A call on an object
-    may change that object (`q.pop()`, `self.step()`); a call inside an exit test is a query."""
+def _is_pure(name: str) -> bool:
+    last = name.split(".")[-1]
+    return last in PURE_CALLS and ("." not in name or last == "sleep")
+
+
+@dataclass
+class _Flow:
+    """What a loop does to its state: names it advances (from their own value or by mutating
+    them), names it re-reads from other state (`seen = self.version`) and names fed by a call
+    (`seen = self.store.latest()`: a call may return anything), and calls that may change anything."""
+
+    advanced: set[str]
+    rereads: dict[str, set[str]]
+    call_fed: set[str]
+    calls: set[str]
+
+
+def _advanced_by(node: ast.AST, loop: ast.AST) -> list[str]:
+    """Names one statement advances: augmented, iterated, bound by `with`, deleted."""
+    if isinstance(node, ast.AugAssign) or (isinstance(node, ast.AnnAssign) and node.value is not None):
+        return _targets(node.target)
+    if isinstance(node, (ast.For, ast.AsyncFor)) and node is not loop:
+        return _targets(node.target)
+    if isinstance(node, ast.Delete):
+        return [t for target in node.targets for t in _targets(target)]
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return [t for item in node.items if item.optional_vars for t in _targets(item.optional_vars)]
+    return []
+
+
+def _mutated_by(call: ast.Call) -> list[str]:
+    """What a call may change: its object (`q.pop()`, `self.step()`), the iterator `next` takes."""
+    out = []
+    if isinstance(call.func, ast.Attribute) and (receiver := _dotted(call.func.value)):
+        out.append(receiver)
+    if _call_name(call) == "next" and call.args and (arg := _dotted(call.args[0])):
+        out.append(arg)
+    return out
+
+
+def _flow(loop: ast.AST, tests: list[ast.expr]) -> _Flow:
     in_tests = {id(n) for t in tests for n in ast.walk(t)}
-    written: set[str] = set()
+    advanced: set[str] = set()
+    assigns: list[tuple[list[str], ast.expr]] = []
     calls: set[str] = set()
     for node in ast.walk(loop):
         if isinstance(node, ast.Assign):
-            written.update(t for target in node.targets for t in _targets(target))
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr)):
-            written.update(_targets(node.target))
-        elif isinstance(node, (ast.For, ast.AsyncFor)) and node is not loop:
-            written.update(_targets(node.target))
-        elif isinstance(node, ast.Delete):
-            written.update(t for target in node.targets for t in _targets(target))
-        elif isinstance(node, (ast.With, ast.AsyncWith)):
-            written.update(t for item in node.items if item.optional_vars for t in _targets(item.optional_vars))
-        elif isinstance(node, ast.Call) and id(node) not in in_tests:
-            name = _call_name(node)
-            if name.split(".")[-1] in PURE_CALLS and "." not in name:
-                continue
-            calls.add(name)
-            if isinstance(node.func, ast.Attribute) and (receiver := _dotted(node.func.value)):
-                written.add(receiver)
-    return written, calls
+            assigns.append(([t for target in node.targets for t in _targets(target)], node.value))
+        elif isinstance(node, ast.NamedExpr):
+            assigns.append((_targets(node.target), node.value))
+        elif isinstance(node, ast.Call) and id(node) not in in_tests and not _is_pure(_call_name(node)):
+            calls.add(_call_name(node))
+            advanced.update(_mutated_by(node))
+        else:
+            advanced.update(_advanced_by(node, loop))
+    return _propagate(advanced, assigns, calls)
+
+
+def _propagate(advanced: set[str], assigns: list[tuple[list[str], ast.expr]], calls: set[str]) -> _Flow:
+    """Assignments sorted into advancing, re-reading and call-fed ones (to a fixed point)."""
+    rereads: dict[str, set[str]] = {}
+    call_fed: set[str] = set()
+    changed = True
+    while changed:  # a name computed from an advancing one advances too (`u = state >> 11`)
+        changed = False
+        for targets, value in assigns:
+            reads = _reads(value)
+            fed = any(isinstance(n, ast.Call) and not _is_pure(_call_name(n)) for n in ast.walk(value))
+            for t in targets:
+                if t in advanced:
+                    continue
+                if any(_related(r, t) for r in reads) or (
+                        not fed and any(_related(r, a) for r in reads for a in advanced)):
+                    advanced.add(t)  # from its own value (`i = i + 1`), or from advancing state
+                    changed = True
+                elif fed:
+                    call_fed.add(t)  # whatever the call returns: not known to advance
+                else:
+                    rereads.setdefault(t, set()).update(reads)
+    return _Flow(advanced, {k: v for k, v in rereads.items() if k not in advanced}, call_fed - advanced, calls)
 
 
 def _related(read: str, written: str) -> bool:
@@ -259,18 +316,22 @@ def _classify(node: ast.While | ast.For | ast.AsyncFor, header: int, end: int, t
     elif not (isinstance(node.test, ast.Constant) and node.test.value):
         tests.append(node.test)
     tests += _guard_tests(node.body)
-    reads = sorted(set().union(*(_reads(t) for t in tests))) if tests else []
-    test_calls = sorted({_call_name(c) for t in tests for c in ast.walk(t) if isinstance(c, ast.Call)})
+    reads = set().union(*(_reads(t) for t in tests)) if tests else set()
+    test_calls = {_call_name(c) for t in tests for c in ast.walk(t) if isinstance(c, ast.Call)}
+    flow = _flow(node, tests)
+    for name in sorted(reads):  # a name re-read from other state: the test reads that state
+        reads |= flow.rereads.get(name, set())
+    shown = tuple(sorted(reads))
     if any(c.split(".")[-1] in CLOCKS for c in test_calls):
-        return LoopShape("timed", header, end, text, tuple(reads))
-    written, calls = _changes(node, tests)
-    changed = sorted(r for r in reads if any(_related(r, w) for w in written))
+        return LoopShape("timed", header, end, text, shown)
+    changed = sorted(r for r in reads if any(_related(r, w) for w in flow.advanced))
     if changed:
-        return LoopShape("self-advancing", header, end, text, tuple(reads), tuple(changed))
-    queries = [c for c in test_calls if c not in PURE_CALLS]
-    if calls or queries:
-        return LoopShape("unknown", header, end, text, tuple(reads), calls=tuple(sorted(calls | set(queries))))
-    return LoopShape("endless" if not tests else "spin-wait", header, end, text, tuple(reads))
+        return LoopShape("self-advancing", header, end, text, shown, tuple(changed))
+    queries = {c for c in test_calls if not _is_pure(c)} | {f"{n} = (a call)" for n in reads & flow.call_fed}
+    if flow.calls or queries:
+        return LoopShape("unknown", header, end, text, shown, calls=tuple(sorted(flow.calls | queries)),
+                         body_calls=bool(flow.calls))
+    return LoopShape("endless" if not tests else "spin-wait", header, end, text, shown)
 
 
 # ------------------------------------------------------------------------------- across samples
@@ -294,6 +355,7 @@ class BusyWork:
     one_call: str = ""  # the line whose call holds every sample
     helpers: tuple[str, ...] = ()  # other threads of the process, in job code, that work
     code: str = ""  # the source line of the first sample
+    sleeping: bool = False  # it sleeps in its loop (a poll, or paced work), not busy
 
     @property
     def state(self) -> BusyState:
@@ -307,9 +369,10 @@ class BusyWork:
         if kind in ("self-advancing", "iterating", "timed") or self.one_call:
             return "no-spin"
         need = rules().busy
-        if (kind in (None, "unknown") and self.frozen and len(self.lines) == 1
+        in_place = len(self.lines) == 1 or (self.loop is not None and all(self.loop.covers(n) for n in self.lines))
+        if (kind in (None, "unknown") and self.frozen and in_place
                 and self.samples >= need.spin_by_state_samples and (self.span_s or 0.0) >= need.spin_by_state_span_s):
-            return "spin"  # no source to read, but the same line and the same state, again and again
+            return "spin"  # the same loop and the same state, again and again: nothing it does advances it
         return "undecided"
 
     @property
@@ -366,10 +429,17 @@ def _python(thread: Thread) -> list[Frame]:
     return [f for f in reversed(thread.frames) if not f.native]  # outermost first
 
 
+OUTER_LOOP_FRAMES = 2  # callers of the job's innermost frame whose loop counts (node_probe reads them)
+
+
 def _loop_index(frames: list[Frame]) -> int:
-    """The job's innermost frame (the loop's), or the innermost one when all are library code."""
+    """The frame of the loop the thread runs: the job's innermost frame, or the nearest of its job
+    callers that loops (a sleep or a check in a helper called once per round); the innermost
+    frame when all are library code."""
     job = [i for i, f in enumerate(frames) if not is_library(f)]
-    return job[-1] if job else len(frames) - 1
+    if not job:
+        return len(frames) - 1
+    return next((i for i in reversed(job[-(OUTER_LOOP_FRAMES + 1):]) if loop_shape(frames[i]) is not None), job[-1])
 
 
 def frame_state(frame: Frame) -> dict[str, str]:
@@ -408,13 +478,17 @@ def _first_difference(stacks: list[list[Frame]], depth: int) -> str:
     return ""
 
 
-def busy_work(verdict: ProcessVerdict, samples: list[Process], info: dict[str, Any]) -> BusyWork | None:
+def busy_work(verdict: ProcessVerdict, samples: list[Process], info: dict[str, Any],
+              sleeping: bool = False) -> BusyWork | None:
     """The deciding busy thread of a busy process across its samples (None when no thread of its
-    latest sample is busy in Python code)."""
+    latest sample is busy in Python code); with `sleeping`, the deciding thread of a process that
+    sleeps in a loop (a poll, or paced work), read the same way."""
     main = verdict.main
     latest = verdict.process
-    thread = next((t for t, m in verdict.threads if m is main), None)
-    if thread is None or not thread.active or not _python(thread):
+    matched = next((t for t, m in verdict.threads if m is main), None)
+    # The thread as py-spy read it (a match re-read without CPU works on an idle copy).
+    thread = next((t for t in latest.threads if matched is not None and _thread_key(t) == _thread_key(matched)), None)
+    if thread is None or not (thread.active or sleeping) or not _python(thread):
         return None
     key = _thread_key(thread)
     ordered = sorted(samples, key=lambda p: p.sample)
@@ -431,7 +505,7 @@ def busy_work(verdict: ProcessVerdict, samples: list[Process], info: dict[str, A
     loop_frame = stacks[-1][depth]
     work = BusyWork(ref=latest.ref, label=latest.label, thread=str(thread.name or key), samples=len(seen),
                     span_s=_span(info, len(seen)), function=loop_frame.function, file=loop_frame.short_file,
-                    lines=(), loop=loop_shape(loop_frame), code=loop_frame.code or "")
+                    lines=(), loop=loop_shape(loop_frame), code=loop_frame.code or "", sleeping=sleeping)
     moved = gone or _first_difference(stacks[-1:] + stacks[:-1], depth) if len(stacks) > 1 else gone
     frames_at = [s[depth] for s in stacks if len(s) > depth and s[depth].function == loop_frame.function]
     work.lines = tuple(sorted({f.line for f in frames_at if f.line is not None}))
@@ -450,7 +524,7 @@ def busy_work(verdict: ProcessVerdict, samples: list[Process], info: dict[str, A
     _read_state(work, frames_at)
     line_code = (frames_at[0].code or "") if frames_at else ""
     calls_here = not line_code or "(" in line_code or "@" in line_code
-    if (len(work.lines) == 1 and kind not in ("spin-wait", "endless") and calls_here
+    if (not sleeping and len(work.lines) == 1 and kind not in ("spin-wait", "endless") and calls_here
             and not (work.loop and work.lines[0] == work.loop.header)
             and all(is_library(s[depth + 1]) for s in stacks if len(s) > depth + 1)):
         work.one_call = line_code or f"line {work.lines[0]}"
@@ -465,7 +539,11 @@ def _read_state(work: BusyWork, frames: list[Frame]) -> None:
     if len(states) < 2:
         return
     names = sorted(set(states[0]).intersection(*states[1:]))
-    tested = set(work.loop.tests) if work.loop and work.loop.kind in ("spin-wait", "endless") else None
+    # A counter the loop never tests is no progress when nothing else in the loop works (a spin
+    # that counts its rounds); with calls in its body, any local that changes may be its work.
+    loop = work.loop
+    tested = set(loop.tests) if loop and (loop.kind in ("spin-wait", "endless")
+                                          or (loop.kind == "unknown" and not loop.body_calls)) else None
     advanced, ignored, frozen = [], [], []
     for name in names:
         values = [s[name] for s in states]
@@ -496,14 +574,16 @@ def _working_threads(samples: list[Process], busy_key: Any) -> tuple[str, ...]:
 
 def busy_threads(verdicts: list[ProcessVerdict], collection: Collection,
                  refs: set[ProcessRef] | None = None) -> list[BusyWork]:
-    """Every busy process's deciding thread across its samples (only `refs` when given)."""
+    """Every busy process's deciding thread across its samples (only `refs` when given). A process
+    whose wait is not recognised counts when its deciding thread runs job code: on a loaded node a
+    computing thread gets a small share of a CPU, and its match is re-read as not busy."""
     samples: dict[ProcessRef, list[Process]] = {}
     for proc in collection.processes:
         samples.setdefault(proc.ref, []).append(proc)
     out: list[BusyWork] = []
     for v in verdicts:
         ref = v.process.ref
-        if v.verdict != "busy" or (refs is not None and ref not in refs):
+        if v.verdict not in ("busy", "unknown") or (refs is not None and ref not in refs):
             continue
         work = busy_work(v, samples.get(ref, [v.process]), collection.info.get(ref, {}))
         if work is not None:

@@ -43,8 +43,8 @@ def plan(diag: Diagnosis, now_s: float) -> SamplingPlan:
     top = diag.causes[0]
     culprit = top.culprits[0]
     busy = {w.ref: w for w in diag.busy}
-    if culprit.state == "busy" and not top.cycle:
-        work = busy.get(culprit.ref)
+    work = busy.get(culprit.ref)
+    if (culprit.state == "busy" or (culprit.state == "unknown" and work is not None)) and not top.cycle:
         if work is None or work.state in ("no-spin", "undecided"):
             out.add(culprit.ref, f"{culprit.label()} is busy and {work.seen() if work else 'its samples'} do not show "
                                  "whether it advances")

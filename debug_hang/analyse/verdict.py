@@ -189,9 +189,10 @@ def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: li
     title = (catalog()[top.pattern].title if top.pattern in catalog()
              else "A chain of waits ending in a process whose own wait is not recognised (see its evidence)")
     spin = None
-    if not cycle and top.culprits[0].state == "busy":
-        # A busy culprit is a hang only with positive evidence that it does not advance.
-        work = next((w for w in busy or [] if w.ref == top.culprits[0].ref), None)
+    work = next((w for w in busy or [] if w.ref == top.culprits[0].ref), None)
+    if not cycle and (top.culprits[0].state == "busy" or (top.culprits[0].state == "unknown" and work is not None)):
+        # A busy culprit is a hang only with positive evidence that it does not advance (one whose
+        # wait is not recognised, and whose thread runs job code, is read the same way).
         if work is not None and work.state == "advancing":
             return "no-hang", (f"Job {job_id} is computing, not hung: {work.text()}. The stacks alone read as "
                                f"{top.pattern} in {names}; {len(top.victims)} process(es) wait for that work.")

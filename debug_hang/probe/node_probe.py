@@ -68,6 +68,7 @@ LOCKS_TRUNCATED = "locks-truncated"
 SOURCE_DEPTH = 12
 CONTEXT_LINES = 3  # lines kept above and below the job's innermost frame
 LOOP_LINES = 24  # ... or the whole loop it runs in, when the loop is at most this long
+OUTER_LOOP_FRAMES = 2  # the job's callers of that frame whose loop is kept too
 _LIBRARY_PATH = re.compile(r"(/site-packages/|/dist-packages/|/lib/python\d+\.\d+/)")
 
 
@@ -204,23 +205,31 @@ def add_source_lines(proc: Process, depth: int = SOURCE_DEPTH, redactor: Redacto
     redacted before they are cut (a cut token is no longer recognisable).
     """
     clean = (redactor or Redactor()).redact
+
+    def numbered(path: str, first: int, last: int) -> list[str]:
+        return [f"{n}: {clean(linecache.getline(path, n).rstrip())[:160]}"
+                for n in range(first, last + 1) if linecache.getline(path, n)]
+
     for thread in proc.threads:
-        user_seen = False
+        job_frames = 0
         for frame in thread.frames[:depth]:
             if frame.native or not frame.line or not frame.file.endswith(".py"):
                 continue
             line = linecache.getline(frame.file, frame.line)
             if line:
                 frame.code = clean(line.strip())[:200]
-            if not user_seen and not _LIBRARY_PATH.search(frame.file):
+            if _LIBRARY_PATH.search(frame.file) or job_frames > OUTER_LOOP_FRAMES:
+                continue
+            job_frames += 1
+            first, last = loop_span(frame.file, frame.line)
+            if job_frames == 1:
                 # The job's innermost frame: keep the lines around it and the whole loop it runs
                 # in, when short (the analysis reads what the loop tests and what it changes).
-                user_seen = True
-                first, last = loop_span(frame.file, frame.line)
-                first = max(1, min(first, frame.line - CONTEXT_LINES))
-                last = max(last, frame.line + CONTEXT_LINES)
-                frame.context = [f"{n}: {clean(linecache.getline(frame.file, n).rstrip())[:160]}"
-                                 for n in range(first, last + 1) if linecache.getline(frame.file, n)]
+                frame.context = numbered(frame.file, max(1, min(first, frame.line - CONTEXT_LINES)),
+                                         max(last, frame.line + CONTEXT_LINES))
+            elif (first, last) != (frame.line, frame.line):
+                # A caller of it that loops (a sleep in a helper called once per item): its loop.
+                frame.context = numbered(frame.file, first, last)
 
 
 def _indent(text: str) -> int:
