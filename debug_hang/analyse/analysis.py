@@ -8,13 +8,20 @@ import dataclasses
 import time
 from typing import Any
 
-from debug_hang.analyse.busy import busy_threads
+from debug_hang.analyse.busy import busy_threads, paced_threads
 from debug_hang.analyse.diagnosis import Diagnosis
 from debug_hang.analyse.graph import GraphInputs, WaitGraph, build_graph
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, match_process, match_thread, settings
 from debug_hang.analyse.progress import ProcessProgress, assess, loop_moved, summary_text
 from debug_hang.analyse.rootcause import RootCause, chains, root_causes
-from debug_hang.analyse.verdict import blind_summary, busy_call_younger_than_before, decide, uninspected, weigh_confidence
+from debug_hang.analyse.verdict import (
+    blind_summary,
+    busy_call_younger_than_before,
+    decide,
+    holders_at_work,
+    uninspected,
+    weigh_confidence,
+)
 from debug_hang.model import Collection, CollectionError, Process, ProcessRef
 from debug_hang.rows import JobRow, Rows, TaskRow, tasks_of
 from debug_hang.snapshot import POLLING_TASKS, Snapshot, available_resources, node_totals, resource_usage
@@ -77,8 +84,8 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
     waiting = {id(v.process) for v in verdicts if v.verdict in ("blocked", "busy")}  # one pass, not one per process
     moving = [p for p in latest if not stuck.get(p.ref, True) and id(p) in waiting]
     signals = progress_signals(graph, causes, verdicts, collection)
-    busy = busy_threads(verdicts, collection)
-    verdict, summary = decide(inputs.job, causes, progress, moving, graph, verdicts, signals, busy)
+    busy = busy_threads(verdicts, collection) + paced_threads(verdicts, collection)
+    verdict, summary = decide(inputs.job, causes, progress, moving, graph, verdicts, signals, busy, rows.tasks)
     if verdict == "hang":
         young = busy_call_younger_than_before(causes, rows.tasks, snap.taken_at * 1000.0)
         if young:
@@ -94,7 +101,8 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
         causes = []  # waits for work in flight are not root causes
         progress = progress + [f"{s.name} {summary_text(s.deciding('progress'))}" for s in signals
                                if s.strongest() == "progress"]
-        progress += [w.text() for w in busy if w.state == "advancing" and w.ref in culprits]
+        progress += [w.text() for w in busy if w.state == "advancing"
+                     and (w.ref in culprits or any(w in holders_at_work(c, busy, rows.tasks) for c in causes))]
     elif verdict == "hang":
         weigh_confidence(causes, signals, tasks_after is not None)
         for cause in causes:

@@ -396,29 +396,35 @@ class BusyWork:
             what = "; ".join(x for x in (f"its stack moved ({self.moved})" if self.moved else "",
                                           f"its loop state advanced ({', '.join(self.advanced[:3])})" if self.advanced else "")
                              if x)
+            if self.sleeping:
+                return f"{self.label} sleeps between the rounds of a loop that moves on: {what}, in {self.seen()}"
             return f"{self.label} works: {what}, in {self.seen()}"
         if state == "spin":
             why = self.loop.why() if self.loop else "no source to read, but the same line and the same loop state"
             state_text = f"; its state stayed {', '.join(self.frozen[:3])}" if self.frozen else ""
             other = f" ({', '.join(self.ignored[:2])} changed, which the loop does not test)" if self.ignored else ""
-            return (f"{self.label} spins at {self.where()} in every one of {self.seen()}: {why}"
+            verb = "polls" if self.sleeping else "spins"
+            return (f"{self.label} {verb} at {self.where()} in every one of {self.seen()}: {why}"
                     f"{state_text}{other}")
         if state == "no-spin":
             why = (f"every sample is inside one call at {self.where()}: the CPU goes to code below Python "
                    "(numpy, BLAS, a C extension), which `py-spy dump --native` shows"
                    if self.one_call else self.loop.why() if self.loop else "")
+            if self.sleeping:
+                return (f"{self.label} sleeps inside a loop that is no poll for a condition ({why}): paced work; "
+                        f"nothing was seen to advance in {self.seen()}")
             return (f"{self.label} is busy in a computation that is no spin ({why}); nothing was seen to advance "
                     f"in {self.seen()}")
         reason = (f"other threads of it work ({', '.join(self.helpers[:2])}) and may end its wait" if self.helpers
                   else "neither its loop's source nor its scalar locals show whether it advances")
-        return f"{self.label} is busy at {self.where()} in {self.seen()}: {reason}"
+        return f"{self.label} is {'sleeping' if self.sleeping else 'busy'} at {self.where()} in {self.seen()}: {reason}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"pid": self.ref.pid, "node_id": self.ref.node_id, "name": self.label, "thread": self.thread,
                 "state": self.state, "samples": self.samples, "span_s": self.span_s, "function": self.function,
                 "lines": list(self.lines), "loop": self.loop.kind if self.loop else None,
                 "moved": self.moved, "advanced": list(self.advanced), "frozen": list(self.frozen),
-                "one_call": self.one_call, "text": self.text()}
+                "one_call": self.one_call, "sleeping": self.sleeping, "text": self.text()}
 
 
 def _thread_key(thread: Thread) -> Any:
@@ -570,6 +576,24 @@ def _working_threads(samples: list[Process], busy_key: Any) -> tuple[str, ...]:
         if any(t.active for t in threads) or len(stacks) > 1:
             working.append(str(threads[-1].name or _thread_key(threads[-1])))
     return tuple(working)
+
+
+def paced_threads(verdicts: list[ProcessVerdict], collection: Collection) -> list[BusyWork]:
+    """Every process whose reading is a sleep in a loop (verdict_rules.yaml `busy.paced_patterns`:
+    a poll) across its samples: a loop that tests what nothing in it changes polls; one that
+    iterates or changes what it tests is paced work."""
+    paced = set(rules().busy.paced_patterns)
+    samples: dict[ProcessRef, list[Process]] = {}
+    for proc in collection.processes:
+        samples.setdefault(proc.ref, []).append(proc)
+    out = []
+    for v in verdicts:
+        if v.verdict == "blocked" and v.pattern in paced:
+            work = busy_work(v, samples.get(v.process.ref, [v.process]), collection.info.get(v.process.ref, {}),
+                             sleeping=True)
+            if work is not None:
+                out.append(work)
+    return out
 
 
 def busy_threads(verdicts: list[ProcessVerdict], collection: Collection,

@@ -63,6 +63,7 @@ class BusyRules:
     spin_by_state_span_s: float = 3.0
     extra_samples: int = 4
     young_wait_s: float = 10.0
+    paced_patterns: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -129,9 +130,17 @@ def load_rules(path: Path | str = RULES_PATH) -> Rules:
 def _busy_rules(raw: Any, where: str) -> BusyRules:
     if not isinstance(raw, dict):
         raise BadInputError(f"{where}: expected a mapping")
+    known = set(BusyRules.__dataclass_fields__)
+    if set(raw) - known:
+        raise BadInputError(f"{where}: unknown key(s) {sorted(set(raw) - known)}; known: {sorted(known)}")
+    d = BusyRules()
     try:
-        return BusyRules(**{k: type(getattr(BusyRules, k))(v) for k, v in raw.items()})
-    except (TypeError, ValueError, AttributeError) as exc:
+        return BusyRules(spin_by_state_samples=int(raw.get("spin_by_state_samples", d.spin_by_state_samples)),
+                         spin_by_state_span_s=float(raw.get("spin_by_state_span_s", d.spin_by_state_span_s)),
+                         extra_samples=int(raw.get("extra_samples", d.extra_samples)),
+                         young_wait_s=float(raw.get("young_wait_s", d.young_wait_s)),
+                         paced_patterns=tuple(str(x) for x in raw.get("paced_patterns") or ()))
+    except (TypeError, ValueError) as exc:
         raise BadInputError(f"{where}: {exc}") from None
 
 

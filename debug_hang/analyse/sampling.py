@@ -48,6 +48,8 @@ def plan(diag: Diagnosis, now_s: float) -> SamplingPlan:
         if work is None or work.state in ("no-spin", "undecided"):
             out.add(culprit.ref, f"{culprit.label()} is busy and {work.seen() if work else 'its samples'} do not show "
                                  "whether it advances")
+    if work is not None and work.sleeping and work.state == "no-spin":
+        out.add(culprit.ref, f"{culprit.label()} sleeps in a loop that is no poll: more samples show whether it moves on")
     culprit_refs = {c.ref for c in top.culprits}
     for signal in diag.signals:
         ref = ProcessRef(signal.node_id, signal.pid)

@@ -3,6 +3,7 @@ and how sure; processes that could not be looked into; crash loops' death reason
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from debug_hang.analyse.busy import BusyWork
@@ -144,9 +145,62 @@ def youngest_task_age_s(job_id: str | None, tasks: list[TaskRow], now_s: float) 
     return (now_s * 1000.0 - max(starts)) / 1000.0 if starts else None
 
 
+def holders_at_work(cause: RootCause, busy: list[BusyWork], tasks: list[TaskRow]) -> list[BusyWork]:
+    """For a demand starved of resources: the running calls that hold them and compute (their
+    threads run job code and are no spin). A demand waiting for calls that work waits for work."""
+    demand = cause.culprits[0]
+    if demand.kind != "resource" or demand.state != "starved":
+        return []
+    wanted = set(re.findall(r"([A-Za-z_][\w:]*): ", demand.name))
+    holders = {ProcessRef(t.node_id, t.worker_pid) for t in tasks if t.state == "RUNNING" and t.worker_pid
+               and any(float(t.required_resources.get(r, 0)) > 0 for r in wanted)}
+    return [w for w in busy if w.ref in holders and w.state in ("advancing", "no-spin")]
+
+
+def _busy_decision(job_id: str | None, top: RootCause, title: str, busy: list[BusyWork],
+                   tasks: list[TaskRow]) -> tuple[tuple[Verdict, str] | None, BusyWork | None]:
+    """A busy culprit is a hang only with positive evidence that it does not advance (one whose
+    wait is not recognised, and whose thread runs job code, is read the same way); a demand starved
+    of resources that running calls hold while they compute waits for work. Returns the decision
+    (None: go on) and the culprit's spin, when it was seen to spin."""
+    culprit = top.culprits[0]
+    names = ", ".join(c.label() for c in top.culprits)
+    work = next((w for w in busy if w.ref == culprit.ref), None)
+    if culprit.state == "busy" or (culprit.state == "unknown" and work is not None):
+        if work is not None and work.state == "advancing":
+            return ("no-hang", f"Job {job_id} is computing, not hung: {work.text()}. The stacks alone read as "
+                               f"{top.pattern} in {names}; {len(top.victims)} process(es) wait for that work."), None
+        if work is None or work.state != "spin":
+            seen = work.text() if work is not None else f"{names} is busy, and its thread could not be followed across samples"
+            return ("inconclusive", f"Job {job_id} may be hung ({title[:1].lower() + title[1:]} — culprit {names}), but "
+                                    f"{seen}. A hang needs it seen not to advance: the same loop, its state unchanged, "
+                                    "nothing in it that can end it."), None
+        return None, work
+    if work is not None and work.sleeping and culprit.state == "blocked":
+        # A sleep in a loop (a poll): a hang only when the loop polls a condition nothing in it changes.
+        if work.state == "advancing":
+            return ("no-hang", f"Job {job_id} is working at its own pace, not hung: {work.text()}. The stacks alone "
+                               f"read as {top.pattern} in {names}."), None
+        if work.state == "no-spin":
+            return ("inconclusive", f"Job {job_id} may be hung ({title[:1].lower() + title[1:]} — culprit {names}), "
+                                    f"but {work.text()}. A hang needs a poll whose condition nothing changes."), None
+        return None, work if work.state == "spin" else None
+    holders = holders_at_work(top, busy, tasks)
+    if not holders:
+        return None, None
+    advancing = [w for w in holders if w.state == "advancing"]
+    seen = "; ".join(w.text() for w in (advancing or holders)[:2])
+    if advancing:
+        return ("no-hang", f"Job {job_id} is working: {culprit.label()} waits for resources that running calls "
+                           f"hold while they compute ({seen}). It is scheduled when one of them ends."), None
+    return ("inconclusive", f"Job {job_id}: {culprit.label()} waits for resources that running calls hold, and they "
+                            f"are busy: {seen}. A hang needs them seen not to advance."), None
+
+
 def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: list[Process],
              graph: WaitGraph, verdicts: list[ProcessVerdict],
-             signals: list[ProcessProgress] | None = None, busy: list[BusyWork] | None = None) -> tuple[Verdict, str]:
+             signals: list[ProcessProgress] | None = None, busy: list[BusyWork] | None = None,
+             tasks: list[TaskRow] | None = None) -> tuple[Verdict, str]:
     job_id = job.job_id
     if job.ended:
         return "no-hang", (f"Job {job_id} is not running: its status is {job.status}"
@@ -188,20 +242,9 @@ def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: li
     moving_note = (f" Note: {len(moving)} process(es) changed stack between samples." if moving else "")
     title = (catalog()[top.pattern].title if top.pattern in catalog()
              else "A chain of waits ending in a process whose own wait is not recognised (see its evidence)")
-    spin = None
-    work = next((w for w in busy or [] if w.ref == top.culprits[0].ref), None)
-    if not cycle and (top.culprits[0].state == "busy" or (top.culprits[0].state == "unknown" and work is not None)):
-        # A busy culprit is a hang only with positive evidence that it does not advance (one whose
-        # wait is not recognised, and whose thread runs job code, is read the same way).
-        if work is not None and work.state == "advancing":
-            return "no-hang", (f"Job {job_id} is computing, not hung: {work.text()}. The stacks alone read as "
-                               f"{top.pattern} in {names}; {len(top.victims)} process(es) wait for that work.")
-        if work is None or work.state != "spin":
-            seen = work.text() if work is not None else f"{names} is busy, and its thread could not be followed across samples"
-            return "inconclusive", (f"Job {job_id} may be hung ({title[:1].lower() + title[1:]} — culprit {names}), but "
-                                    f"{seen}. A hang needs it seen not to advance: the same loop, its state unchanged, "
-                                    "nothing in it that can end it.")
-        spin = work
+    decided, spin = (None, None) if cycle else _busy_decision(job_id, top, title, busy or [], tasks or [])
+    if decided is not None:
+        return decided
     # Activity that need not be work counts on the culprits only: a victim's own threads (a
     # driver forwarding logs) do not say that the culprit will release it.
     culprit_pids = {(c.node_id, c.pid) for cause in causes for c in cause.culprits}
