@@ -19,6 +19,7 @@ from conftest import ROOT
 from debug_hang.analyse import sampling
 from debug_hang.analyse.analysis import analyse
 from debug_hang.analyse.busy import BusyWork, busy_threads, busy_work
+from debug_hang.analyse.diagnosis import Diagnosis
 from debug_hang.analyse.patterns import match_process
 from debug_hang.model import Collection, process_from_dict
 from debug_hang.pipeline import load_capture, merge_round, reanalyse
@@ -32,18 +33,6 @@ CASES = ROOT / "tests" / "data" / "cases"
 needs_pyspy = pytest.mark.skipif(find_pyspy() is None, reason="py-spy not installed")
 
 
-def _busy(case: str) -> BusyWork:
-    diag = reanalyse(CASES / case)
-    (work,) = [w for w in diag.busy if w.ref == diag_culprit(case)]
-    return work
-
-
-def diag_culprit(case: str):  # type: ignore[no-untyped-def]
-    diag = reanalyse(CASES / case)
-    busy = [w for w in diag.busy]
-    return busy[0].ref
-
-
 def first_round(case: str) -> Collection:
     """The capture as its first round of samples saw it (samples 0 and 1)."""
     cap = load_capture(CASES / case)
@@ -53,7 +42,7 @@ def first_round(case: str) -> Collection:
     return dataclasses.replace(coll, processes=keep, info=info)
 
 
-def analyse_round(case: str, coll: Collection):  # type: ignore[no-untyped-def]
+def analyse_round(case: str, coll: Collection) -> Diagnosis:
     cap = load_capture(CASES / case)
     return analyse(cap.job, cap.snapshot, coll, cap.tasks_after, "", "", [], [], 0.0)
 
@@ -170,6 +159,50 @@ def test_two_rounds_merge_into_one_collection() -> None:
     assert busy_threads(analyse(cap.job, cap.snapshot, first, cap.tasks_after, "", "", [], [], 0.0).verdicts, first)
 
 
-def _unused(path: Path) -> None:  # pragma: no cover - keeps helpers referenced until the new cases land
-    _busy(path.name)
-    analyse_round(path.name, first_round(path.name))
+# --- the four recorded examples of this mechanism -------------------------------------------------
+
+def test_a_silent_numpy_evaluation_after_logged_steps_is_work() -> None:
+    # GIVEN the Trainer 40 logged steps in, in minutes of numpy evaluation that print nothing
+    diag = reanalyse(CASES / "silent_numpy_eval")
+    (work,) = diag.busy
+    # THEN its loop goes on between samples: no-hang, and the summary says what moved
+    assert work.state == "advancing" and work.moved
+    assert diag.verdict == "no-hang" and "stack moved" in diag.summary
+    assert not_a_hang(diag).startswith("the job move")
+
+
+def test_a_pure_python_loop_that_advances_its_exit_is_work_and_a_spin_on_a_flag_is_not() -> None:
+    # GIVEN two busy threads of the same shape: one function, one `while` loop, 100 % CPU, no output
+    counter = reanalyse(CASES / "pure_python_counter")
+    spin = reanalyse(CASES / "spin_flag_never_set")
+    (counting,) = counter.busy
+    (spinning,) = spin.busy
+    # THEN the mechanism separates them: the Sampler's loop changes what it tests ...
+    assert counting.loop is not None and counting.loop.kind == "self-advancing" and "accepted" in counting.loop.changes
+    assert counting.state == "advancing" and counter.verdict == "no-hang"
+    # ... the FeatureCache's tests a flag nothing in it changes (its counter is not tested): a hang
+    assert spinning.loop is not None and spinning.loop.kind == "spin-wait" and spinning.loop.tests == ("self._ready",)
+    assert spinning.state == "spin" and spin.verdict == "hang" and spin.causes[0].pattern == "busy-loop"
+    assert spin.sampling["samples"] == 2, "a spin its source proves needs no more samples"
+
+
+def test_one_long_lapack_call_is_no_spin_after_more_samples() -> None:
+    # GIVEN the Analyzer inside one np.linalg.eigvals call, sampled in two rounds
+    diag = reanalyse(CASES / "long_single_call")
+    (work,) = diag.busy
+    # THEN every one of its samples is under one call: no spin, nothing seen to advance: inconclusive
+    assert work.one_call == "vals = np.linalg.eigvals(a)" and work.state == "no-spin"
+    assert work.samples >= 4 and (work.span_s or 0) >= 3
+    assert diag.verdict == "inconclusive" and "no spin" in diag.summary
+    assert diag.sampling["rounds"] == 2 and "do not show whether it advances" in diag.sampling["why"][0]
+    assert not_a_hang(diag).startswith("a computation, not a wait")
+
+
+def test_the_first_round_asks_for_more_samples_of_the_undecided_culprit_only() -> None:
+    # GIVEN the first round of each capture (its first two samples)
+    call = analyse_round("long_single_call", first_round("long_single_call"))
+    spin = analyse_round("spin_flag_never_set", first_round("spin_flag_never_set"))
+    # THEN the long call is sampled again, the proven spin is not
+    assert [r.pid for r in sampling.plan(call, 0.0).refs] == [call.busy[0].ref.pid]
+    assert call.verdict == "inconclusive"
+    assert not sampling.plan(spin, 0.0).refs and spin.verdict == "hang"
