@@ -15,10 +15,10 @@ from debug_hang.analyse.patterns import ProcessVerdict, catalog, match_process, 
 from debug_hang.analyse.progress import ProcessProgress, assess, loop_moved, summary_text
 from debug_hang.analyse.rootcause import RootCause, chains, root_causes
 from debug_hang.analyse.verdict import (
+    at_work,
     blind_summary,
     busy_call_younger_than_before,
     decide,
-    holders_at_work,
     uninspected,
     weigh_confidence,
 )
@@ -85,7 +85,11 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
     moving = [p for p in latest if not stuck.get(p.ref, True) and id(p) in waiting]
     signals = progress_signals(graph, causes, verdicts, collection)
     busy = busy_threads(verdicts, collection) + paced_threads(verdicts, collection)
-    verdict, summary = decide(inputs.job, causes, progress, moving, graph, verdicts, signals, busy, rows.tasks)
+    # Culprits seen working between samples (and starved demands whose holders are) are no root causes.
+    working = [(c, text) for c in causes if (text := at_work(c, busy, rows.tasks))]
+    causes = [c for c in causes if all(c is not w for w, _ in working)]
+    verdict, summary = decide(inputs.job, causes, progress, moving, graph, verdicts, signals, busy, rows.tasks,
+                              [text for _, text in working])
     if verdict == "hang":
         young = busy_call_younger_than_before(causes, rows.tasks, snap.taken_at * 1000.0)
         if young:
@@ -96,13 +100,11 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
         # A verdict needs evidence: "nothing is blocked" from processes nobody could look into
         # is no finding. Lead with what failed and how to fix it.
         verdict, summary = "inconclusive", blind_summary(inputs.job, blind, summary)
-    culprits = {c.ref for cause in causes for c in cause.culprits}
     if verdict == "no-hang":
         causes = []  # waits for work in flight are not root causes
         progress = progress + [f"{s.name} {summary_text(s.deciding('progress'))}" for s in signals
                                if s.strongest() == "progress"]
-        progress += [w.text() for w in busy if w.state == "advancing"
-                     and (w.ref in culprits or any(w in holders_at_work(c, busy, rows.tasks) for c in causes))]
+        progress += [text for _, text in working]
     elif verdict == "hang":
         weigh_confidence(causes, signals, tasks_after is not None)
         for cause in causes:

@@ -48,6 +48,7 @@ _NUMBERED = re.compile(r"^(\d+): ?(.*)$")
 _LOOP_HEAD = re.compile(r"^\s*(?:async\s+)?(?:while|for)\b")
 _BLOCK_HEAD = re.compile(r"^\s*(?:async\s+)?(?:def|class)\b")
 _IDENTITY = re.compile(r"^<.* at 0x[0-9a-f]+>$")
+_IMPORTING = re.compile(r"<frozen importlib\._bootstrap(?:_external)?>|importlib/_bootstrap")
 MAX_VALUE_CHARS = 60
 
 
@@ -356,9 +357,12 @@ class BusyWork:
     helpers: tuple[str, ...] = ()  # other threads of the process, in job code, that work
     code: str = ""  # the source line of the first sample
     sleeping: bool = False  # it sleeps in its loop (a poll, or paced work), not busy
+    starting: str = ""  # it is importing modules (a worker starting up): what it moves through is no work
 
     @property
     def state(self) -> BusyState:
+        if self.starting:
+            return "undecided"  # loading code: its work, or its wait, has not begun
         if self.moved or self.advanced:
             return "advancing"
         if self.helpers:
@@ -415,8 +419,8 @@ class BusyWork:
                         f"nothing was seen to advance in {self.seen()}")
             return (f"{self.label} is busy in a computation that is no spin ({why}); nothing was seen to advance "
                     f"in {self.seen()}")
-        reason = (f"other threads of it work ({', '.join(self.helpers[:2])}) and may end its wait" if self.helpers
-                  else "neither its loop's source nor its scalar locals show whether it advances")
+        reason = self.starting or (f"other threads of it work ({', '.join(self.helpers[:2])}) and may end its wait"
+                                   if self.helpers else "neither its loop's source nor its scalar locals show whether it advances")
         return f"{self.label} is {'sleeping' if self.sleeping else 'busy'} at {self.where()} in {self.seen()}: {reason}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -535,6 +539,8 @@ def busy_work(verdict: ProcessVerdict, samples: list[Process], info: dict[str, A
             and all(is_library(s[depth + 1]) for s in stacks if len(s) > depth + 1)):
         work.one_call = line_code or f"line {work.lines[0]}"
     work.helpers = _working_threads(ordered, key)
+    if any(_IMPORTING.search(f.file) or f.function in ("_find_and_load", "_gcd_import") for s in stacks[-1:] for f in s):
+        work.starting = "it is importing modules: a process starting up, whose work (or wait) has not begun"
     return work
 
 

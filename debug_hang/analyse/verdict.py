@@ -157,50 +157,68 @@ def holders_at_work(cause: RootCause, busy: list[BusyWork], tasks: list[TaskRow]
     return [w for w in busy if w.ref in holders and w.state in ("advancing", "no-spin")]
 
 
+def _culprit_work(cause: RootCause, busy: list[BusyWork]) -> BusyWork | None:
+    """The culprit's thread across its samples, when its reading is a busy thread (or an
+    unrecognised wait whose thread runs job code) or a sleep in a loop."""
+    culprit = cause.culprits[0]
+    work = next((w for w in busy if w.ref == culprit.ref), None)
+    if work is None or cause.cycle:
+        return None
+    if culprit.state == "busy" or (culprit.state == "unknown" and not work.sleeping):
+        return work
+    return work if work.sleeping and culprit.state == "blocked" else None
+
+
+def at_work(cause: RootCause, busy: list[BusyWork], tasks: list[TaskRow]) -> str:
+    """What shows a root cause's culprit working ("" when nothing does): its thread seen to advance
+    between samples, or, for a demand starved of resources, running calls that hold them and
+    advance. Such a cause is no root cause: what waits on it waits for work in flight."""
+    work = _culprit_work(cause, busy)
+    if work is not None and work.state == "advancing":
+        return work.text()
+    if cause.cycle:
+        return ""
+    holders = [w for w in holders_at_work(cause, busy, tasks) if w.state == "advancing"]
+    if holders:
+        return (f"{cause.culprits[0].label()} waits for resources that running calls hold while they compute "
+                f"({'; '.join(w.text() for w in holders[:2])}); it is scheduled when one of them ends")
+    return ""
+
+
 def _busy_decision(job_id: str | None, top: RootCause, title: str, busy: list[BusyWork],
                    tasks: list[TaskRow]) -> tuple[tuple[Verdict, str] | None, BusyWork | None]:
-    """A busy culprit is a hang only with positive evidence that it does not advance (one whose
-    wait is not recognised, and whose thread runs job code, is read the same way); a demand starved
-    of resources that running calls hold while they compute waits for work. Returns the decision
-    (None: go on) and the culprit's spin, when it was seen to spin."""
+    """A busy culprit is a hang only with positive evidence that it does not advance; a sleep in a
+    loop only when the loop polls a condition nothing in it changes; a demand starved of resources
+    held by busy calls only when they are seen not to advance. (Culprits seen to advance were set
+    aside before: `at_work`.) Returns the decision (None: go on) and the culprit's spin, if any."""
     culprit = top.culprits[0]
     names = ", ".join(c.label() for c in top.culprits)
-    work = next((w for w in busy if w.ref == culprit.ref), None)
-    if culprit.state == "busy" or (culprit.state == "unknown" and work is not None):
-        if work is not None and work.state == "advancing":
-            return ("no-hang", f"Job {job_id} is computing, not hung: {work.text()}. The stacks alone read as "
-                               f"{top.pattern} in {names}; {len(top.victims)} process(es) wait for that work."), None
+    work = _culprit_work(top, busy)
+    lead = f"Job {job_id} may be hung ({title[:1].lower() + title[1:]} — culprit {names}), but"
+    if work is not None and work.sleeping:
+        if work.state == "no-spin":
+            return ("inconclusive", f"{lead} {work.text()}. A hang needs a poll whose condition nothing changes."), None
+        return None, work if work.state == "spin" else None
+    if culprit.state == "busy" or work is not None:
         if work is None or work.state != "spin":
             seen = work.text() if work is not None else f"{names} is busy, and its thread could not be followed across samples"
-            return ("inconclusive", f"Job {job_id} may be hung ({title[:1].lower() + title[1:]} — culprit {names}), but "
-                                    f"{seen}. A hang needs it seen not to advance: the same loop, its state unchanged, "
-                                    "nothing in it that can end it."), None
+            return ("inconclusive", f"{lead} {seen}. A hang needs it seen not to advance: the same loop, its state "
+                                    "unchanged, nothing in it that can end it."), None
         return None, work
-    if work is not None and work.sleeping and culprit.state == "blocked":
-        # A sleep in a loop (a poll): a hang only when the loop polls a condition nothing in it changes.
-        if work.state == "advancing":
-            return ("no-hang", f"Job {job_id} is working at its own pace, not hung: {work.text()}. The stacks alone "
-                               f"read as {top.pattern} in {names}."), None
-        if work.state == "no-spin":
-            return ("inconclusive", f"Job {job_id} may be hung ({title[:1].lower() + title[1:]} — culprit {names}), "
-                                    f"but {work.text()}. A hang needs a poll whose condition nothing changes."), None
-        return None, work if work.state == "spin" else None
     holders = holders_at_work(top, busy, tasks)
-    if not holders:
-        return None, None
-    advancing = [w for w in holders if w.state == "advancing"]
-    seen = "; ".join(w.text() for w in (advancing or holders)[:2])
-    if advancing:
-        return ("no-hang", f"Job {job_id} is working: {culprit.label()} waits for resources that running calls "
-                           f"hold while they compute ({seen}). It is scheduled when one of them ends."), None
-    return ("inconclusive", f"Job {job_id}: {culprit.label()} waits for resources that running calls hold, and they "
-                            f"are busy: {seen}. A hang needs them seen not to advance."), None
+    if holders:
+        return ("inconclusive", f"Job {job_id}: {culprit.label()} waits for resources that running calls hold, and "
+                                f"they are busy: {'; '.join(w.text() for w in holders[:2])}. A hang needs them seen "
+                                "not to advance."), None
+    return None, None
 
 
 def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: list[Process],
              graph: WaitGraph, verdicts: list[ProcessVerdict],
              signals: list[ProcessProgress] | None = None, busy: list[BusyWork] | None = None,
-             tasks: list[TaskRow] | None = None) -> tuple[Verdict, str]:
+             tasks: list[TaskRow] | None = None, at_work_seen: list[str] | None = None) -> tuple[Verdict, str]:
+    """The verdict and its summary. `causes` are the root causes left once those whose culprit was
+    seen working (`at_work_seen`: what showed it, see `at_work`) were set aside."""
     job_id = job.job_id
     if job.ended:
         return "no-hang", (f"Job {job_id} is not running: its status is {job.status}"
@@ -218,6 +236,10 @@ def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: li
         families = sorted({f.family for w in working for f in w.deciding("progress")})
         return "no-hang", (f"Job {job_id} is progressing: {_signal_text(working, 'progress')}.{looked} "
                            f"(confidence {progress_confidence(working)}: {' and '.join(families)} agree)")
+    if not causes and at_work_seen:
+        return "no-hang", (f"Job {job_id} is computing, not hung: {at_work_seen[0]}"
+                           f"{f' (and {len(at_work_seen) - 1} more)' if len(at_work_seen) > 1 else ''}. "
+                           "What waits on it waits for work in flight.")
     if not causes:
         blocked = [v for v in verdicts if v.verdict in ("blocked", "busy")]
         if not blocked:
