@@ -19,6 +19,7 @@ from debug_hang.analyse.verdict import (
     blind_summary,
     busy_call_younger_than_before,
     decide,
+    still_starting,
     uninspected,
     weigh_confidence,
 )
@@ -87,9 +88,10 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
     busy = busy_threads(verdicts, collection) + paced_threads(verdicts, collection)
     # Culprits seen working between samples (and starved demands whose holders are) are no root causes.
     working = [(c, text) for c in causes if (text := at_work(c, busy, rows.tasks))]
-    causes = [c for c in causes if all(c is not w for w, _ in working)]
+    starting = [(c, text) for c in causes if (text := still_starting(c, busy))]
+    causes = [c for c in causes if all(c is not w for w, _ in working + starting)]
     verdict, summary = decide(inputs.job, causes, progress, moving, graph, verdicts, signals, busy, rows.tasks,
-                              [text for _, text in working])
+                              [text for _, text in working], [text for _, text in starting])
     if verdict == "hang":
         young = busy_call_younger_than_before(causes, rows.tasks, snap.taken_at * 1000.0)
         if young:

@@ -404,15 +404,19 @@ class BusyWork:
                 return f"{self.label} sleeps between the rounds of a loop that moves on: {what}, in {self.seen()}"
             return f"{self.label} works: {what}, in {self.seen()}"
         if state == "spin":
-            why = self.loop.why() if self.loop else "no source to read, but the same line and the same loop state"
-            state_text = f"; its state stayed {', '.join(self.frozen[:3])}" if self.frozen else ""
+            if self.proven_by_source and self.loop is not None:
+                why = self.loop.why()
+            else:  # seen by its state: the loop re-reads something (through a call) that never changes
+                loop = f"the loop `{self.loop.text}`" if self.loop else "its loop"
+                why = f"{loop} found the same state in every sample ({', '.join(self.frozen[:3])})"
+            state_text = f"; its state stayed {', '.join(self.frozen[:3])}" if self.frozen and self.proven_by_source else ""
             other = f" ({', '.join(self.ignored[:2])} changed, which the loop does not test)" if self.ignored else ""
             verb = "polls" if self.sleeping else "spins"
             return (f"{self.label} {verb} at {self.where()} in every one of {self.seen()}: {why}"
                     f"{state_text}{other}")
         if state == "no-spin":
-            why = (f"every sample is inside one call at {self.where()}: the CPU goes to code below Python "
-                   "(numpy, BLAS, a C extension), which `py-spy dump --native` shows"
+            why = (f"every sample is inside one call at {self.where()}: the CPU goes to library or native code "
+                   "under that line (numpy, torch, BLAS, a C extension), which `py-spy dump --native` shows"
                    if self.one_call else self.loop.why() if self.loop else "")
             if self.sleeping:
                 return (f"{self.label} sleeps inside a loop that is no poll for a condition ({why}): paced work; "

@@ -43,13 +43,17 @@ def plan(diag: Diagnosis, now_s: float) -> SamplingPlan:
     top = diag.causes[0]
     culprit = top.culprits[0]
     busy = {w.ref: w for w in diag.busy}
+    for cause in diag.causes:  # every busy culprit: once the top one is set aside, the next decides
+        first = cause.culprits[0]
+        work = busy.get(first.ref)
+        if cause.cycle or work is None and first.state != "busy":
+            continue
+        if work is None or (not work.sleeping and work.state in ("no-spin", "undecided")):
+            out.add(first.ref, f"{first.label()} is busy and {work.seen() if work else 'its samples'} do not show "
+                               "whether it advances")
+        elif work.sleeping and work.state == "no-spin":
+            out.add(first.ref, f"{first.label()} sleeps in a loop that is no poll: more samples show whether it moves on")
     work = busy.get(culprit.ref)
-    if (culprit.state == "busy" or (culprit.state == "unknown" and work is not None)) and not top.cycle:
-        if work is None or work.state in ("no-spin", "undecided"):
-            out.add(culprit.ref, f"{culprit.label()} is busy and {work.seen() if work else 'its samples'} do not show "
-                                 "whether it advances")
-    if work is not None and work.sleeping and work.state == "no-spin":
-        out.add(culprit.ref, f"{culprit.label()} sleeps in a loop that is no poll: more samples show whether it moves on")
     culprit_refs = {c.ref for c in top.culprits}
     for signal in diag.signals:
         ref = ProcessRef(signal.node_id, signal.pid)

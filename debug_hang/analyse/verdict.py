@@ -185,6 +185,13 @@ def at_work(cause: RootCause, busy: list[BusyWork], tasks: list[TaskRow]) -> str
     return ""
 
 
+def still_starting(cause: RootCause, busy: list[BusyWork]) -> str:
+    """What shows a root cause's culprit still starting up ("" when nothing does): its busy thread
+    imports modules. Such a cause is no root cause yet: its work, or its wait, has not begun."""
+    work = _culprit_work(cause, busy)
+    return work.text() if work is not None and work.starting else ""
+
+
 def _busy_decision(job_id: str | None, top: RootCause, title: str, busy: list[BusyWork],
                    tasks: list[TaskRow]) -> tuple[tuple[Verdict, str] | None, BusyWork | None]:
     """A busy culprit is a hang only with positive evidence that it does not advance; a sleep in a
@@ -216,9 +223,11 @@ def _busy_decision(job_id: str | None, top: RootCause, title: str, busy: list[Bu
 def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: list[Process],
              graph: WaitGraph, verdicts: list[ProcessVerdict],
              signals: list[ProcessProgress] | None = None, busy: list[BusyWork] | None = None,
-             tasks: list[TaskRow] | None = None, at_work_seen: list[str] | None = None) -> tuple[Verdict, str]:
+             tasks: list[TaskRow] | None = None, at_work_seen: list[str] | None = None,
+             starting_seen: list[str] | None = None) -> tuple[Verdict, str]:
     """The verdict and its summary. `causes` are the root causes left once those whose culprit was
-    seen working (`at_work_seen`: what showed it, see `at_work`) were set aside."""
+    seen working (`at_work_seen`: what showed it, see `at_work`) or still starting (`starting_seen`,
+    see `still_starting`) were set aside."""
     job_id = job.job_id
     if job.ended:
         return "no-hang", (f"Job {job_id} is not running: its status is {job.status}"
@@ -236,6 +245,9 @@ def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: li
         families = sorted({f.family for w in working for f in w.deciding("progress")})
         return "no-hang", (f"Job {job_id} is progressing: {_signal_text(working, 'progress')}.{looked} "
                            f"(confidence {progress_confidence(working)}: {' and '.join(families)} agree)")
+    if not causes and starting_seen:
+        return "inconclusive", (f"Job {job_id} is still starting: {starting_seen[0]}. Nothing else was found "
+                                "waiting; diagnose again in a few seconds.")
     if not causes and at_work_seen:
         return "no-hang", (f"Job {job_id} is computing, not hung: {at_work_seen[0]}"
                            f"{f' (and {len(at_work_seen) - 1} more)' if len(at_work_seen) > 1 else ''}. "
