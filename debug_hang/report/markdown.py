@@ -261,7 +261,7 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
                 f" (more were needed: {md_inline('; '.join(sampled['why']))[:400]})" if sampled.get("why") else "")
         yield f"- Samples: up to {sampled['samples']} per process{span}{rounds}"
     for work in diag.busy:
-        yield f"- Busy thread: {md_inline(work.text())[:600]}"
+        yield f"- {'Thread sleeping in a loop' if work.sleeping else 'Busy thread'}: {md_inline(work.text())[:600]}"
     if diag.progress:
         yield f"- Progress seen: {md_inline('; '.join(diag.progress[:3]))}"
     yield ""
