@@ -37,4 +37,27 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "mismatch": lambda n: ("RuntimeError: Detected mismatch between collectives on ranks. "
                            + "Rank 1 is running collective: CollectiveFingerPrint(OpType=ALLREDUCE), " * n
                            + "\n"),
+    "mismatch-wrapped": lambda n: ("Detected mismatch between collectives on ranks. Rank 0 is running\n"
+                                   + "collective: CollectiveFingerPrint(OpType=ALLREDUCE)\n" * n),
+    # native dumpers: call syntax taken apart per line (parentheses, ` at `, ` from `)
+    "gdb-parens": lambda n: "Thread 1 (Thread 0x1 (LWP 1) \"x\"):\n#0  0x1 in f " + "(" * n + ")" * n + "\n",
+    "gdb-at-runs": lambda n: "#0  0x1 in f (a=" + ") at x" * n + ") at a.c:1\n",
+    "gdb-from-runs": lambda n: "#0  0x1 in f () from" + " from x" * n + "\n",
+    "gdb-frames": lambda n: "".join(f"#{i}  0x{i:x} in f{i} (a=<x at remote 0x1>, b=(1,)) at a.c:{i}\n" for i in range(n)),
+    "gdb-threads": lambda n: "".join(f'Thread {i} (Thread 0x{i:x} (LWP {i}) "p"):\n#0  0x1 in f () from /lib/x.so\n\n'
+                                     for i in range(1, n + 1)),
+    "eu-stack-lines": lambda n: "PID 1 - process\n" + "".join(f"TID {i}:\n#0  0x{i:x} f - /lib/x.so\n" for i in range(n)),
+    "lldb-ticks": lambda n: "* thread #1, name = 'x'\n    frame #0: 0x1 m`" + "`" * n + "\n",
+    "stop-location": lambda n: "f (" + "x) at " * n + "a.c:1\n",
+    "pybt-blocks": lambda n: ("Traceback (most recent call first):\n  Waiting for the GIL\n"
+                              + '  File "a.py", line 1, in f\n    x()\n' * n),
+    # sys._current_frames() recipe headers and poster notes
+    "recipe-headers": lambda n: "".join(f"-- Thread ID: {i} ---\n" for i in range(n)) + '  File "a.py", line 1, in f\n',
+    "thread-word-run": lambda n: "Thread " * n + "(1):\n",
+    "note-marks": lambda n: "f (a.py:1)" + " <-" * n + "\n",
+    "aligned-spaces": lambda n: "f" + " " * n + "a.py:1\n",
+    "nccl-lines": lambda n: "".join(f"[Rank {i}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={i}, "
+                                    "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600001 "
+                                    "milliseconds before timing out.\n" for i in range(n)),
+    "nccl-ranks": lambda n: "Ranks " + ", ".join(str(i) for i in range(n)) + " failed to pass monitoredBarrier in 5 ms\n",
 }

@@ -80,32 +80,52 @@ def ptrace_help() -> str:
 def run_main(main: Callable[[], int], prog: str) -> None:
     """Run a script's main(): map errors to exit codes and one-line messages, then exit.
 
-    stdout and stderr go through `redact.SafeStream` for the whole run: whatever a script prints
+    stdout and stderr go through `printer.SafeStream` for the whole run: whatever a script prints
     (its own text, a job's names and log lines, a library's warnings) loses secrets and control
-    characters there, once.
+    characters there, once. A reader that goes away (`| head -1`, `grep -m1`, `less` quit) ends the
+    script quietly, as grep and git do: no traceback, no message, exit 0.
     """
-    from debug_hang.redact import SafeStream
+    from debug_hang.printer import SafeStream
 
-    sys.stdout = SafeStream(sys.stdout)
-    sys.stderr = SafeStream(sys.stderr)
+    out, err = SafeStream(sys.stdout), SafeStream(sys.stderr)
+    sys.stdout, sys.stderr = out, err
     try:
         code = main()
-    except DebugHangError as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
-        code = exc.exit_code
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
-        code = 130
-    except BrokenPipeError:
-        code = EXIT_OK
-    except Exception as exc:  # noqa: BLE001 - last resort: one line, never a traceback
-        if os.environ.get("DEBUG_HANG_TRACEBACK"):
-            traceback.print_exc()
-        print(f"{prog}: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        code = EXIT_INTERNAL
+    except BaseException as exc:  # noqa: BLE001 - every ending is mapped to one exit code
+        reader_gone = out.broken or (err.broken and isinstance(exc, BrokenPipeError))
+        code = EXIT_OK if reader_gone else _exit_code_of(exc, prog)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):
             pass
-    sys.exit(code)
+    sys.exit(EXIT_OK if out.broken else code)
+
+
+def _exit_code_of(exc: BaseException, prog: str) -> int:
+    """The exit code of a script that ended with `exc`, after its one-line message on stderr."""
+    if isinstance(exc, SystemExit):  # argparse: --help (0), a usage error (2, message printed)
+        if exc.code is None or isinstance(exc.code, int):
+            return exc.code or EXIT_OK
+        _tell(str(exc.code))
+        return EXIT_INTERNAL
+    if isinstance(exc, DebugHangError):
+        _tell(f"{prog}: error: {exc}")
+        return exc.exit_code
+    if isinstance(exc, KeyboardInterrupt):
+        _tell(f"{prog}: interrupted")
+        return 130
+    if not isinstance(exc, Exception):
+        raise exc  # GeneratorExit and the like: not ours to map
+    if os.environ.get("DEBUG_HANG_TRACEBACK"):
+        traceback.print_exception(exc)
+    _tell(f"{prog}: internal error: {type(exc).__name__}: {exc}")
+    return EXIT_INTERNAL
+
+
+def _tell(message: str) -> None:
+    """One line on stderr; nothing if nobody reads it any more."""
+    try:
+        print(message, file=sys.stderr)
+    except OSError:
+        pass

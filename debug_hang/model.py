@@ -16,6 +16,10 @@ STACKS_SCHEMA = "debug-hang/stacks/v1"
 # What went wrong when something could not be read: py-spy on a target (probe/pyspy.py), a command
 # or /proc read on a node (probe/node_probe.py), a node's helper (collect/nodes.py), the diagnosis
 # itself (pipeline.py). Notes on a dump that worked (target-resumed, dumped-nonblocking) too.
+# What a process's stack was read from (Process.source): a dumper's format or a pasted form.
+StackSource = Literal["py-spy-text", "py-spy-text-0.1", "py-spy-json", "ray-stack", "stacks-v1", "node-stacks-v1",
+                      "node-dump", "faulthandler", "traceback", "frames", "thread-dump", "gdb", "eu-stack", "lldb",
+                      "torch-mismatch", "collective-facts"]
 ErrorKind = Literal[
     "pyspy-missing", "permission-denied", "process-exited", "not-python", "dump-timeout", "bad-output",
     "pyspy-failed", "uninterruptible", "target-resumed", "dumped-nonblocking",

@@ -2,7 +2,7 @@
 Markdown: untrusted.py).
 
 Everything the tool writes or prints passes through `redact()` once, at the writer
-(`write_text`/`write_json` in the output folder) and at the printer (`SafeStream` around stdout and
+(`write_text`/`write_json` in the output folder) and at the printer (`printer.SafeStream` around stdout and
 stderr): a secret is caught wherever it came from (a log line, a process title, a source line,
 a State API row). What is redacted:
 
@@ -27,7 +27,6 @@ Pure standard library: the node probe may import it.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import re
 import secrets
@@ -35,7 +34,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any, TextIO
+from typing import Any
 
 from debug_hang.untrusted import strip_controls
 
@@ -543,57 +542,3 @@ def _env_vars(raw: Any) -> Mapping[str, Any] | None:
 def safe_text(text: object, newlines: bool = True) -> str:
     """Untrusted text made safe for a terminal or a file: controls stripped, secrets redacted."""
     return redact(strip_controls(str(text), newlines))
-
-
-# --- the printer --------------------------------------------------------------------------------
-
-
-MAX_PENDING = 1 << 16  # a line longer than this without a newline is passed on in pieces
-
-
-class SafeStream(io.TextIOBase):
-    """A text stream that passes whole lines through strip_controls + redact to `target`.
-
-    Installed over sys.stdout and sys.stderr by the scripts (errors.run_main): what a script
-    prints is redacted there once. A partial line waits for its newline (or flush/close), so
-    that a token is never split across two writes.
-    """
-
-    def __init__(self, target: TextIO, redactor: Redactor = DEFAULT) -> None:
-        super().__init__()
-        self.target = target
-        self.redactor = redactor
-        self._pending = ""
-        self._lock = threading.Lock()
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        with self._lock:
-            self._pending += text
-            head, sep, tail = self._pending.rpartition("\n")
-            if sep:
-                self._pending = tail
-                self.target.write(self.redactor.redact(strip_controls(head + sep)))
-            elif len(self._pending) > MAX_PENDING:
-                self.target.write(self.redactor.redact(strip_controls(self._pending)))
-                self._pending = ""
-        return len(text)
-
-    def flush(self) -> None:
-        with self._lock:
-            if self._pending:
-                self.target.write(self.redactor.redact(strip_controls(self._pending)))
-                self._pending = ""
-        self.target.flush()
-
-    def isatty(self) -> bool:
-        return self.target.isatty()
-
-    def fileno(self) -> int:
-        return self.target.fileno()
-
-    @property
-    def encoding(self) -> str:  # type: ignore[override]
-        return str(getattr(self.target, "encoding", "utf-8"))

@@ -74,6 +74,7 @@ class TaskRow:
     node_id: str | None
     worker_pid: int | None
     worker_id: str | None
+    creation_time_ms: float | None
     start_time_ms: float | None
     end_time_ms: float | None
     required_resources: dict[str, float]
@@ -91,6 +92,7 @@ class TaskRow:
             job_id=_id(row.get("job_id")), actor_id=_id(row.get("actor_id")),
             func_or_class_name=_id(row.get("func_or_class_name")), parent_task_id=_id(row.get("parent_task_id")),
             node_id=_id(row.get("node_id")), worker_pid=pid if pid else None, worker_id=_id(row.get("worker_id")),
+            creation_time_ms=_float(row.get("creation_time_ms")),
             start_time_ms=_float(row.get("start_time_ms")), end_time_ms=_float(row.get("end_time_ms")),
             required_resources=_resources(row.get("required_resources")),
             placement_group_id=_id(row.get("placement_group_id")),

@@ -19,6 +19,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,7 +54,7 @@ class WatchOptions:
     job_id: str | None = None
     stall_s: float = 600.0
     interval_s: float = 30.0
-    out_dir: Path = Path("/tmp/ray_hang_watch")
+    out_dir: Path | None = None  # diagnoses go into new subfolders here (None: a new private /tmp/ray_hang_watch_*)
     once: bool = False
     on_hang: str | None = None
     on_hang_timeout_s: float = ON_HANG_TIMEOUT_S
@@ -442,10 +443,10 @@ class Watcher:
     def _diagnose(self, watch: JobWatch) -> str:
         from debug_hang.pipeline import Options, run
 
-        folder = self.opts.out_dir / f"{safe_name(watch.job_id)}-{dt.datetime.now():%Y%m%d-%H%M%S}"
-        self.log(f"job {watch.label()}: stall confirmed; diagnosing into {folder}")
         started = self.clock()
         try:
+            folder = self.new_folder(f"{safe_name(watch.job_id)}-{dt.datetime.now():%Y%m%d-%H%M%S}")
+            self.log(f"job {watch.label()}: stall confirmed; diagnosing into {folder}")
             # Ray prints cluster messages to stdout from a background thread once connected.
             with contextlib.redirect_stdout(sys.stderr):
                 diag = run(Options(address=self.opts.address, job_id=watch.job_id, output_dir=folder,
@@ -470,6 +471,25 @@ class Watcher:
         watch.fired = True
         self._on_hang(watch, folder, diag.verdict, diag.summary)
         return "fired"
+
+    def out_dir(self) -> Path:
+        """The folder of the diagnoses: --out, or a new private one made (and said) when first needed."""
+        if self.opts.out_dir is None:
+            self.opts.out_dir = Path(tempfile.mkdtemp(prefix="ray_hang_watch_"))
+            self.log(f"diagnoses go into {self.opts.out_dir}")
+        return self.opts.out_dir
+
+    def new_folder(self, name: str) -> Path:
+        """A new private folder for one diagnosis: `name`, or `name-2`, ... when another watcher
+        (or an earlier stall in the same second) took it; made exclusively, so never shared."""
+        for n in range(1, 1000):
+            path = self.out_dir() / (name if n == 1 else f"{name}-{n}")
+            try:
+                os.mkdir(path, 0o700)
+            except FileExistsError:
+                continue
+            return path
+        raise UsageError(f"{self.out_dir()} holds 999 folders named {name}*: give another --out")
 
     def _on_hang(self, watch: JobWatch, folder: Path, verdict: str, summary: str) -> None:
         if not self.opts.on_hang:

@@ -79,7 +79,7 @@ class Trainer:
 
     def evaluate(self) -> float:
         correct = 0
-        for i in range(EVAL_BATCHES):
+        for _batch_no in range(EVAL_BATCHES):
             x, y = self._batch(BATCH)
             h = np.tanh(x @ self.w1)
             p = softmax(h @ self.w2)

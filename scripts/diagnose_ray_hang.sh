@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Diagnose why a Ray job hangs, end to end. Usage: diagnose_ray_hang.sh [ADDRESS] [OUTPUT_DIR] [--job-id ID] [options]
 #   ADDRESS     GCS address host[:port]; default $RAY_ADDRESS; port 6379 when omitted
-#   OUTPUT_DIR  default /tmp/ray_hang_diag_<timestamp>
+#   OUTPUT_DIR  new or empty; default a new private /tmp/ray_hang_diag_XXXXXXXX (printed)
 # Leaves report.md, diagnosis.json and the phase outputs in OUTPUT_DIR; prints the report path and
 # a summary. Exit 0 when a diagnosis was produced (hang or not); see --help for the other codes.
 # Runs from a plain checkout: needs only python3 with ray[default], py-spy and pyyaml.
@@ -18,4 +18,5 @@ if [ -z "$python" ]; then
   exit 2
 fi
 export PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}"
-exec "$python" -m debug_hang diagnose "$@"
+# DEBUG_HANG_SCRIPT: how to spell this command again in a message (a refused folder's next command)
+DEBUG_HANG_SCRIPT="$0" exec "$python" -m debug_hang diagnose "$@"

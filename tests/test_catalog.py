@@ -43,7 +43,7 @@ def _vocabularies() -> set[str]:
     from debug_hang.analyse.pattern_ids import PatternId
     from debug_hang.analyse.patterns import DETECTS, EDGES, KINDS
     from debug_hang.collect.state import ProgressReading
-    from debug_hang.model import ErrorKind
+    from debug_hang.model import ErrorKind, StackSource
 
     def args(t: object) -> set[str]:
         out: set[str] = set()
@@ -53,7 +53,8 @@ def _vocabularies() -> set[str]:
 
     mode = ProgressReading.__dataclass_fields__["mode"].type
     modes = set(re.findall(r"[\"']([a-z-]+)[\"']", str(mode)))
-    return (args(PatternId) | args(EdgeReason) | args(Verdict) | args(ErrorKind) | args(LoopKind) | args(BusyState)
+    return (args(PatternId) | args(EdgeReason) | args(Verdict) | args(ErrorKind) | args(StackSource) | args(LoopKind)
+            | args(BusyState)
             | set(EDGES) | set(KINDS)
             | set(DETECTS) | set(flight_recorder.KINDS) | modes | {"utf-8", "debug-hang"})
 

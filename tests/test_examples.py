@@ -57,6 +57,7 @@ EXPLAINS = {
     "crash_loop_actor": ["Bus error", "restarted"],  # the death reason from a dead worker's log
     "crash_loop_task": ["Segmentation fault", "attempt(s) FAILED"],
     "prefetcher_feeds_from_calls": ["sock.recv", "waits for ShardLoader.load_shard"],  # the driver reaches the task
+    "gil_held_by_native_call": ["wait for the GIL, held by", "refresher"],  # py-spy's GIL owner, its waiters
 }
 # Healthy jobs kept out of `hang` by what their processes did in the window: text
 # the summary must contain.

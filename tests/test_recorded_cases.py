@@ -75,6 +75,101 @@ def test_a_folder_whose_task_listing_failed_stays_inconclusive() -> None:
     assert "/api/v0/tasks" in diag.summary and "poll-never-satisfied in ReplayBuffer" in diag.summary
 
 
+SERVE_CALLERS = ROOT / "tests" / "data" / "captures" / "serve_callers_no_task_rows"
+
+
+def test_guessed_waits_between_sibling_callers_close_no_cycle() -> None:
+    # GIVEN two tasks of the driver waiting on objects no task row produces (Serve requests)
+    diag = reanalyse(SERVE_CALLERS)
+    guessed = [e for e in diag.graph.edges if e.guessed]
+    # THEN the later one may be guessed to wait on the earlier (an ObjectRef passed in), never the
+    # reverse, and no deadlock is found among them
+    assert len(guessed) == 1
+    src, dst = (diag.graph.nodes[guessed[0].src], diag.graph.nodes[guessed[0].dst])
+    made = {t.task_id: t.creation_time_ms for t in diag.rows.tasks}
+    assert made[str(src.task_id)] > made[str(dst.task_id)]
+    assert not find_cycles(diag.graph) and not any(c.cycle for c in diag.causes)
+
+
+def test_a_guessed_cycle_is_still_no_deadlock(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN the same capture with the creation order rule switched off (both siblings guessed to
+    # wait on each other, as the live run had it)
+    from debug_hang.analyse.graph import raycalls
+
+    real = raycalls.edges_from_parents
+
+    def unordered(*args: Any, **kwargs: Any) -> int:
+        kwargs.pop("before_ms", None)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(raycalls, "edges_from_parents", unordered)
+    diag = reanalyse(SERVE_CALLERS)
+    # THEN the guessed edges form a loop, and still no deadlock is reported
+    assert sum(e.guessed for e in diag.graph.edges) == 2
+    assert not find_cycles(diag.graph) and diag.verdict != "hang"
+
+
+def test_a_chain_that_ends_in_a_wait_nobody_could_follow_is_inconclusive() -> None:
+    # GIVEN the callers' chain: it ends in a caller waiting in ray.get on what no task row produces
+    diag = reanalyse(SERVE_CALLERS)
+    # THEN the verdict is inconclusive, naming that caller as where to look, not as the culprit
+    assert diag.verdict == "inconclusive"
+    assert diag.causes[0].pattern == "ray-get-wait"
+    assert "could not be followed" in diag.summary and "evaluate" in diag.summary
+
+
+QUEUES = ROOT / "tests" / "data" / "captures" / "queues_in_a_loop"
+
+
+def test_a_loop_through_two_bounded_queues_names_who_reads_too_late() -> None:
+    # GIVEN the driver blocked putting into a full request queue and the Scorer blocked putting
+    # into a full result queue nobody has ever read from
+    diag = reanalyse(QUEUES)
+    # THEN the queues' waits lead to the processes on the other side, the loop is one finding,
+    # and the driver (it feeds the Scorer and is the one to read results) comes first
+    top = diag.causes[0]
+    assert diag.verdict == "hang" and top.pattern == "queue-cycle" and top.cycle
+    assert [c.name.split(" (")[0] for c in top.culprits] == ["driver", "Scorer"]
+    reasons = {e.why for e in diag.graph.edges if diag.graph.nodes[e.src].class_name == "_QueueActor"}
+    assert reasons == {"queue-get-wait", "never-read"}
+
+
+def test_a_full_queue_nobody_read_is_no_finding_while_a_process_is_free(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN the same capture, with the Scorer's reading changed to idle (free to read the results)
+    import dataclasses
+
+    from debug_hang.analyse import analysis
+
+    real = analysis._match_with_cpu
+
+    def scorer_idle(proc: Any, collection: Any) -> Any:
+        verdict = real(proc, collection)
+        return dataclasses.replace(verdict, verdict="idle") if proc.actor_class == "Scorer" else verdict
+
+    monkeypatch.setattr(analysis, "_match_with_cpu", scorer_idle)
+    diag = reanalyse(QUEUES)
+    # THEN no edge guesses the results' reader, and no queue loop is reported
+    assert not any(e.why == "never-read" for e in diag.graph.edges)
+    assert all(c.pattern != "queue-cycle" for c in diag.causes)
+
+
+def test_task_rows_only_the_second_reading_had_are_followed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN workers waiting on calls the State API showed only in its second reading
+    folder = ROOT / "tests" / "data" / "captures" / "late_task_rows"
+    diag = reanalyse(folder)
+    graph = diag.graph
+    workers = [k for k, n in graph.nodes.items() if n.name == "dp_worker"]
+    # THEN each worker's wait leads to the aggregator its call is on
+    assert workers and all(any(graph.nodes[e.dst].class_name == "GradientAggregator" for e in graph.out(k))
+                           for k in workers)
+    # (and without the second reading's rows, most of them would lead nowhere)
+    from debug_hang.analyse import analysis
+
+    monkeypatch.setattr(analysis, "with_late_rows", lambda rows, after: rows)
+    graph = reanalyse(folder).graph
+    assert sum(any(graph.nodes[e.dst].class_name == "GradientAggregator" for e in graph.out(k)) for k in workers) < len(workers)
+
+
 def test_cycle_case_names_every_member() -> None:
     case = ROOT / "tests" / "data" / "cases" / "actor_call_cycle"
     if not case.exists():

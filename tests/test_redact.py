@@ -19,7 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from debug_hang.redact import REDACTED, RULES, Redactor, SafeStream, learn_runtime_envs, redact, safe_text
+from debug_hang.printer import SafeStream
+from debug_hang.redact import REDACTED, RULES, Redactor, learn_runtime_envs, redact, safe_text
 from debug_hang.untrusted import code_span, fence, md_cell, md_inline, strip_controls
 
 pytestmark = pytest.mark.unit

@@ -39,6 +39,7 @@ NON_PATTERN_WORDS = {
     "debug-hang", "py-spy", "install-skill", "parse-stacks", "no-hang", "ray-head", "ray-worker",
     "placement-groups", "cluster-events", "rsync-up", "rsync-down", "node-id", "job-id", "ray-get",
     "log-uploader",  # a thread name in the logging_flush_deadlock case
+    "py-bt", "eu-stack",  # gdb's Python backtrace command, elfutils' stack dumper
     *EDGES, *KINDS, *DETECTS,  # the catalog's edge, kind and detect vocabularies
 }
 ID_SHAPE = re.compile(r"`([a-z]+(?:-[a-z]+)+)`")  # catalog ids: lowercase words joined by hyphens
@@ -200,13 +201,15 @@ def test_sample_output_is_what_the_tool_prints_for_the_case_it_cites() -> None:
     # GIVEN the sample in Step 1 and the recorded case it names WHEN that capture is re-analysed
     from debug_hang.pipeline import reanalyse
     from debug_hang.report.summary import summary_lines
+    from debug_hang.report.write import DEFAULT_PREFIX
 
     step1 = skill_body().split("## Step 1", 1)[1].split("\n## ", 1)[0]
     case = re.search(r"references/cases/(\w+)\.md", step1)
     sample = step1.split("```\n", 2)[2].split("```", 1)[0] if step1.count("```") >= 4 else ""
     assert case and sample.strip()
     diag = reanalyse(ROOT / "tests" / "data" / "cases" / case.group(1))
-    printed = [f"verdict: {diag.verdict} (job {diag.job_id}, {diag.seconds:.1f}s)", diag.summary, *summary_lines(diag)]
+    printed = [f"report: /tmp/{DEFAULT_PREFIX}x2b9q1ab/report.md",  # a default folder's path (mkdtemp)
+               f"verdict: {diag.verdict} (job {diag.job_id}, {diag.seconds:.1f}s)", diag.summary, *summary_lines(diag)]
     # THEN every sample line is a printed line ("..." standing for a cut path)
     for line in sample.strip().splitlines():
         shape = re.compile(".*?".join(re.escape(part) for part in line.split("...")) + "$")

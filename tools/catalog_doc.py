@@ -39,7 +39,7 @@ KIND_TEXT = {
     "benign": "benign — Ray's own idle machinery: never a finding (hidden unless `--all`)",
 }
 DETECT_TEXT = {
-    "stack": "from a thread's Python stack (py-spy)",
+    "stack": "from a thread's stack (py-spy, faulthandler, tracebacks; gdb, eu-stack, lldb for native frames)",
     "state": "from Ray state (tasks, actors, placement groups, resources)",
     "graph": "by the wait-for graph (cycles, collective peers, chain ends)",
 }
@@ -68,7 +68,7 @@ def _regex_words(regex: str) -> str:
 
 
 def _rule_words(rule: dict[str, Any]) -> str:
-    parts = []
+    parts = ["a **native** frame" if rule.get("native") else "a Python frame"] if _has_native_words(rule) else []
     function = rule.get("function")
     if function and function not in (".", ".*"):
         parts.append(f"function `{_regex_words(function)}`")
@@ -76,7 +76,25 @@ def _rule_words(rule: dict[str, Any]) -> str:
         parts.append(f"in a file matching `{_regex_words(rule['file'])}`")
     if rule.get("code"):
         parts.append(f"source line matching `{_regex_words(rule['code'])}`")
+    for key, words in _RULE_CONDITIONS.items():
+        if rule.get(key):
+            parts.append(words)
     return " ".join(parts) if parts else "any frame"
+
+
+_RULE_CONDITIONS = {
+    "innermost": "(the innermost Python frame)",
+    "below_python": "called directly by a Python frame",
+    "below_job_code": "called directly by the job's own Python code",
+    "without_python": "(only in a stack with no Python frame)",
+    "without_native": "(only in a stack with no native frame)",
+}
+
+
+def _has_native_words(rule: dict[str, Any]) -> bool:
+    """Rules are told Python from native only on patterns that have native rules (kept as they were
+    for the Python-only patterns)."""
+    return bool(rule.get("_native_pattern"))
 
 
 def _signature_lines(raw: dict[str, Any]) -> Iterator[str]:
@@ -85,12 +103,21 @@ def _signature_lines(raw: dict[str, Any]) -> Iterator[str]:
     if raw["detect"] == "stack":
         where = "the innermost Python frame is" if stack.get("innermost") else "a frame on the stack is"
         yield f"- **Stack signature**: {where} one of:"
+        native = any(r.get("native") for r in stack.get("frames") or [])
         for rule in stack.get("frames") or []:
-            yield f"  - {_rule_words(rule)}"
+            yield f"  - {_rule_words({**rule, '_native_pattern': native})}"
         for rule in stack.get("requires") or []:
             yield f"  - and the stack also holds a frame: {_rule_words(rule)}"
         for rule in stack.get("excludes") or []:
             yield f"  - and no frame of the stack is: {_rule_words(rule)}"
+        if native:
+            yield ("  - (Python frames decide first; native frames when none does"
+                   + ("; the deciding native frame is the outermost of the wait's native frames, the API called"
+                      if stack.get("extend") else "") + ")")
+        if stack.get("single_thread"):
+            yield "  - and the dump shows every thread of the process, and it has only this one"
+        if stack.get("gil_holder"):
+            yield "  - read only on the thread holding the GIL while other threads of the process wait for it"
         if stack.get("active") is True:
             yield "  - and py-spy reports the thread **active** (running on CPU) in the sample"
         elif stack.get("active") is False:

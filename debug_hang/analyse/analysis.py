@@ -45,6 +45,17 @@ def detect_progress(before: list[TaskRow], after: list[TaskRow], since_ms: float
     return moved
 
 
+def with_late_rows(rows: Rows, after: list[TaskRow] | None) -> Rows:
+    """The rows the graph is built from: the first reading, plus the task rows only the second
+    one had. Under load the State API shows a call's row late (the task events arrive in batches):
+    a call that was already made, and waited on, is then missing from the first reading."""
+    if not after:
+        return rows
+    seen = {t.key for t in rows.tasks}
+    late = [t for t in after if t.key not in seen]
+    return dataclasses.replace(rows, tasks=rows.tasks + late) if late else rows
+
+
 def stuck_processes(collection: Collection) -> dict[tuple[str | None, int | None], bool]:
     """Per process: True when every sample shows the same stacks, Ray's own idle machinery
     (threads the catalog reads as benign) left out."""
@@ -74,13 +85,15 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
             started: float) -> Diagnosis:
     """Everything after collection: match, graph, root causes, verdict. Pure: reruns on captures."""
     latest = collection.latest()
-    rows = Rows.of(snap)
+    first = Rows.of(snap)
+    after = tasks_of(tasks_after) if tasks_after is not None else None
+    rows = with_late_rows(first, after)
     inputs = graph_inputs(job, snap, collection, rows)
     verdicts = inputs.verdicts
     graph = build_graph(inputs)
     causes = root_causes(graph)
     since_ms = snap.taken_at * 1000.0
-    progress = detect_progress(rows.tasks, tasks_of(tasks_after), since_ms) if tasks_after is not None else []
+    progress = detect_progress(first.tasks, after, since_ms) if after is not None else []
     stuck = stuck_processes(collection)
     waiting = {id(v.process) for v in verdicts if v.verdict in ("blocked", "busy")}  # one pass, not one per process
     moving = [p for p in latest if not stuck.get(p.ref, True) and id(p) in waiting]

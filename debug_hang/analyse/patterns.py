@@ -17,6 +17,7 @@ from typing import Any, Literal, cast
 
 import yaml
 
+from debug_hang.analyse.native_waits import mark_gil_holder, native_user_frame, shows_all_threads
 from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.errors import BadInputError
 from debug_hang.model import Frame, Process, Thread
@@ -46,6 +47,12 @@ class FrameRule:
     name: str | None = None  # a housekeeping loop's name (ray-housekeeping's entries)
     innermost: bool = False  # this entry must be the thread's innermost Python frame
     context: re.Pattern[str] | None = None  # searched in the numbered source lines around the frame
+    native: bool = False  # matches native (C/C++) frames only; the other rules match Python frames
+    below_python: bool = False  # a native frame called directly by a Python frame
+    without_python: bool = False  # only in a stack with no Python frame (gdb's bt without py-bt)
+    below_job_code: bool = False  # a native frame called directly by a Python frame of the job's code
+    without_native: bool = False  # a Python rule read only when the stack has no native frame
+    caller: re.Pattern[str] | None = None  # searched in "function file" of the frame that called it
 
     def matches(self, frame: Frame) -> bool:
         if not frame.file and self.file:
@@ -104,6 +111,13 @@ class Pattern:
     kernel_waits: tuple[re.Pattern[str], ...] = ()
     # Numbers this pattern's rule decides with (ages, in seconds), as data: {name: value}.
     thresholds: dict[str, float] = field(default_factory=dict)
+    # Native readings: the deciding frame is the outermost frame the native rules match in the
+    # innermost run of native frames (the API the code called, not the futex under it).
+    extend: bool = False
+    # Only read in a process whose dump shows every thread and holds one thread.
+    single_thread: bool = False
+    # Only read on the thread that holds the GIL while other threads wait for it.
+    gil_holder: bool = False
 
     @property
     def fix(self) -> str:
@@ -135,15 +149,20 @@ class ThreadMatch:
     frame_index: int | None
     also: list[PatternId] = field(default_factory=list)
     user_frame: Frame | None = None  # the innermost frame of the job's own code, if any
+    # What the wait is on when another thread of the process shows it (the GIL's holder).
+    waits_for: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "pattern": self.pattern,
             "confidence": round(self.confidence, 2),
             "frame": _frame_dict(self.frame),
             "user_frame": _frame_dict(self.user_frame),
             "also": self.also,
         }
+        if self.waits_for:
+            out["waits_for"] = self.waits_for
+        return out
 
 
 def _frame_dict(frame: Frame | None) -> dict[str, Any] | None:
@@ -168,6 +187,12 @@ def _rule(raw: dict[str, Any], where: str) -> FrameRule:
             name=str(raw["name"]) if raw.get("name") else None,
             innermost=bool(raw.get("innermost", False)),
             context=re.compile(raw["context"]) if raw.get("context") else None,
+            native=bool(raw.get("native", False)),
+            below_python=bool(raw.get("below_python", False)),
+            without_python=bool(raw.get("without_python", False)),
+            below_job_code=bool(raw.get("below_job_code", False)),
+            without_native=bool(raw.get("without_native", False)),
+            caller=re.compile(raw["caller"]) if raw.get("caller") else None,
         )
     except re.error as exc:
         raise BadInputError(f"{where}: invalid regular expression: {exc}") from None
@@ -240,6 +265,9 @@ def load_catalog(path: Path | str = CATALOG_PATH) -> list[Pattern]:
             overridden_by=tuple(cast(PatternId, str(x)) for x in stack.get("overridden_by") or ()),
             kernel_waits=tuple(_regex(r, where) for r in raw.get("kernel_waits") or ()),
             thresholds=_thresholds(raw.get("thresholds"), where),
+            extend=bool(stack.get("extend", False)),
+            single_thread=bool(stack.get("single_thread", False)),
+            gil_holder=bool(stack.get("gil_holder", False)),
         ))
     for pattern in patterns:
         unknown = sorted(set(pattern.overridden_by) - seen)
@@ -329,18 +357,21 @@ def _python_frames(thread: Thread) -> list[tuple[int, Frame]]:
     return [(i, f) for i, f in enumerate(thread.frames) if not f.native]
 
 
-def match_thread(thread: Thread, patterns: list[Pattern] | None = None) -> ThreadMatch:
+def match_thread(thread: Thread, patterns: list[Pattern] | None = None, single: bool = False,
+                 holder: bool = False) -> ThreadMatch:
     """Classify one thread. Specific patterns win over generic ones (catalog order breaks ties).
+    `single`: the thread is the only one of a process whose dump shows all its threads;
+    `holder`: it holds the GIL while other threads of its process wait for it.
 
     With the shipped catalog, a stack seen before (thousands of ranks share a handful of stacks)
     is matched once: the result is kept by stack shape and re-attached to this thread's frames.
     """
     if patterns is not None:
-        return _match_thread(thread, patterns)
-    key = (thread.active, tuple((f.function, f.file, f.code, f.native) for f in thread.frames))
+        return _match_thread(thread, patterns, single, holder)
+    key = (thread.active, single, holder, tuple((f.function, f.file, f.code, f.native) for f in thread.frames))
     hit = _SEEN.get(key)
     if hit is None:
-        match = _match_thread(thread, list(catalog().values()))
+        match = _match_thread(thread, list(catalog().values()), single, holder)
         if len(_SEEN) >= _SEEN_MAX:
             _SEEN.clear()
         _SEEN[key] = hit = (match.pattern, match.confidence, match.frame_index, tuple(match.also),
@@ -359,39 +390,90 @@ def _index_of(thread: Thread, frame: Frame | None) -> int | None:
     return None if frame is None else next(i for i, f in enumerate(thread.frames) if f is frame)
 
 
-def _match_thread(thread: Thread, patterns: list[Pattern]) -> ThreadMatch:
+def _match_thread(thread: Thread, patterns: list[Pattern], single: bool = False,
+                  holder: bool = False) -> ThreadMatch:
     frames = _python_frames(thread)
-    if not frames:
+    natives = [(i, f) for i, f in enumerate(thread.frames) if f.native]
+    if not frames and not natives:
         return ThreadMatch("unknown", 0.0, None, None)
     hits: list[tuple[float, int, Pattern, int, Frame]] = []
     has_user_code = any(not is_library(f) for _, f in frames)
     for order, pattern in enumerate(patterns):
-        if pattern.detect != "stack" or not pattern.frames:
+        if pattern.detect != "stack" or not pattern.frames or (pattern.single_thread and not single) \
+                or (pattern.gil_holder and not holder):
             continue
         if pattern.kind == "benign" and has_user_code:
             continue  # the job's own code is on the stack: not just Ray's machinery
         if pattern.active is not None and thread.active != pattern.active \
                 and (thread.active is not None or pattern.active):
             continue  # a busy pattern needs a dumper that saw the thread run (py-spy's state)
-        if pattern.requires and not all(any(r.matches(f) for _, f in frames) for r in pattern.requires):
+        if pattern.requires and not all(_on_stack(r, frames, natives) for r in pattern.requires):
             continue
-        if pattern.excludes and any(r.matches(f) for r in pattern.excludes for _, f in frames):
+        if pattern.excludes and any(_on_stack(r, frames, natives) for r in pattern.excludes):
             continue
-        candidates = frames[:1] if pattern.innermost else frames
-        inner = frames[0][0]
-        found = next(((i, f) for i, f in candidates
-                      if any(r.matches(f) and (i == inner or not r.innermost) for r in pattern.frames)), None)
+        found = _deciding_frame(pattern, thread, frames, natives)
         if found is None:
             continue
-        index, frame = found
-        hits.append((_confidence(pattern, thread, frames, index), order, pattern, index, frame))
+        index, frame, among = found
+        hits.append((_confidence(pattern, thread, among, index), order, pattern, index, frame))
     hits = _drop_overridden(hits)
-    user = next((f for _, f in frames if not is_library(f)), None)
+    user = next((f for _, f in frames if not is_library(f)), None) if frames else native_user_frame(natives)
     if not hits:
+        if not frames:
+            return ThreadMatch("unknown", 0.0, None, None, user_frame=user)
         return ThreadMatch("unknown", 0.0, frames[0][1], frames[0][0], user_frame=user)
     hits.sort(key=lambda h: (-h[2].priority, -h[0], h[1]))
     best = hits[0]
     return ThreadMatch(best[2].id, best[0], best[4], best[3], also=[h[2].id for h in hits[1:]], user_frame=user)
+
+
+def _on_stack(rule: FrameRule, frames: list[tuple[int, Frame]], natives: list[tuple[int, Frame]]) -> bool:
+    return any(rule.matches(f) for _, f in (natives if rule.native else frames))
+
+
+def _deciding_frame(pattern: Pattern, thread: Thread, frames: list[tuple[int, Frame]],
+                    natives: list[tuple[int, Frame]]) -> tuple[int, Frame, list[tuple[int, Frame]]] | None:
+    """The innermost frame a rule of the pattern matches: Python rules first (what the job's code
+    waits on), native rules when no Python frame decides (`extend`: out to the API called)."""
+    python_rules = [r for r in pattern.frames if not r.native and not (r.without_native and natives)]
+    if frames and python_rules:
+        candidates = frames[:1] if pattern.innermost else frames
+        inner = frames[0][0]
+        found = next(((i, f) for i, f in candidates
+                      if any(r.matches(f) and (i == inner or not r.innermost) for r in python_rules)), None)
+        if found is not None:
+            return found[0], found[1], frames
+    native_rules = [r for r in pattern.frames if r.native and not (r.without_python and frames)]
+    if not natives or not native_rules:
+        return None
+    stack = thread.frames
+    for pos, (i, f) in enumerate(natives):
+        caller = stack[i + 1] if i + 1 < len(stack) else None
+        if any(r.matches(f) and _called_as(r, caller) for r in native_rules):
+            if pattern.extend:
+                pos = _extend(natives, pos, native_rules)
+            return natives[pos][0], natives[pos][1], natives
+    return None
+
+
+def _called_as(rule: FrameRule, caller: Frame | None) -> bool:
+    """The conditions a native rule puts on the frame that called the matched one."""
+    if rule.below_python and (caller is None or caller.native):
+        return False
+    if rule.below_job_code and (caller is None or caller.native or is_library(caller)):
+        return False
+    return rule.caller is None or (caller is not None and rule.caller.search(f"{caller.function} {caller.file}") is not None)
+
+
+def _extend(natives: list[tuple[int, Frame]], pos: int, rules: list[FrameRule]) -> int:
+    """The outermost native frame a rule matches in the run of native frames from `pos` out."""
+    best = pos
+    for k in range(pos + 1, len(natives)):
+        if natives[k][0] != natives[k - 1][0] + 1:
+            break  # a Python frame in between: the wait's native part ended
+        if any(r.matches(natives[k][1]) for r in rules):
+            best = k
+    return best
 
 
 def _drop_overridden(hits: list[tuple[float, int, Pattern, int, Frame]]) -> list[tuple[float, int, Pattern, int, Frame]]:
@@ -438,18 +520,31 @@ def match_process(proc: Process, patterns: list[Pattern] | None = None) -> Proce
     cat = catalog()
     if proc.error:
         return ProcessVerdict(proc, [], "error", None)
-    matched = [(t, match_thread(t, patterns)) for t in proc.threads]
+    single = len(proc.threads) == 1 and shows_all_threads(proc)
+    matched = [(t, match_thread(t, patterns, single)) for t in proc.threads]
+    holder = mark_gil_holder(matched)
+    if holder is not None:  # read again as the GIL's holder: where it blocks is the cause
+        matched = [(t, match_thread(t, patterns, single, holder=True) if t is holder else m) for t, m in matched]
     relevant = [(t, m) for t, m in matched
                 if m.pattern == "unknown" or cat[m.pattern].kind != "benign"]
+    if any(not f.native for t in proc.threads for f in t.frames):
+        # Threads with no Python frame in a Python process (Ray's C++ threads, NCCL's proxy,
+        # py-spy --native) are the runtime's own: their generic waits are their idle points, and
+        # the job's threads decide the process.
+        matched = [(t, _runtime_thread(t, m)) for t, m in matched]
+        relevant = [(t, m) for t, m in matched if (m.pattern == "unknown" or cat[m.pattern].kind != "benign")
+                    and (t is holder or any(not f.native for f in t.frames))]
     if not relevant:
         return ProcessVerdict(proc, matched, "idle", _main_thread_match(matched))
-    # Prefer known patterns, then threads in the job's own code (a Tune or Ray Train training
-    # thread over the library's main thread waiting on it), then the main thread.
-    def rank(item: tuple[Thread, ThreadMatch]) -> tuple[int, int, int, float]:
+    # Prefer the GIL's holder when others wait for it, known patterns, then threads in the job's
+    # own code (a Tune or Ray Train training thread over the library's main thread waiting on
+    # it), then the main thread.
+    def rank(item: tuple[Thread, ThreadMatch]) -> tuple[int, int, int, int, float]:
         thread, match = item
         is_main = thread.name == "MainThread" or (thread.os_thread_id is not None and thread.os_thread_id == proc.pid)
         known = match.pattern != "unknown"
-        return (0 if known else 1, 0 if match.user_frame is not None else 1, 0 if is_main else 1, -match.confidence)
+        return (0 if thread is holder else 1, 0 if known else 1, 0 if match.user_frame is not None else 1,
+                0 if is_main else 1, -match.confidence)
 
     relevant.sort(key=rank)
     _, main = relevant[0]
@@ -461,6 +556,17 @@ def match_process(proc: Process, patterns: list[Pattern] | None = None) -> Proce
     else:
         verdict = "blocked"
     return ProcessVerdict(proc, matched, verdict, main)
+
+
+# Native readings that say only "waits on a lock or a condition": on a runtime thread of a Python
+# process they are that thread's idle point, not a finding.
+_GENERIC_NATIVE: tuple[PatternId, ...] = ("native-lock-wait", "native-condition-wait")
+
+
+def _runtime_thread(thread: Thread, match: ThreadMatch) -> ThreadMatch:
+    if match.pattern != "unknown" and match.pattern in _GENERIC_NATIVE and all(f.native for f in thread.frames):
+        return ThreadMatch("unknown", 0.0, None, None, also=[match.pattern])
+    return match
 
 
 def _main_thread_match(matched: list[tuple[Thread, ThreadMatch]]) -> ThreadMatch | None:

@@ -28,7 +28,8 @@ RULES_PATH = bundle_root() / "references" / "verdict_rules.yaml"
 RULES_SCHEMA = "debug-hang/verdict-rules/v1"
 STRENGTHS = ("progress", "activity", "info")
 READINGS = ("write_bytes_beyond_logs", "wchar_beyond_logs", "read_bytes", "rchar", "advancing_counters",
-            "novel_log_lines", "recent_counter", "loop_moved", "cpu_percent", "voluntary_ctxt_switches")
+            "novel_log_lines", "recent_counter", "loop_moved", "cpu_percent", "voluntary_ctxt_switches",
+            "output_file_bytes")
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class SignalRule:
     strength: str
     says: str
     unless: tuple[str, ...] = ()
+    below: float | None = None  # the reading counts only under this value (a stronger rule takes it from there)
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,8 @@ def load_rules(path: Path | str = RULES_PATH) -> Rules:
             raise BadInputError(f"{where}: needs an id, a reading from {READINGS} and a strength from {STRENGTHS}")
         signals.append(SignalRule(id=str(raw["id"]), reading=raw["reading"], min=float(raw.get("min", 1)),
                                   strength=raw["strength"], says=str(raw.get("says") or raw["id"]),
-                                  unless=tuple(raw.get("unless") or ())))
+                                  unless=tuple(raw.get("unless") or ()),
+                                  below=float(raw["below"]) if raw.get("below") is not None else None))
     logs = doc.get("logs") or {}
     conf = doc.get("confidence") or {}
     crash = doc.get("crash_loop") or {}
@@ -294,7 +297,23 @@ def loop_moved(samples: list[Process]) -> str | None:
 def _amount(value: float) -> str:
     if value >= 1 << 20:
         return f"{value / (1 << 20):.1f} MiB"
+    if value < 1024:
+        return f"{value:.0f} bytes"
     return f"{value / 1024:.0f} KiB"
+
+
+def log_text_bytes(log: dict[str, Any]) -> int:
+    """A log window's growth that is text: what its lines were counted from."""
+    return max(0, int(log.get("bytes") or 0) - int(log.get("not_text_bytes") or 0))
+
+
+def output_growth(window: dict[str, Any]) -> tuple[int, str]:
+    """Bytes the process wrote into its stdout/stderr that are no log: data files behind them
+    (`outputs`, never read) and bytes in a log that are not text; with the files' names."""
+    grown = [(int(o.get("bytes") or 0), str(o.get("name") or "")) for o in window.get("outputs") or []]
+    grown += [(int(log.get("not_text_bytes") or 0), str(log.get("name") or "")) for log in window.get("logs") or []]
+    grown = [(n, name) for n, name in grown if n > 0]
+    return sum(n for n, _ in grown), ", ".join(dict.fromkeys(name for _, name in grown))
 
 
 def readings(window: dict[str, Any] | None, cpu_percent: float | None, moved: str | None,
@@ -304,9 +323,9 @@ def readings(window: dict[str, Any] | None, cpu_percent: float | None, moved: st
     if window is not None:
         io = window.get("io") or {}
         logs = window.get("logs") or []
-        log_bytes = sum(int(log.get("bytes") or 0) for log in logs)
+        log_bytes = sum(log_text_bytes(log) for log in logs)
         # Its own log lines reach the disk too, a page at a time: they are counted as lines.
-        log_pages = sum(-(-int(log.get("bytes") or 0) // PAGE) * PAGE + PAGE for log in logs if log.get("bytes"))
+        log_pages = sum(-(-log_text_bytes(log) // PAGE) * PAGE + PAGE for log in logs if log_text_bytes(log))
         for key in ("read_bytes", "rchar"):
             if key in io:
                 found[key] = (float(io[key]), "")
@@ -319,6 +338,9 @@ def readings(window: dict[str, Any] | None, cpu_percent: float | None, moved: st
             found["voluntary_ctxt_switches"] = (float(ctxt["voluntary_ctxt_switches"]), "")
         if window.get("logs"):
             found.update({"advancing_counters": (0.0, ""), "novel_log_lines": (0.0, ""), "recent_counter": (0.0, "")})
+        if window.get("outputs") or any(log.get("not_text_bytes") for log in logs):
+            written, names = output_growth(window)
+            found["output_file_bytes"] = (float(written), names[:120])
         found.update(log_readings(window.get("logs") or [], lr))
     if cpu_percent is not None:
         found["cpu_percent"] = (float(cpu_percent), "")
@@ -341,7 +363,7 @@ def assess(node_id: str | None, pid: int | None, name: str, window: dict[str, An
     result.readings = {k: v for k, (v, _) in sorted(values.items())}
     if window is not None:
         logs = window.get("logs") or []
-        result.readings["log_bytes"] = float(sum(int(log.get("bytes") or 0) for log in logs))
+        result.readings["log_bytes"] = float(sum(log_text_bytes(log) for log in logs))
         result.readings["log_lines"] = float(sum(int(log.get("lines") or 0) for log in logs))
     families_read: set[str] = set()
     families_moved: set[str] = set()
@@ -352,7 +374,8 @@ def assess(node_id: str | None, pid: int | None, name: str, window: dict[str, An
         if family:
             families_read.add(family)
         value, example = values[rule.reading]
-        if value < rule.min or (pattern is not None and pattern in rule.unless):
+        if value < rule.min or (rule.below is not None and value >= rule.below) \
+                or (pattern is not None and pattern in rule.unless):
             continue
         text = rule.says.format(value=f"{value:g}", amount=_amount(value), example=example)
         result.findings.append(Finding(rule.id, rule.strength, family, value, text))

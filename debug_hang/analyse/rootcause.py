@@ -14,6 +14,7 @@ from debug_hang.analyse.graph import GNode, WaitGraph
 from debug_hang.analyse.graph.model import EdgeReason, NodeState
 from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.analyse.patterns import Reading, catalog, settings
+from debug_hang.snapshot import QUEUE_ACTOR_CLASS
 
 
 @dataclass
@@ -37,7 +38,8 @@ def find_cycles(g: WaitGraph) -> list[list[str]]:
     counter = [0]
     succ: dict[str, list[str]] = {}
     for e in g.edges:
-        succ.setdefault(e.src, []).append(e.dst)
+        if not e.guessed:  # a deadlock is proven by facts, never closed by a guess
+            succ.setdefault(e.src, []).append(e.dst)
 
     def visit(v: str) -> None:
         index[v] = low[v] = counter[0]
@@ -112,6 +114,8 @@ def _cycle_causes(g: WaitGraph) -> list[RootCause]:
         has_resource = any(n.kind in ("resource", "placement_group") for n in members)
         pattern, leaders = _cycle_pattern(g, cycle, has_resource)
         culprits = [n for n in members if n.kind != "resource"] if has_resource else members
+        if pattern == "queue-cycle":  # the queues are the conduit; the fix is in the processes
+            culprits = [n for n in culprits if n.class_name != QUEUE_ACTOR_CLASS]
         if leaders:  # where the fix goes comes first
             culprits = sorted(culprits, key=lambda n: n.key not in leaders)
         outside = [g.nodes[e.dst] for e in g.edges if e.why == "train-barrier" and e.src in cycle and e.dst in cycle]
@@ -136,7 +140,8 @@ def _cycle_causes(g: WaitGraph) -> list[RootCause]:
 
 
 # The patterns a wait-for cycle is named by whose rule is here (_cycle_pattern, _cycle_causes)...
-CYCLE_DECIDES: frozenset[PatternId] = frozenset({"actor-call-cycle", "pipe-full-deadlock", "file-lock-deadlock", "train-barrier-skipped"})
+CYCLE_DECIDES: frozenset[PatternId] = frozenset({"actor-call-cycle", "pipe-full-deadlock", "file-lock-deadlock", "train-barrier-skipped",
+                                                 "queue-cycle"})
 # ... and those a cycle carries from its members or its closing edge, decided elsewhere.
 CYCLE_CARRIES: frozenset[PatternId] = frozenset({"resource-starvation", "generator-backpressure", "async-loop-blocked", "lock-order-deadlock"})
 END_CARRIES = frozenset(_END_PATTERN.values())
@@ -151,6 +156,9 @@ _CLOSING_EDGES: tuple[tuple[EdgeReason, PatternId, bool], ...] = (
     ("pipe-write-wait", "pipe-full-deadlock", True),
     # A paused stream whose consumer waits on what the stream would do: the consumer must read on.
     ("generator-backpressure", "generator-backpressure", True),
+    # A full queue nobody ever read from, whose creator (its reader) waits in the loop itself: the
+    # creator reads too late.
+    ("never-read", "queue-cycle", True),
 )
 
 
@@ -166,6 +174,8 @@ def _cycle_pattern(g: WaitGraph, cycle: list[str], has_resource: bool) -> tuple[
         if ends:
             return pattern, ends if fix_at_end else set()
     members = [g.nodes[k] for k in cycle]
+    if any(n.class_name == QUEUE_ACTOR_CLASS for n in members):
+        return "queue-cycle", set()  # ray.util.queue's actors on the loop: it runs through queues
     blocking = {n.key for n in members if n.pattern == "async-loop-blocked"}
     if blocking:
         # An async actor blocks its own event loop (ray.get in a coroutine): the call back into it

@@ -245,20 +245,8 @@ def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: li
         families = sorted({f.family for w in working for f in w.deciding("progress")})
         return "no-hang", (f"Job {job_id} is progressing: {_signal_text(working, 'progress')}.{looked} "
                            f"(confidence {progress_confidence(working)}: {' and '.join(families)} agree)")
-    if not causes and starting_seen:
-        return "inconclusive", (f"Job {job_id} is still starting: {starting_seen[0]}. Nothing else was found "
-                                "waiting; diagnose again in a few seconds.")
-    if not causes and at_work_seen:
-        return "no-hang", (f"Job {job_id} is computing, not hung: {at_work_seen[0]}"
-                           f"{f' (and {len(at_work_seen) - 1} more)' if len(at_work_seen) > 1 else ''}. "
-                           "What waits on it waits for work in flight.")
     if not causes:
-        blocked = [v for v in verdicts if v.verdict in ("blocked", "busy")]
-        if not blocked:
-            return "no-hang", (f"Job {job_id}: no process is blocked or busy in job code; "
-                               "nothing waits on anything (idle, or between steps).")
-        return "inconclusive", (f"Job {job_id}: {len(blocked)} process(es) wait, but the wait could not be "
-                                "followed to a cause; see the blocked-task table and collect with --samples 5.")
+        return _without_causes(job_id, verdicts, at_work_seen or [], starting_seen or [])
     top = causes[0]
     names = ", ".join(c.label() for c in top.culprits)
     if all(c.culprits[0].state == "restarting" and c.pattern != "crash-loop" for c in causes):
@@ -276,9 +264,14 @@ def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: li
     moving_note = (f" Note: {len(moving)} process(es) changed stack between samples." if moving else "")
     title = (catalog()[top.pattern].title if top.pattern in catalog()
              else "A chain of waits ending in a process whose own wait is not recognised (see its evidence)")
+    # A busy culprit is read before the chain's end: it runs, it waits on nothing unseen; its spin
+    # (the same loop, state unchanged, nothing in it that can end it) is the positive evidence.
     decided, spin = (None, None) if cycle else _busy_decision(job_id, top, title, busy or [], tasks or [])
     if decided is not None:
         return decided
+    unfollowed = "" if spin is not None else _unfollowed_end(job_id, top, names)
+    if unfollowed:
+        return "inconclusive", unfollowed
     # Activity that need not be work counts on the culprits only: a victim's own threads (a
     # driver forwarding logs) do not say that the culprit will release it.
     culprit_pids = {(c.node_id, c.pid) for cause in causes for c in cause.culprits}
@@ -302,6 +295,40 @@ def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: li
         busy_note = f" {loop.text()}."
     return "hang", (f"Job {job_id} is hung: {title[:1].lower() + title[1:]} — culprit {names}; "
                     f"{victims} process(es) wait on it.{moving_note}{busy_note}")
+
+
+def _without_causes(job_id: str | None, verdicts: list[ProcessVerdict], at_work_seen: list[str],
+                    starting_seen: list[str]) -> tuple[Verdict, str]:
+    """The verdict when no root cause is left: still starting, computing (causes set aside because
+    their culprits work), idle, or waits that could not be followed."""
+    if starting_seen:
+        return "inconclusive", (f"Job {job_id} is still starting: {starting_seen[0]}. Nothing else was found "
+                                "waiting; diagnose again in a few seconds.")
+    if at_work_seen:
+        return "no-hang", (f"Job {job_id} is computing, not hung: {at_work_seen[0]}"
+                           f"{f' (and {len(at_work_seen) - 1} more)' if len(at_work_seen) > 1 else ''}. "
+                           "What waits on it waits for work in flight.")
+    blocked = [v for v in verdicts if v.verdict in ("blocked", "busy")]
+    if not blocked:
+        return "no-hang", (f"Job {job_id}: no process is blocked or busy in job code; "
+                           "nothing waits on anything (idle, or between steps).")
+    return "inconclusive", (f"Job {job_id}: {len(blocked)} process(es) wait, but the wait could not be "
+                            "followed to a cause; see the blocked-task table and collect with --samples 5.")
+
+
+def _unfollowed_end(job_id: str | None, top: RootCause, names: str) -> str:
+    """A chain that ends in a wait the graph could not follow (a symptom: ray.get on an object no
+    task row produces, an event or queue with no known setter) names the last process seen
+    waiting, not what it waits for: a victim as likely as a culprit. Inconclusive, with it named
+    as where to look ("" when the chain ends in a root cause or a cycle)."""
+    own = catalog().get(top.pattern)
+    if top.cycle or (own is not None and own.kind == "root-cause"):
+        return ""
+    what = own.title[:1].lower() + own.title[1:] if own is not None else "a wait no pattern recognises"
+    return (f"Job {job_id} may be hung, but the chain of waits ends in {names}, {what}, and what it waits for "
+            "could not be followed (an object no task row produces — a Serve request, another job's object, a "
+            "row the State API has not shown yet — or an event or queue with no known setter): it may be a victim "
+            "of something unseen. Read its stack in 05_stacks.txt, or diagnose again with --locals.")
 
 
 def quote_deaths(diag: Diagnosis) -> None:

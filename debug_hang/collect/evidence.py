@@ -3,6 +3,7 @@
 - the tail of each process's own Ray worker log (`worker-<id>-<job>-<pid>.out/.err`), read on its
   node by the dashboard agent (`/api/v0/logs/file`) — the only place holding a dead rank's real
   reason and per-rank warnings (the job log deduplicates lines that look alike across ranks);
+  its lines that are not text (probe/logtext.py) are never kept or quoted;
 - the driver log's lines that matter: Ray's "Unhandled error" reports of task exceptions nobody
   fetched, autoscaler "cannot fulfill" errors, warnings;
 - per actor, its recent FINISHED and FAILED tasks with times and errors (the State API cuts
@@ -23,6 +24,7 @@ from debug_hang.analyse.graph import GNode, WaitGraph
 from debug_hang.analyse.patterns import catalog
 from debug_hang.collect.state import DashboardClient
 from debug_hang.model import Evidence, NodeEvidence
+from debug_hang.probe.logtext import clean_log_text
 from debug_hang.redact import redact
 from debug_hang.snapshot import POLLING_TASKS
 
@@ -72,13 +74,14 @@ def _dead_worker_log(client: DashboardClient, node_id: str, worker_id: str) -> s
     names = [str(n) for group in groups.values() if isinstance(group, list) for n in group]
     if not names:
         raise FileNotFoundError(f"no log file for worker {worker_id[:8]} on node {node_id[:8]}")
-    return client.log_file([("node_id", node_id), ("filename", names[0])], LOG_LINES)
+    return clean_log_text(client.log_file([("node_id", node_id), ("filename", names[0])], LOG_LINES))
 
 
 def _fetch_log(client: DashboardClient, params: list[tuple[str, str]]) -> str:
     # Redacted as it arrives: excerpts are cut to a few hundred characters later, and a cut
-    # token would no longer be recognised by the final pass at the writer.
-    return redact(client.log_file(params, LOG_LINES))
+    # token would no longer be recognised by the final pass at the writer. Lines that are not
+    # text (a child's binary output in the worker's stdout) are left out first.
+    return redact(clean_log_text(client.log_file(params, LOG_LINES)))
 
 
 def _driver_log_tail(client: DashboardClient, job: dict[str, Any]) -> str:
@@ -92,7 +95,7 @@ def _driver_log_tail(client: DashboardClient, job: dict[str, Any]) -> str:
         return _fetch_log(client, [("node_id", str(node)), ("filename", f"job-driver-{sub}.log")])
     body = client.get(f"/api/jobs/{urllib.parse.quote(sub)}/logs")
     lines = str((body or {}).get("logs") or "").splitlines()
-    return redact("\n".join(lines[-LOG_LINES:]))
+    return redact(clean_log_text("\n".join(lines[-LOG_LINES:])))
 
 
 def _clean_lines(text: str) -> list[str]:

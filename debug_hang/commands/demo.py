@@ -13,10 +13,11 @@ import sys
 from pathlib import Path
 
 from debug_hang import localcluster
+from debug_hang.commands.rerun import command, invoked_as, without_value
 from debug_hang.errors import EXIT_CODES_HELP, EXIT_OK, UsageError
 from debug_hang.pipeline import Options, run
 from debug_hang.report.markdown import render_markdown
-from debug_hang.report.write import prepare_output_dir
+from debug_hang.report.write import FolderNotEmptyError, prepare_output_dir
 
 DEFAULT_SCENARIO = "producer_never_produces"
 DEMO_PORT = 6420  # away from Ray's default 6379 and from the test suite's 6400
@@ -47,7 +48,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.scenario not in localcluster.examples():
         raise UsageError(f"unknown scenario {args.scenario!r}; try --list")
     _check_needs(args.scenario)
-    out = prepare_output_dir(Path(args.output_dir) if args.output_dir else None)
+    try:
+        out = prepare_output_dir(Path(args.output_dir) if args.output_dir else None)
+    except FolderNotEmptyError as exc:
+        raw = list(sys.argv[1:] if argv is None else argv)
+        fresh = command(invoked_as("demo") + without_value(raw, args.output_dir, flag="--output-dir"))
+        raise UsageError(f"{exc.reason}. For a new folder of its own (its path is printed), run: {fresh}") from None
     if args.address:
         cluster = localcluster.attach(args.address)
     else:

@@ -10,11 +10,12 @@ from pathlib import Path
 
 from debug_hang.analyse.diagnosis import Diagnosis
 from debug_hang.collect.stacks import MAX_TARGETS
+from debug_hang.commands.rerun import command, invoked_as, without_value
 from debug_hang.errors import EXIT_CODES_HELP, EXIT_INCONCLUSIVE, EXIT_OK, UsageError
 from debug_hang.pipeline import Options, reanalyse, run
 from debug_hang.report.json_out import to_json
 from debug_hang.report.summary import summary_lines
-from debug_hang.report.write import prepare_output_dir
+from debug_hang.report.write import FolderNotEmptyError, prepare_output_dir
 from debug_hang.timeouts import DEFAULT_DEADLINE_S
 from debug_hang.untrusted import strip_controls
 
@@ -29,10 +30,11 @@ Read-only: nothing is restarted, killed or reconfigured. Safe to share: the fold
 file and from what is printed, and runtime_env rows are left out (README, "Safety")."""
 
 EPILOG = f"""examples:
-  diagnose_ray_hang.sh                          # $RAY_ADDRESS, the RUNNING job, a new /tmp/ray_hang_diag_XXXXXXXX
-  diagnose_ray_hang.sh 10.0.0.5 /tmp/diag       # port 6379 assumed
+  diagnose_ray_hang.sh                          # $RAY_ADDRESS, the RUNNING job, a new /tmp/ray_hang_diag_XXXXXXXX (printed)
+  diagnose_ray_hang.sh 10.0.0.5                 # port 6379 assumed
   diagnose_ray_hang.sh 10.0.0.5:6380 --job-id 02000000 --json
-  debug-hang diagnose --reanalyse /tmp/diag     # re-run the analysis on a recorded folder
+  diagnose_ray_hang.sh 10.0.0.5 "$HOME/hangs/$(date +%Y%m%d-%H%M%S)"   # a folder of your choice: new or empty
+  debug-hang diagnose --reanalyse DIR           # re-run the analysis on a recorded folder (the printed one)
 
 {EXIT_CODES_HELP}"""
 
@@ -85,7 +87,12 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError(f"--max-targets must be at least 1, got {args.max_targets}")
         # Checked (and created private) before anything is read: a refused folder costs nothing.
         given = Path(args.output_dir) if args.output_dir else None
-        out = prepare_output_dir(given, force=args.force)
+        try:
+            out = prepare_output_dir(given, force=args.force)
+        except FolderNotEmptyError as exc:
+            raise UsageError(refusal(exc, list(sys.argv[1:] if argv is None else argv), args.output_dir)) from None
+        if given is None:
+            print(f"writing into {out}", file=sys.stderr)
         args.output_dir = str(out)
         opts = Options(address=args.address, job_id=args.job_id, output_dir=out, deadline_s=args.deadline,
                        samples=args.samples, interval_s=args.interval, native=args.native,
@@ -117,6 +124,15 @@ def main(argv: list[str] | None = None) -> int:
     if errors:
         print(f"  ! {len(errors)} collection error(s): see the report", file=sys.stderr)
     return exit_code(diag)
+
+
+def refusal(exc: FolderNotEmptyError, argv: list[str], folder: str) -> str:
+    """The refusal of a used folder, with the two commands to run instead, in full."""
+    again = invoked_as("diagnose")
+    fresh = command(again + without_value(argv, folder))
+    forced = command(again + argv + ([] if "--force" in argv else ["--force"]))
+    return (f"{exc.reason}. For a new folder of its own (its path is printed), run: {fresh}   "
+            f"To replace the earlier diagnosis there instead: {forced}")
 
 
 def exit_code(diag: Diagnosis) -> int:

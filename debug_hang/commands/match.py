@@ -8,8 +8,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from debug_hang.analyse.collectives import mismatches
-from debug_hang.analyse.patterns import ProcessVerdict, ThreadMatch, catalog, load_catalog, match_process
+from debug_hang.analyse.collectives import mismatches, progress_findings
+from debug_hang.analyse.pattern_ids import PatternId
+from debug_hang.analyse.patterns import Pattern, ProcessVerdict, ThreadMatch, catalog, load_catalog, match_process
 from debug_hang.errors import EXIT_CODES_HELP, EXIT_OK, BadInputError
 from debug_hang.model import STACKS_SCHEMA, Process, stacks_from_dict
 
@@ -18,7 +19,8 @@ MATCHES_SCHEMA = "debug-hang/matches/v1"
 DESCRIPTION = """Match stacks against the hang-pattern catalog (references/patterns.yaml).
 
 INPUT is a parse_stacks.py JSON document (debug-hang/stacks/v1), a diagnose output folder, or any
-stack dump parse_stacks.py reads (py-spy text/JSON, ray stack, faulthandler); `-` reads stdin.
+stack dump parse_stacks.py reads (py-spy text/JSON, ray stack, faulthandler, tracebacks, gdb,
+eu-stack, lldb, NCCL watchdog lines; see parse_stacks.py --help); `-` reads stdin.
 For each thread: the matching pattern, its confidence and the deciding frame; for each process a
 verdict: blocked (on a pattern), busy, idle, unknown. Threads that match nothing are `unknown`,
 never forced into a pattern. Ray housekeeping threads are hidden unless --all."""
@@ -92,7 +94,7 @@ def to_document(verdicts: list[ProcessVerdict], show_all: bool,
                                "rank": p.rank, "verdict": v.verdict, "pattern": v.pattern, "threads": threads}
         if p.collective:
             row["collective"] = p.collective
-        if reasons and p.rank in reasons and p.collective:
+        if reasons and p.rank in reasons:
             row["reason"] = reasons[p.rank]
         out.append(row)
     counts = Counter(v.pattern or v.verdict for v in verdicts)
@@ -126,19 +128,51 @@ def collective_mismatch_match(verdict: ProcessVerdict) -> ThreadMatch:
     return ThreadMatch("collective-mismatch", 0.9, None, None)
 
 
+def collective_progress_match(verdict: ProcessVerdict, pattern: PatternId) -> ThreadMatch:
+    """A rank the NCCL watchdog / desync report / monitored_barrier facts place: `collective-wait`
+    keeps the rank's collective frame when its stack shows one; `collective-skipped` keeps the
+    frame where its stack waits instead (what keeps it out of the collective)."""
+    main = verdict.main
+    frame, index, user = (main.frame, main.frame_index, main.user_frame) if main is not None else (None, None, None)
+    also: list[PatternId] = [main.pattern] if main is not None and main.pattern != "unknown" \
+        and main.pattern != pattern else []
+    return ThreadMatch(pattern, 0.9, frame, index, also=also, user_frame=user)
+
+
+def fact_only_ranks(processes: list[Process], progress: dict[int, tuple[PatternId, str]]) -> list[ProcessVerdict]:
+    """Rows for ranks the facts name that the input has no process for (a rank that never reports)."""
+    present = {p.rank for p in processes if p.rank is not None}
+    return [ProcessVerdict(Process(rank=rank, source="collective-facts"), [], "blocked",
+                           ThreadMatch(pattern, 0.8, None, None))
+            for rank, (pattern, _) in sorted(progress.items()) if rank not in present]
+
+
+def classify(processes: list[Process], patterns: list[Pattern] | None = None,
+             max_processes: int | None = None) -> tuple[list[ProcessVerdict], dict[int, str]]:
+    """Each process's verdict, with what the collective facts of the input say about its rank
+    (a mismatch PyTorch reported, a watchdog's sequence numbers), and rank → why."""
+    verdicts = [match_process(p, patterns) for p in processes[:max_processes]]
+    reported = mismatches(processes)
+    progress = progress_findings(processes)
+    for v in verdicts:
+        if v.process.rank in reported and v.process.collective:
+            v.main = collective_mismatch_match(v)
+            v.verdict = "blocked"
+        elif v.process.rank in progress:
+            v.main = collective_progress_match(v, progress[v.process.rank][0])
+            v.verdict = "blocked"
+    reasons = {**{r: why for r, (_, why) in progress.items()}, **reported}
+    return verdicts + fact_only_ranks(processes, progress), reasons
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     patterns = load_catalog(args.catalog) if args.catalog else None
     processes = latest_samples(load_processes(args.input))
     if not processes:
         raise BadInputError(f"{args.input}: no stacks found")
-    verdicts = [match_process(p, patterns) for p in processes[: args.max_processes]]
-    reported = mismatches(processes)
-    for v in verdicts:
-        if v.process.rank in reported and v.process.collective:
-            v.main = collective_mismatch_match(v)
-            v.verdict = "blocked"
-    doc = to_document(verdicts, args.all, reported)
+    verdicts, reasons = classify(processes, patterns, args.max_processes)
+    doc = to_document(verdicts, args.all, reasons)
     if len(processes) > args.max_processes:
         doc["truncated"] = f"{len(processes) - args.max_processes} more processes not shown (--max-processes)"
     print(json.dumps(doc, indent=1) if args.format == "json" else render_summary(doc))

@@ -60,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description=(
             "Read stack dumps in any format responders paste (py-spy text or JSON, `ray stack`,\n"
-            "faulthandler, a diagnose folder) into one model; with --group, fold identical stacks\n"
+            "faulthandler, tracebacks, sys._current_frames() dumps, gdb/pstack/eu-stack/lldb\n"
+            "backtraces, NCCL watchdog lines, a diagnose folder) into one model; with --group, fold identical stacks\n"
             "across processes and threads into groups and name the processes whose stacks differ\n"
             "from their peers (the odd rank of a collective hang)."
         ),

@@ -6,7 +6,8 @@ import argparse
 import re
 from pathlib import Path
 
-from debug_hang.errors import EXIT_CODES_HELP, UsageError
+from debug_hang.errors import EXIT_CODES_HELP
+from debug_hang.report.write import diagnoses_folder
 from debug_hang.timeouts import DEFAULT_DEADLINE_S
 from debug_hang.watch import ON_HANG_TIMEOUT_S, Watcher, WatchOptions
 
@@ -16,7 +17,7 @@ Signals, read every --interval (adaptive: up to 4x slower while nothing changes,
 the job's task summary (State API, filtered by job on the server: task completions, including
 ray.train.report barriers), the tail of its driver log (submitted jobs), and --progress-file
 (mtime/size) if given. When none moves for --stall, a second reading confirms the stall, then the
-full diagnosis runs once into OUT/<job>-<time>/ (report.md, diagnosis.json), its summary is printed
+full diagnosis runs once into a new folder OUT/<job>-<time>/ (report.md, diagnosis.json), its summary is printed
 and --on-hang runs with DEBUG_HANG_REPORT, DEBUG_HANG_DIR, DEBUG_HANG_JOB_ID, DEBUG_HANG_VERDICT and
 DEBUG_HANG_SUMMARY in its environment. A diagnosis that sees the job move (verdict no-hang) fires
 nothing. It fires once per stall, re-arms when progress resumes, and ends (exit 0) when the job
@@ -50,7 +51,9 @@ def build_parser(prog: str = "debug-hang watch") -> argparse.ArgumentParser:
     p.add_argument("--job-id", help="job id or submission id to watch (default: every RUNNING job)")
     p.add_argument("--stall", type=duration, default=600.0, help="silence that counts as a stall (default 10m)")
     p.add_argument("--interval", type=duration, default=30.0, help="seconds between readings (default 30s)")
-    p.add_argument("--out", type=Path, default=Path("/tmp/ray_hang_watch"), help="folder for the diagnoses (default /tmp/ray_hang_watch)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="folder for the diagnoses, each in a new subfolder <job>-<time> (default: a new private "
+                        "/tmp/ray_hang_watch_XXXXXXXX, made and printed at the first diagnosis)")
     p.add_argument("--once", action="store_true", help="exit after the first diagnosis that fires")
     p.add_argument("--on-hang", metavar="CMD",
                    help="command run when a diagnosis fires (split like a shell would, never run by one)")
@@ -66,8 +69,8 @@ def build_parser(prog: str = "debug-hang watch") -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.out.exists() and not args.out.is_dir():
-        raise UsageError(f"--out {args.out} exists and is not a folder")
+    if args.out is not None:
+        args.out = diagnoses_folder(args.out)  # checked (yours, not writable by all) and made 0700 now
     opts = WatchOptions(address=args.address, job_id=args.job_id, stall_s=args.stall, interval_s=args.interval,
                         out_dir=args.out, once=args.once, on_hang=args.on_hang, on_hang_timeout_s=args.on_hang_timeout,
                         progress_file=args.progress_file, log_signal=not args.no_log_signal, deadline_s=args.deadline)

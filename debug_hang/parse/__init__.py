@@ -1,1 +1,2 @@
-"""Parsing what people paste or save: py-spy text/JSON, faulthandler, `ray stack`; grouping identical stacks."""
+"""Parsing what people paste or save into the stack model: one dispatcher (`reader`) over readers by
+dump family (py-spy text and JSON, Python's tracebacks, pasted forms, ...); grouping identical stacks."""

@@ -24,8 +24,8 @@ from typing import Any
 import yaml
 
 from debug_hang.model import Frame, Process, Thread, short_path
-from debug_hang.parse.parsers import paused_gc
 from debug_hang.paths import bundle_root
+from debug_hang.perf import paused_gc
 
 # (function regex, short-file regex): frames a stack passes through on its way to user code,
 # the same in every Ray worker. Observed in Ray 2.60 dumps (tests/data/formats/ray*/) and in

@@ -1,38 +1,30 @@
 """Read every stack format responders paste into one model: `Process` → `Thread` → `Frame`.
 
-Formats (auto-detected, and mixed freely in one input, back to back):
+The entry points (`parse_text`, `parse_bytes`, `parse_path`) decode the input and hand it to the
+one dispatcher, `reader.Reader`, which gives each line to the reader of its family (merged logs
+are first split per source by `streams`). Formats (auto-detected, mixed freely, back to back):
 
-- `py-spy-text`: `py-spy dump` text, current layout (`Process N: title`, `Python vX (exe)`,
-  `Thread N (idle|active|active+gil): "name"`, frames `func (file:line)`), with `--native` frames,
-  `--locals` blocks (`Arguments:`/`Locals:`; `Arguments::` in py-spy 0.2), `--subprocesses`
-  sections (a dashed rule, `Parent Process N: ...`), and py-spy's own error output.
-- `py-spy-text-0.1`: py-spy 0.1's `--dump` layout (exe path, `Python version X`,
-  `Thread 0xADDR[/TID] (idle)`, tab-indented frames) — what old `ray stack` pastes show.
-- `py-spy-json`: `py-spy dump --json` (a list of threads), read by `pyspy.processes_from_pyspy_json`.
-- `ray-stack`: `ray stack` output: `Stack dump for <ps aux line>` then py-spy text per worker.
-- `faulthandler`: Python's `faulthandler` (`Thread 0x... (most recent call first):`,
-  `Current thread 0x...`, `  File "x.py", line N in func`), from `dump_traceback[_later]`,
-  `register(signal)` or a fatal error.
-- `stacks-v1`: a `debug-hang/stacks/v1` JSON document (`model.stacks_from_dict`).
+- `py-spy-text` / `py-spy-text-0.1` / `ray-stack` / node dumps (`pyspy_text`): py-spy 0.1-0.4 text
+  with `--native`, `--locals`, `--subprocesses` and py-spy's own errors; `ray stack`'s sections;
+- `py-spy-json` / `stacks-v1` (`pyspy_json`): JSON documents, cut short or not;
+- `faulthandler` / `traceback` (`python_tb`): faulthandler's sections (also unindented, or with no
+  thread header), tracebacks written outermost first (`most recent call last`) or innermost first
+  (`most recent call first`, gdb's py-bt), headerless frame lists ordered from their content;
+- `thread-dump` (`recipes`): `sys._current_frames()` recipes (`# Thread: name(id)`,
+  `-- Thread ID: N ---`, `thread <Thread(...)>:`, `Thread 0x7f.. (name):`, log-prefixed);
+- `gdb` / `eu-stack` / `lldb` (`native`): gdb `bt`, `thread apply all bt [full]`, `py-bt` (merged
+  into the same threads), typed sessions and the gstack/pstack filter, eu-stack [-v], lldb
+  `bt [all]`: every frame `native: true`;
+- pasted forms (`pastes`, best effort, each assumption said in a warning): Markdown fences,
+  rendered Markdown, bare or column-aligned frames, notes after a frame, `...` elisions, arrow
+  chains, names alone on a line; merged logs with `[rankN]:`, `[defaultN]:[rankN]:` or Ray
+  `(Name pid=N)` prefixes read per source;
+- collective facts (`collective_text`): TORCH_DISTRIBUTED_DEBUG=DETAIL mismatches (on a line, in
+  a traceback, wrapped), ProcessGroupNCCL watchdog and heartbeat lines, the desync report,
+  monitored_barrier: per-rank `Process.collective` facts, on the process of that rank when the
+  input has one, else on a process with the rank and no thread (no stack is invented).
 
-And what people paste (best effort, `pastes.py`; each assumption is said in a warning):
-
-- any of the above inside Markdown fences, the first header possibly on the fence line;
-- `traceback`: Python tracebacks (innermost frame = where the thread was when it raised, e.g. a
-  KeyboardInterrupt in a hung wait), chained ones in one process;
-- `frames`: frames with no process header (the dashboard's Stack Trace view, a trimmed paste),
-  indented or not; `Thread (idle): "name"` without its id; a thread name alone on its line
-  (`MainThread:`) over bare frames; `...` for elided frames; `a → b → c` arrow chains (function
-  names only; read innermost first unless the chain visibly starts at an entry point);
-- dumps rendered as Markdown and copied back (`<module>` lost, `logging/init.py`);
-- merged logs whose lines carry a source prefix (`[rank1]: `, `(RayTrainWorker pid=123) `): read
-  per source, each process given that rank or pid;
-- `torch-mismatch`: TORCH_DISTRIBUTED_DEBUG=DETAIL "Detected mismatch between collectives": each
-  rank it names gets a `Process.collective` fact (op, sequence number, shapes) — on the process of
-  that rank when the input has one, else on a process with the rank and no thread (no stack is
-  invented).
-
-Frames are innermost first, as every one of these dumpers prints them. A thread without a known
+Frames are innermost first in the model whatever order the input used. A thread without a known
 process or thread id is still a thread (pid/thread_id None). Unknown lines between dumps (shell
 prompts, log lines) are skipped; input with no dump at all, binary or empty input raises
 `BadInputError`. A dump cut short is parsed as far as it goes, with a warning. Every input is read
@@ -41,44 +33,55 @@ whitespace run, JSON is never re-tried inside a span that already failed to deco
 nesting is not recursed into.
 """
 
+
 from __future__ import annotations
 
-import gc
-import json
 import os
 import re
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any
 
 from debug_hang.errors import BadInputError
-from debug_hang.model import STACKS_SCHEMA, Frame, Process, Thread, stacks_from_dict
-from debug_hang.parse import pastes
-from debug_hang.parse.pastes import MAX_LINE, Stream
-from debug_hang.probe.pyspy import processes_from_pyspy_json
+from debug_hang.model import STACKS_SCHEMA, Process
+from debug_hang.parse.collective_text import attach_collectives, mismatch_in_text
+from debug_hang.parse.frames import is_python_file, split_frame
+from debug_hang.parse.reader import Reader
+from debug_hang.parse.streams import STREAM_PREFIX, Stream, demux
+from debug_hang.perf import paused_gc
 
-FORMATS = ("py-spy-text", "py-spy-text-0.1", "py-spy-json", "ray-stack", "faulthandler",
-           "stacks-v1", "traceback", "frames", "torch-mismatch")
+__all__ = ["FORMATS_HELP", "decode_input", "is_python_file", "parse_bytes", "parse_path",
+           "parse_text", "renumber_samples", "split_frame"]
+
 FORMATS_HELP = """input formats (auto-detected; several may follow each other in one file):
   py-spy-text      py-spy dump (0.2 to 0.4 layouts), with --native, --locals, --subprocesses
   py-spy-text-0.1  py-spy 0.1 `--dump` (Thread 0xADDR (idle), tab-indented frames)
   py-spy-json      py-spy dump --json
   ray-stack        `ray stack` ("Stack dump for <ps line>" + py-spy text per worker)
-  faulthandler     Python faulthandler (dump_traceback, dump_traceback_later, register, crash)
+  faulthandler     Python faulthandler (dump_traceback[_later], register, crash), also with its
+                   indentation stripped or no thread header
   stacks-v1        debug-hang/stacks/v1 JSON (what parse_stacks.py and diagnose write)
-  traceback        Python tracebacks ("Traceback (most recent call last):"), e.g. a Ctrl-C
-                   KeyboardInterrupt in the hung wait; the innermost frame is the blocking one
+  traceback        Python tracebacks: "most recent call last" (a Ctrl-C KeyboardInterrupt in the
+                   hung wait) and "most recent call first" (gdb py-bt); File lines with no header
+                   (traceback.print_stack) are ordered by their content
+  thread-dump      sys._current_frames() recipes: `# Thread: name(id)`, `-- Thread ID: N ---`,
+                   `thread <Thread(name, started N)>:`, `Thread 0x7f.. (name):`, in log lines
+  gdb              gdb `bt`, `thread apply all bt [full]`, `thread apply all py-bt` (merged into
+                   the native threads), a typed gdb session, pstack/gstack; C++ names demangled
+  eu-stack         elfutils eu-stack -p PID [-v]
+  lldb             lldb `bt` / `bt all` (`thread backtrace all`)
   frames           frame lists without headers (dashboard Stack Trace view, trimmed pastes),
-                   `Thread (idle): "name"` without id, `MainThread:` over bare frames, `...`
+                   `Thread (idle): "name"` without id, `MainThread:` over bare frames, frames in
+                   aligned columns, notes after frames (`<- blocks`, `(some note)`), `...`
                    elisions, `a -> b -> c` / `a → b → c` chains (function names only)
-  torch-mismatch   TORCH_DISTRIBUTED_DEBUG=DETAIL "Detected mismatch between collectives":
-                   a per-rank fact (op, sequence number, shapes) in each process's "collective"
+  collective facts TORCH_DISTRIBUTED_DEBUG=DETAIL "Detected mismatch between collectives" (alone,
+                   in a traceback, wrapped), NCCL watchdog timeouts and progress ("last enqueued
+                   work"), the desync report, monitored_barrier: per-rank facts in "collective"
   pasted forms     any of these inside ``` fences or rendered Markdown; merged logs with
-                   `[rankN]: ` or Ray `(Name pid=N) ` line prefixes are read per source
+                   `[rankN]: `, `[defaultN]:[rankN]: ` or Ray `(Name pid=N) ` prefixes are read
+                   per source
   DIR              every file inside; a diagnose folder's stacks.json is used alone"""
 
+_MISMATCH_MARK = "Detected mismatch between collectives"
 # A directory holding this file is a diagnose collection folder: the file is authoritative.
 COLLECTION_STACKS_FILE = "stacks.json"
 # A folder member larger than this is not read (a core file beside the dumps, say): 1 GiB is
@@ -90,57 +93,9 @@ _SNIFF_BYTES = 65536
 _BINARY_RATIO = 0.10
 
 _NO_DUMP = ("no stack dump recognised in the input (expected py-spy text or JSON, `ray stack`, "
-            "faulthandler, a Python traceback, `func (file:line)` frame lines or "
-            "debug-hang/stacks/v1 JSON; see --help for the formats)")
+            "faulthandler, a Python traceback, gdb/pstack/eu-stack/lldb backtraces, "
+            "`func (file:line)` frame lines or debug-hang/stacks/v1 JSON; see --help for the formats)")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-# Lines reach these patterns right-stripped and cut at MAX_LINE: none ends in `\s*$` (a lazy
-# group before it backtracks over every whitespace run: quadratic on a line of spaces).
-_RAY_STACK = re.compile(r"^Stack dump for (?P<ps>.*)$")
-_PROCESS = re.compile(r"^Process (?P<pid>\d+): ?(?P<title>.*)$")
-_PYTHON = re.compile(r"^Python v(?P<ver>\S+)(?: \((?P<exe>.*)\))?$")
-_PARENT = re.compile(r"^Parent Process (?P<pid>\d+): ?(?P<title>.*)$")
-_OLD_PYTHON = re.compile(r"^Python version (?P<ver>\S+)$")
-_THREAD = re.compile(
-    r"^Thread(?: (?P<id>0[xX][0-9A-Fa-f]+|\d+)(?:/(?P<os>\d+))?)? \((?P<state>[a-z+]+)\)"
-    r'(?:: "(?P<name>.*)")?$'
-)
-_FRAME = re.compile(r"^(?:    |\t ?)(?P<body>\S.*)$")
-_LOCALS_HEADER = re.compile(r"^ {8}(?P<kind>Arguments|Locals)::?$")
-_LOCAL = re.compile(r"^ {12}(?P<name>[^:\s][^:]*?): (?P<repr>.*)$")
-_FH_THREAD = re.compile(
-    r"^(?P<current>Current thread|Thread) (?P<id>0x[0-9a-fA-F]+)(?: \[(?P<name>[^\]]*)\])?"
-    r" \(most recent call first\):$"
-)
-_FH_STACK = re.compile(r"^Stack \(most recent call first\):$")
-_FH_FRAME = re.compile(r'^  File "(?P<file>[^"]*)", line (?P<line>\d+|\?\?\?) in (?P<func>.*)$')
-_FH_START = re.compile(r"^(?:Timeout \([^)]*\)!|Fatal Python error: .*)$")
-_FH_NOISE = re.compile(
-    r"^(?:  <no Python frame>|  \.\.\.|  <truncated>|Extension modules: .*|"
-    r"Python runtime state: .*|  Garbage-collecting|<Cannot show all threads while the GIL is.*)$"
-)
-_PYSPY_ERROR = re.compile(r"^(?:Error: .*|Permission Denied: .*|error: .*)$")
-_PYSPY_ERROR_DETAIL = re.compile(r"^(?:Caused by:|Stack backtrace:|Reason: .*|\s+\d+: .*|\s+at .*)$")
-_SEPARATOR = re.compile(r"^-{20,}$")
-# run_on_each_ray_node.py --dump text: a header per node, `# sample N ...` before each process,
-# `  ! pid N: [kind] error` for a process it could not dump, a closing summary line.
-_NODE_DUMP = re.compile(r"^=== (?:node (?P<node>[0-9a-f]{8,}) \(.*|\d+ node\(s\): .*)$")
-_NODE_DUMP_NOTE = re.compile(r"^# (?:sample \d+\b.*|\.\.\. \d+ outer frames; see --json)$")
-_NODE_DUMP_ERROR = re.compile(r"^  ! pid (?P<pid>\d+): (?P<error>.+)$")
-_PY_SUFFIXES = (".py", ".pyx", ".pyw", ".pyi")
-_STDLIB_VERSION = re.compile(r"/lib/python(\d+\.\d+)/")
-NODE_STACKS_SCHEMA = "debug-hang/node-stacks/v1"  # run_on_each_ray_node.py --dump --json
-_SCHEMA_FIELD = re.compile(r'"schema"\s*:\s*"' + re.escape(STACKS_SCHEMA) + '"')
-_PROCESSES_FIELD = re.compile(r'"processes"\s*:\s*\[')
-_OPEN_BRACKET = re.compile(r"[\[{]")
-_SPACE = re.compile(r"\s")
-_JSON_GAP = re.compile(r"[ \t\r\n,]*")
-_JSON_WINDOW = 65536  # characters decoded first from a JSON start (doubled while cut)
-# Lines that begin a dump: they end a traceback instead of being read as its exception line.
-_HEADERS = ("Traceback", "Process ", "Thread ", "Thread(", "Stack ", "Current thread", "```", "~~~",
-            "Fatal Python", "Timeout (", "During handling", "The above exception",
-            "Exception in thread", "Python v", "Parent Process")
-# Distinct frame lines remembered (each line is parsed once): bounds memory on huge inputs.
-_FRAME_CACHE_MAX = 200_000
 
 
 def parse_text(text: str, warnings: list[str] | None = None) -> list[Process]:
@@ -155,15 +110,17 @@ def parse_text(text: str, warnings: list[str] | None = None) -> list[Process]:
     if "\x1b[" in text:
         text = _ANSI.sub("", text)
     with paused_gc():
-        streams = pastes.demux(text)
+        streams = demux(text)
         if streams is None:
-            parser = _Parser(text, sink)
+            parser = Reader(text, sink)
             processes = parser.run()
             facts = parser.collectives
         else:
             processes, facts = _parse_streams(streams, sink)
+        if _MISMATCH_MARK in text and len({f.get("rank") for f in facts if "shapes" in f or "dtypes" in f}) < 2:
+            facts = facts + mismatch_in_text(text, STREAM_PREFIX)  # wrapped across prefixed lines
         if facts:
-            _attach_collectives(processes, facts, sink)
+            attach_collectives(processes, facts, sink)
         renumber_samples(processes)
     if not processes:
         raise BadInputError(_NO_DUMP)
@@ -180,7 +137,7 @@ def _parse_streams(streams: list[Stream], warnings: list[str]) -> tuple[list[Pro
                     "processes take its rank or pid")
     for stream in streams:
         local: list[str] = []
-        parser = _Parser("\n".join(stream.lines), local)
+        parser = Reader("\n".join(stream.lines), local)
         procs = parser.run()
         for proc in procs:
             if proc.pid is None and stream.pid is not None:
@@ -194,32 +151,14 @@ def _parse_streams(streams: list[Stream], warnings: list[str]) -> tuple[list[Pro
                     proc.task_name = stream.name
             proc.node_ip = proc.node_ip or stream.node_ip
         processes.extend(procs)
+        for fact in parser.collectives:  # a watchdog line says its rank, or its prefix does
+            if fact.get("rank") is None and stream.rank is not None:
+                fact["rank"] = stream.rank
         facts.extend(parser.collectives)
         warnings.extend(f"{stream.key.rstrip(':')}: {w}" if stream.key else w for w in local)
     return processes, facts
 
 
-def _attach_collectives(processes: list[Process], facts: list[dict[str, Any]],
-                        warnings: list[str]) -> None:
-    """Give each rank named by a collective-mismatch message its fact: on the input's process of
-    that rank (first one), else on a new process with only the rank known (no thread)."""
-    by_rank: dict[int, dict[str, Any]] = {}
-    for fact in facts:
-        by_rank.setdefault(int(fact["rank"]), fact)
-    added = []
-    for rank, fact in sorted(by_rank.items()):
-        proc = next((p for p in processes if p.rank == rank), None)
-        if proc is None:
-            proc = Process(rank=rank, source="torch-mismatch")
-            processes.append(proc)
-            added.append(rank)
-        proc.collective = {k: v for k, v in fact.items() if k != "rank"}
-    said = ", ".join(f"rank {r} {f.get('op', '?')}" for r, f in sorted(by_rank.items()))
-    seqs = sorted({str(f.get("sequence")) for f in by_rank.values()})
-    warnings.append(f"read a TORCH_DISTRIBUTED_DEBUG collective mismatch ({said}; sequence number "
-                    f"{'/'.join(seqs)}) as per-rank facts (Process.collective)"
-                    + (f"; rank(s) {', '.join(map(str, added))} have no stack in the input: "
-                       "processes with only the rank and the fact" if added else ""))
 
 
 def parse_bytes(data: bytes, name: str = "input", warnings: list[str] | None = None) -> list[Process]:
@@ -335,750 +274,3 @@ def renumber_samples(processes: list[Process]) -> None:
         if proc.pid is not None:
             proc.title = proc.title or titles.get(proc.pid)
             proc.python = proc.python or pythons.get(proc.pid)
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while building millions of acyclic objects: its
-    repeated full scans of the growing heap cost a third of the time of a 10k-process parse."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def split_frame(body: str) -> tuple[str, str, int | None]:
-    """`func (file:line)` → (func, file, line); the location is the last parenthesised group
-    (C++ names hold parentheses: `Foo::bar(int)::{lambda()#1}::operator() (lib.so)`)."""
-    at = body.rfind(" (")
-    if at < 0 or not body.endswith(")"):
-        return body, "", None
-    loc = body[at + 2:-1]
-    if "(" in loc or ")" in loc:
-        return body, "", None
-    head, sep, tail = loc.rpartition(":")
-    if sep and tail.isdigit():
-        return body[:at], head, int(tail)
-    return body[:at], loc, None
-
-
-def is_python_file(path: str) -> bool:
-    """True for Python source frames (`x.py`, `<frozen ...>`, `<string>`); False for native ones
-    (`libc.so.6`, `callproc.c`, `ray/_raylet.so`)."""
-    return path.endswith(_PY_SUFFIXES) or path.startswith("<")
-
-
-class _Parser:
-    """One pass over the lines; any line may start a new dump of any format."""
-
-    def __init__(self, text: str, warnings: list[str]) -> None:
-        self.text = text
-        self.warnings = warnings
-        self.processes: list[Process] = []
-        self.proc: Process | None = None
-        self.thread: Thread | None = None
-        self.locals_target: dict[str, str] | None = None
-        self.in_error = False
-        self.fh_seen: set[str] = set()
-        self.fh_current = False
-        self.rule_after: Process | None = None  # the process a --subprocesses rule followed
-        self.skipped = 0
-        self.first_skipped: tuple[int, str] | None = None
-        self.last_unknown = False
-        self.frame_cache: dict[str, tuple[str, str, int | None, bool]] = {}
-        # Pasted forms (pastes.py).
-        self.markdown = pastes.MARKDOWN_SIGNS.search(text) is not None
-        self.tb: Thread | None = None  # a traceback being read: frames outermost first until it ends
-        self.tb_name: str | None = None  # from "Exception in thread NAME:"
-        self.tb_chained = False
-        self.tb_repeated = 0  # frames added back from `[Previous line repeated N more times]`
-        self.tb_flat = False  # its `File` lines came unindented: so may its source lines
-        self.ray_origin: re.Match[str] | None = None  # the remote call a RayTaskError names
-        self.pending_name: str | None = None  # `MainThread:` alone on its line
-        self.loose = False  # the current thread was opened by a bare frame, not by a header
-        self.collectives: list[dict[str, Any]] = []
-        self.counts: dict[str, int] = {}
-        self.fence_closed = False  # a fence came after the last dump began: chat text may follow
-        # JSON: never decode again inside a span that failed; the `"processes": [` search cached.
-        self.json_failed_until = -1
-        self.processes_field: tuple[int, int | None] | None = None
-        self.partial_failed: set[int] = set()
-        self.node_id: str | None = None  # the node of a run_on_each_ray_node.py --dump section
-
-    def count(self, what: str) -> None:
-        self.counts[what] = self.counts.get(what, 0) + 1
-
-    # -- process / thread bookkeeping -------------------------------------------------------
-    def new_process(self, pid: int | None, title: str | None, source: str) -> Process:
-        self.end_traceback()
-        proc = Process(pid=pid, title=title or None, source=source, node_id=self.node_id)
-        self.processes.append(proc)
-        self.proc, self.thread, self.locals_target, self.in_error = proc, None, None, False
-        self.fh_seen, self.fh_current = set(), False
-        self.rule_after = None
-        self.loose, self.pending_name, self.fence_closed = False, None, False
-        return proc
-
-    def loose_process(self) -> Process:
-        """The process a headerless thread belongs to: the current one if it is a text dump."""
-        proc = self.proc
-        if proc is None or proc.error or proc.source in ("faulthandler", "traceback"):
-            name = self.pending_name
-            proc = self.new_process(None, None, "frames")
-            self.pending_name = name
-        return proc
-
-    # -- the pass ---------------------------------------------------------------------------
-    def run(self) -> list[Process]:
-        text = self.text
-        n = len(text)
-        pos = 0
-        lineno = 0
-        while pos < n:
-            end = text.find("\n", pos)
-            nxt = n if end < 0 else end + 1
-            lineno += 1
-            if text[pos] in "[{" and pos >= self.json_failed_until:
-                after = self.json_at(pos, lineno)
-                if after > pos:
-                    lineno += text.count("\n", pos, after)
-                    nl = text.find("\n", after)
-                    rest_end = n if nl < 0 else nl
-                    if text[after:rest_end].strip():
-                        pos = after  # more text on the line the JSON value ended on
-                        lineno -= 1
-                    else:
-                        pos = n if nl < 0 else nl + 1
-                    continue
-            stop = n if end < 0 else end
-            if stop - pos > MAX_LINE:
-                self.count("cut")
-                stop = pos + MAX_LINE
-            self.line(text[pos:stop].rstrip(), lineno)
-            pos = nxt
-        self.finish()
-        return [p for p in self.processes
-                if p.threads or p.error or p.pid is not None or p.collective]
-
-    def finish(self) -> None:
-        self.end_traceback()
-        if self.skipped:
-            assert self.first_skipped is not None
-            ln, sample = self.first_skipped
-            self.warnings.append(f"{self.skipped} line(s) not recognised and skipped "
-                                 f"(first at line {ln}: {sample[:80]!r})")
-        if self.last_unknown and self.processes and not self.fence_closed:
-            self.warnings.append("the input ends with an unrecognised line: the last dump may be "
-                                 "cut short; parsed as far as it goes")
-        elif self.processes and not self.processes[-1].threads and not self.processes[-1].error \
-                and self.processes[-1].pid is not None:
-            self.warnings.append(f"process {self.processes[-1].pid} has a header but no thread: "
-                                 "the dump was cut short")
-        for proc in self.processes:
-            if proc.python is None and proc.source in ("faulthandler", "traceback"):
-                proc.python = _python_from_paths(proc)
-        self.warn_assumptions()
-
-    def warn_assumptions(self) -> None:
-        c = self.counts.get
-        if c("cut"):
-            self.warnings.append(f"{c('cut')} line(s) longer than {MAX_LINE} characters: read their "
-                                 f"first {MAX_LINE} only")
-        if c("loose"):
-            self.warnings.append(f"{c('loose')} thread(s) read from frame lines without a thread "
-                                 "header: process and thread ids unknown")
-        if c("no-id"):
-            self.warnings.append(f"{c('no-id')} thread header(s) without a thread id: the threads "
-                                 "are told apart by name only")
-        if c("arrows"):
-            order = (f"{c('arrows-reversed')} of them written caller first (they start at an entry "
-                     "point or end in a wait) and reversed" if c("arrows-reversed") else
-                     "all read innermost first, as dumps print them")
-            self.warnings.append(f"{c('arrows')} arrow chain(s) (`a -> b`) read as threads of "
-                                 f"function names only, no files or lines; {order}")
-        if c("elided"):
-            self.warnings.append(f"{c('elided')} `...` line(s): frames left out of the paste there")
-        if c("traceback"):
-            self.warnings.append(f"{c('traceback')} Python traceback(s) read as threads, innermost "
-                                 "frame first (where the thread was when the exception was raised)")
-        if self.markdown and c("markdown"):
-            self.warnings.append(f"the paste looks rendered as Markdown: {c('markdown')} frame(s) "
-                                 "repaired (`init.py` -> `__init__.py`, `X..y` -> `X.<locals>.y`, "
-                                 "a lost `<module>` name -> `?`)")
-
-    def skip(self, lineno: int, line: str) -> None:
-        self.skipped += 1
-        if self.first_skipped is None:
-            self.first_skipped = (lineno, line)
-        self.last_unknown = True
-
-    def blank(self) -> None:
-        self.locals_target = None
-        self.pending_name = None
-        if self.loose:
-            self.thread, self.loose = None, False
-
-    def line(self, line: str, lineno: int) -> None:  # noqa: C901 - one flat dispatch on the 1st char
-        self.last_unknown = False
-        if line[:1] == ">" and not line.startswith(">>>"):  # a Markdown quote (`> ` per level)
-            line = pastes.QUOTE.sub("", line, count=1)
-        if not line:
-            self.blank()
-            return
-        if "Detected mismatch between collectives" in line:
-            facts = pastes.collective_facts(line, lineno)
-            self.collectives.extend(facts)
-            if facts and self.tb is None:
-                return
-        if "(pid=" in line and "ray::" in line:
-            origin = pastes.RAY_ORIGIN.search(line)
-            if origin is not None:
-                self.ray_origin = origin
-        first = line[0]
-        if first == " " or first == "\t":
-            if not (line.startswith("  ! pid ") and self.node_dump_line(line)):
-                self.indented(line, lineno)
-            return
-        if (first == "=" or first == "#") and self.node_dump_line(line):
-            return
-        if self.tb is not None:
-            tb = pastes.TB_FRAME.match(line)
-            if tb is not None:  # a traceback pasted without its indentation
-                self.traceback_frame(tb.group("func"), tb.group("file"), int(tb.group("line")))
-                self.tb_flat = True
-                return
-            if (self.tb_flat and self.tb.frames and self.tb.frames[-1].code is None
-                    and not line.startswith(_HEADERS) and not pastes.EXCEPTION_LINE.match(line)):
-                self.tb.frames[-1].code = line.strip()[:300]
-                return
-            self.end_traceback()
-            if not line.startswith(_HEADERS):
-                return  # the exception line that ends every traceback
-        self.locals_target = None
-        if first == "`" or first == "~":
-            if line.startswith(("```", "~~~")):
-                self.fence(line, lineno)
-                return
-        elif first == "T":
-            if line == pastes.TRACEBACK_START:
-                self.start_traceback()
-                return
-            thread = _THREAD.match(line)
-            if thread is not None:
-                self.start_thread(thread)
-                return
-            fh = _FH_THREAD.match(line)
-            if fh is not None:
-                self.start_fh_thread(fh)
-                return
-            if _FH_START.match(line):
-                self.new_process(None, None, "faulthandler")
-                return
-            if line in pastes.TB_CHAINED:
-                self.tb_chained = True
-                return
-        elif first == "P":
-            proc = _PROCESS.match(line)
-            if proc is not None:
-                self.start_pyspy_process(int(proc.group("pid")), proc.group("title"))
-                return
-            py = _PYTHON.match(line)
-            if py is not None and self.proc is not None and self.proc.python is None:
-                self.proc.python = py.group("ver")
-                return
-            parent = _PARENT.match(line)
-            if parent is not None and self.proc is not None:
-                self.proc.parent_pid = int(parent.group("pid"))
-                self.proc.role = self.proc.role or "child"
-                return
-            old = _OLD_PYTHON.match(line)
-            if old is not None:
-                self.start_old_pyspy(old.group("ver"))
-                return
-            if _PYSPY_ERROR.match(line) and self.error(line):
-                return
-        elif first == "S":
-            ray = _RAY_STACK.match(line)
-            if ray is not None:
-                self.start_ray_stack(ray.group("ps"))
-                return
-            if _FH_STACK.match(line):
-                self.start_fh_thread(None)
-                return
-            if self.in_error and _PYSPY_ERROR_DETAIL.match(line):
-                return
-        elif first == "C":
-            fh = _FH_THREAD.match(line)
-            if fh is not None:
-                self.start_fh_thread(fh)
-                return
-            if self.in_error and _PYSPY_ERROR_DETAIL.match(line):
-                return
-        elif first == "F":
-            if _FH_START.match(line):
-                self.new_process(None, None, "faulthandler")
-                return
-        elif first == "-":
-            if _SEPARATOR.match(line):  # --subprocesses: a rule between the processes
-                self.thread = None
-                self.rule_after = self.proc
-                return
-        elif first == "E" or first == "e":
-            if _PYSPY_ERROR.match(line):
-                if self.error(line):
-                    return
-            elif _FH_NOISE.match(line):
-                return
-            else:
-                named = pastes.TB_THREAD.match(line)
-                if named is not None:
-                    self.tb_name = named.group("name")
-                    return
-        elif first == "D":
-            if line in pastes.TB_CHAINED:
-                self.tb_chained = True
-                return
-        elif first == "R":
-            if self.in_error and _PYSPY_ERROR_DETAIL.match(line):
-                return
-        elif first == "/":
-            if self.proc is None or self.proc.threads or " " not in line.strip():
-                return  # py-spy 0.1 printed the interpreter path before "Python version"
-        if self.pasted(line, line, lineno):
-            return
-        self.skip(lineno, line)
-
-    def indented(self, line: str, lineno: int) -> None:  # noqa: C901 - one dispatch per indented form
-        if line.startswith(("  File ", "    File ")):
-            tb = pastes.TB_FRAME.match(line)
-            if tb is not None:
-                self.traceback_frame(tb.group("func"), tb.group("file"), int(tb.group("line")))
-                return
-        if self.tb is not None:
-            repeated = pastes.TB_REPEATED.match(line)
-            if repeated is not None:  # Python folds recursion: the frame above, N more times
-                if self.tb.frames:
-                    extra = min(int(repeated.group("n")), pastes.MAX_REPEATED - self.tb_repeated)
-                    self.tb_repeated += max(extra, 0)
-                    self.tb.frames.extend(replace(self.tb.frames[-1]) for _ in range(extra))
-                return
-            if self.tb.frames and self.tb.frames[-1].code is None and line.startswith("    "):
-                if not pastes.TB_NOISE.match(line):
-                    self.tb.frames[-1].code = line.strip()[:300]  # the frame's source line
-                return
-            if pastes.TB_NOISE.match(line):
-                return
-        thread = self.thread
-        if thread is not None:
-            # "    func (file:line)" (py-spy), "\t func (file:line)" (py-spy 0.1)
-            if (line.startswith("    ") and line[4] != " ") or line[0] == "\t":
-                if self.frame(line, lineno):
-                    return
-            if line.startswith("  File "):
-                fh = _FH_FRAME.match(line)
-                if fh is not None:
-                    lno = fh.group("line")
-                    thread.frames.append(Frame(function=fh.group("func"), file=fh.group("file"),
-                                               line=int(lno) if lno.isdigit() else None))
-                    return
-            if self.locals_target is not None:
-                local = _LOCAL.match(line)
-                if local is not None:
-                    self.locals_target[local.group("name")] = local.group("repr")
-                    return
-            if thread.frames and _LOCALS_HEADER.match(line):
-                frame = thread.frames[-1]
-                if frame.locals is None:
-                    frame.locals = {}
-                self.locals_target = frame.locals
-                return
-        if self.in_error and _PYSPY_ERROR_DETAIL.match(line):
-            return
-        if _FH_NOISE.match(line) or pastes.TB_NOISE.match(line):
-            return
-        if self.pasted(line.strip(), line, lineno):
-            return
-        self.skip(lineno, line)
-
-    def node_dump_line(self, line: str) -> bool:
-        """The lines run_on_each_ray_node.py --dump adds around py-spy's layout: a node header
-        (its id goes on the processes that follow), sample notes, a per-pid error, the summary."""
-        node = _NODE_DUMP.match(line)
-        if node is not None:
-            self.node_id = node.group("node") or self.node_id
-            self.thread = None
-            return True
-        if _NODE_DUMP_NOTE.match(line):
-            return True
-        err = _NODE_DUMP_ERROR.match(line)
-        if err is not None:
-            self.new_process(int(err.group("pid")), None, "node-dump").error = err.group("error")
-            return True
-        return False
-
-    # -- pasted forms -----------------------------------------------------------------------
-    def pasted(self, body: str, line: str, lineno: int) -> bool:
-        """A bare frame, a `...` elision, an arrow chain or a thread name alone on its line."""
-        if pastes.ELISION.match(body):
-            self.count("elided")
-            return True
-        if body.startswith("File "):
-            tb = pastes.TB_FRAME.match(body)
-            if tb is not None:
-                self.traceback_frame(tb.group("func"), tb.group("file"), int(tb.group("line")))
-                self.tb_flat = line is body
-                return True
-        loose = pastes.loose_frame(body)
-        if loose is not None and (self.thread is not None or not _SPACE.search(loose[0])):
-            self.loose_frame(*loose)  # a new thread opens only on a function-like name (no spaces)
-            return True
-        chain = pastes.arrow_chain(body)
-        if chain is not None:
-            name, items, reversed_ = chain
-            proc = self.loose_process()
-            thread = Thread(name=name or self.pending_name)
-            thread.frames = [self.make_frame(f, file, lno) for f, file, lno in items]
-            proc.threads.append(thread)
-            self.thread, self.loose, self.pending_name = None, False, None
-            self.count("arrows")
-            if reversed_:
-                self.count("arrows-reversed")
-            return True
-        if line is body or not line.startswith("    "):
-            named = pastes.NAME_HEADER.match(body)
-            if named is not None:
-                self.thread, self.loose = None, False
-                self.pending_name = named.group("name")
-                return True
-        return False
-
-    def make_frame(self, func: str, file: str, line: int | None) -> Frame:
-        if self.markdown:
-            fixed = pastes.repair_markdown(func, file)
-            if fixed != (func, file):
-                self.count("markdown")
-                func, file = fixed
-        return Frame(function=func or "?", file=file, line=line,
-                     native=bool(file) and not is_python_file(file))
-
-    def loose_frame(self, func: str, file: str, line: int | None) -> None:
-        thread = self.thread
-        if thread is None:
-            proc = self.loose_process()
-            thread = Thread(name=self.pending_name)
-            proc.threads.append(thread)
-            self.thread, self.loose, self.pending_name = thread, True, None
-            self.count("loose")
-        thread.frames.append(self.make_frame(func, file, line))
-
-    def fence(self, line: str, lineno: int) -> None:
-        """A Markdown fence ends the thread being read; a header may follow on its line."""
-        self.thread, self.loose, self.pending_name = None, False, None
-        self.fence_closed = self.proc is not None
-        rest = line.lstrip("`~").strip()
-        if rest.startswith(_HEADERS):
-            self.line(rest, lineno)
-
-    def start_traceback(self) -> None:
-        self.ray_origin = None
-        chained = self.tb_chained
-        self.end_traceback()
-        proc = self.proc
-        if not chained or proc is None or proc.source != "traceback":
-            proc = self.new_process(None, None, "traceback")
-        thread = Thread(name=self.tb_name)
-        proc.threads.append(thread)
-        self.tb, self.tb_name, self.tb_chained, self.tb_repeated = thread, None, False, 0
-        self.tb_flat = False
-        self.thread, self.loose = None, False
-        self.count("traceback")
-
-    def traceback_frame(self, func: str, file: str, line: int) -> None:
-        if self.tb is None:  # `File` lines without the header (Ray's RayTaskError, a trimmed paste)
-            origin, self.ray_origin = self.ray_origin, None
-            self.start_traceback()
-            if origin is not None and self.proc is not None:  # the remote frames of a RayTaskError
-                self.proc.pid = int(origin.group("pid"))
-                self.proc.title = f"ray::{origin.group('name')}"
-                self.proc.node_ip = origin.group("ip")
-        assert self.tb is not None
-        self.tb.frames.append(self.make_frame(func, file, line))
-
-    def end_traceback(self) -> None:
-        if self.tb is not None:
-            self.tb.frames.reverse()  # tracebacks print outermost first; the model is innermost first
-            self.tb = None
-
-    # -- starts -----------------------------------------------------------------------------
-    def start_ray_stack(self, ps: str) -> None:
-        fields = ps.split(None, 10)
-        pid = int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
-        title = fields[10].strip() if len(fields) > 10 else None
-        self.new_process(pid, title, "ray-stack")
-
-    def start_pyspy_process(self, pid: int, title: str) -> None:
-        proc = self.proc
-        if (proc is not None and proc.source == "ray-stack" and proc.pid == pid
-                and not proc.threads and proc.python is None and not proc.error):
-            proc.title = title.strip() or proc.title  # py-spy's own header under ray stack's
-        else:
-            self.new_process(pid, title.strip(), "py-spy-text")
-
-    def start_old_pyspy(self, version: str) -> None:
-        proc = self.proc
-        if (proc is None or proc.threads or proc.python is not None or proc.error
-                or proc.source in ("faulthandler", "traceback", "frames")):
-            proc = self.new_process(None, None, "py-spy-text-0.1")
-        proc.python = version
-
-    def start_thread(self, match: re.Match[str]) -> None:
-        ident = match.group("id")
-        proc = self.proc
-        if proc is None or proc.source in ("faulthandler", "traceback") or proc.error:
-            old = ident is not None and ident[:2].lower() == "0x" and match.group("name") is None
-            proc = self.new_process(None, None, "py-spy-text-0.1" if old else "py-spy-text")
-        if ident is None:
-            self.count("no-id")
-        states = match.group("state").split("+")
-        os_tid = match.group("os")
-        thread = Thread(
-            thread_id=ident,
-            os_thread_id=int(os_tid) if os_tid else (int(ident) if ident and ident.isdigit() else None),
-            name=match.group("name"),
-            active=True if "active" in states else (False if "idle" in states else None),
-            owns_gil="gil" in states,
-        )
-        proc.threads.append(thread)
-        self.thread, self.loose, self.pending_name = thread, False, None
-        self.locals_target = None
-
-    def start_fh_thread(self, match: re.Match[str] | None) -> None:
-        ident = match.group("id") if match is not None else None
-        current = match is None or match.group("current") == "Current thread"
-        proc = self.proc
-        if (proc is None or proc.source != "faulthandler" or (ident is not None and ident in self.fh_seen)
-                or (current and self.fh_current)):
-            proc = self.new_process(None, None, "faulthandler")
-        if ident is not None:
-            self.fh_seen.add(ident)
-        self.fh_current = self.fh_current or current
-        thread = Thread(thread_id=ident, name=match.group("name") if match is not None else None)
-        proc.threads.append(thread)
-        self.thread, self.loose = thread, False
-
-    def error(self, line: str) -> bool:
-        """py-spy's error for the process whose header came just before, or for a child after a
-        --subprocesses rule (py-spy fails on a non-Python child); False if there is none."""
-        proc = self.proc
-        parent = self.rule_after
-        if parent is not None and proc is parent and proc.threads:
-            proc = self.new_process(None, None, "py-spy-text")
-            proc.parent_pid, proc.role = parent.pid, "child"
-        if proc is None or proc.threads or proc.error or proc.source == "faulthandler":
-            return False
-        proc.error = line.strip()
-        self.thread = None
-        self.in_error = True
-        return True
-
-    def frame(self, line: str, lineno: int) -> bool:
-        """A py-spy frame line under a thread header; False if it is not one."""
-        cached = self.frame_cache.get(line)
-        if cached is None:
-            match = _FRAME.match(line)
-            func, file, lno = split_frame(match.group("body")) if match is not None else ("", "", None)
-            if not file:  # "    Worker.get_objects": a line cut short, or not a frame at all
-                return False
-            if self.markdown:
-                fixed = pastes.repair_markdown(func, file)
-                if fixed != (func, file):
-                    self.count("markdown")
-                    func, file = fixed
-            cached = (func, file, lno, not is_python_file(file))
-            if len(self.frame_cache) < _FRAME_CACHE_MAX:
-                self.frame_cache[line] = cached
-        func, file, lno, native = cached
-        assert self.thread is not None
-        self.thread.frames.append(Frame(function=func, file=file, line=lno, native=native))
-        self.locals_target = None
-        return True
-
-    # -- JSON -------------------------------------------------------------------------------
-    def json_at(self, pos: int, lineno: int) -> int:
-        """Decode a JSON value starting at `pos`; returns the offset after it (pos if none).
-
-        Only `[{` (py-spy's list of threads) and `{"` (a document) are tried; a failed value's
-        span is never tried again from inside, and nesting deeper than the recursion limit is
-        skipped whole: each character is decoded a bounded number of times."""
-        text = self.text
-        head = text[pos + 1:pos + 80].lstrip()[:1]
-        if head != ("{" if text[pos] == "[" else '"'):
-            return pos
-        try:
-            value, end = _decode_at(text, pos)
-        except RecursionError:
-            self.json_failed_until = self._nesting_end(pos)
-            self.warnings.append(f"line {lineno}: JSON nested deeper than {sys.getrecursionlimit()} "
-                                 "levels: not a stack dump, read as text")
-            return pos
-        except ValueError as exc:
-            after = self.json_partial(pos, lineno)
-            if after == pos:
-                err = exc.at if isinstance(exc, _JSONFailed) else pos
-                self.json_failed_until = max(self.json_failed_until, err)
-            return after
-        if self.json_value(value, lineno):
-            return end
-        self.json_failed_until = end
-        return pos
-
-    def _nesting_end(self, pos: int) -> int:
-        """Where the run of brackets that made the decoder recurse too deep ends (linear scan)."""
-        limit = sys.getrecursionlimit()
-        for i, match in enumerate(_OPEN_BRACKET.finditer(self.text, pos)):
-            if i >= limit:
-                return match.end()
-        return len(self.text)
-
-    def json_value(self, value: Any, lineno: int) -> bool:
-        if isinstance(value, list):
-            if not value:
-                return False
-            try:
-                procs = processes_from_pyspy_json(value)
-            except (ValueError, TypeError, AttributeError) as exc:
-                self.warnings.append(f"line {lineno}: JSON list that is not py-spy output ({exc})")
-                return False
-        elif isinstance(value, dict) and value.get("schema") in (STACKS_SCHEMA, NODE_STACKS_SCHEMA):
-            schema = str(value["schema"])
-            if schema == NODE_STACKS_SCHEMA:
-                # run_on_each_ray_node.py --dump --json: stacks/v1 processes grouped by node.
-                rows = [r for r in value.get("nodes") or [] if isinstance(r, dict)]
-                value = {"schema": STACKS_SCHEMA, "processes": [p for r in rows for p in r.get("processes") or []]}
-            try:
-                procs = stacks_from_dict(value)
-            except (ValueError, TypeError, AttributeError, KeyError) as exc:
-                self.warnings.append(f"line {lineno}: malformed {schema} document ({exc})")
-                return False
-            for p in procs:
-                p.source = p.source or ("stacks-v1" if schema == STACKS_SCHEMA else "node-stacks-v1")
-            procs = _well_formed(procs, self.warnings, lineno)
-        elif isinstance(value, dict):
-            self.warnings.append(f"line {lineno}: JSON object of unknown schema "
-                                 f"{str(value.get('schema'))[:60]!r} skipped")
-            return True
-        else:
-            return False
-        self.processes.extend(procs)
-        self.proc, self.thread, self.locals_target = None, None, None
-        return True
-
-    def json_partial(self, start: int, lineno: int) -> int:
-        """Keep the complete elements of a JSON array cut short (py-spy's list of threads, or the
-        `processes` of a stacks/v1 document)."""
-        text = self.text
-        is_doc = text[start] == "{"
-        array_at = start
-        if is_doc:
-            if _SCHEMA_FIELD.search(text, start, start + 4096) is None:
-                return start
-            cached = self.processes_field  # one search serves every start before its hit
-            if cached is not None and cached[0] <= start and (cached[1] is None or start < cached[1]):
-                found_at = cached[1]
-            else:
-                found = _PROCESSES_FIELD.search(text, start)
-                found_at = None if found is None else found.end()
-                self.processes_field = (start, found_at)
-            if found_at is None:
-                return start
-            array_at = found_at - 1
-        if array_at in self.partial_failed:
-            return start
-        decoder = json.JSONDecoder()
-        items: list[Any] = []
-        i = array_at + 1
-        n = len(text)
-        while True:
-            i = _JSON_GAP.match(text, i).end()  # type: ignore[union-attr]  # matches the empty string
-            if i >= n or text[i] == "]":
-                break
-            try:
-                item, i = decoder.raw_decode(text, i)
-            except (ValueError, RecursionError):
-                break
-            items.append(item)
-        if not items or not all(isinstance(it, dict) for it in items):
-            self.partial_failed.add(array_at)
-            return start
-        value: Any = {"schema": STACKS_SCHEMA, "processes": items} if is_doc else items
-        if not self.json_value(value, lineno):
-            self.partial_failed.add(array_at)
-            return start
-        self.warnings.append(f"line {lineno}: JSON cut short: kept the {len(items)} complete "
-                             f"{'process' if is_doc else 'thread'} record(s) before the cut")
-        self.last_unknown = False
-        return i
-
-
-def _decode_at(text: str, pos: int) -> tuple[Any, int]:
-    """`raw_decode(text, pos)` at a cost bounded by the value, not by `pos`: json's error
-    message counts the lines from the start of its string (O(pos) per failed start), so decode
-    a window from `pos`, doubled while an error may come from the window's cut."""
-    decoder = json.JSONDecoder()
-    n = len(text)
-    size = _JSON_WINDOW
-    while True:
-        if pos + size >= n:
-            chunk = text[pos:] if pos else text
-        else:
-            chunk = text[pos:pos + size]
-        try:
-            value, end = decoder.raw_decode(chunk)
-        except json.JSONDecodeError as exc:
-            cut = pos + size < n
-            if cut and (exc.pos >= len(chunk) - 1 or exc.msg.startswith("Unterminated string")):
-                size *= 2
-                continue
-            raise _JSONFailed(exc.msg, pos + exc.pos) from None
-        return value, pos + end
-
-
-class _JSONFailed(ValueError):
-    """A JSON value that does not decode; `at` is the offset in the whole text where it failed."""
-
-    def __init__(self, msg: str, at: int) -> None:
-        super().__init__(msg)
-        self.at = at
-
-
-def _well_formed(procs: list[Process], warnings: list[str], lineno: int) -> list[Process]:
-    """Drop threads/frames of the wrong type from a stacks/v1 document (it may be hand-edited)."""
-    out = []
-    for p in procs:
-        if p.pid is not None and not isinstance(p.pid, int):
-            warnings.append(f"line {lineno}: process with non-integer pid {p.pid!r} skipped")
-            continue
-        for t in p.threads:
-            t.frames = [f for f in t.frames
-                        if isinstance(f.function, str) and (f.line is None or isinstance(f.line, int))]
-        out.append(p)
-    return out
-
-
-def _python_from_paths(proc: Process) -> str | None:
-    for thread in proc.threads:
-        for frame in thread.frames:
-            match = _STDLIB_VERSION.search(frame.file)
-            if match:
-                return match.group(1)
-    return None
-
-
-def iter_frames(processes: list[Process]) -> Iterator[Frame]:
-    """Every frame of every thread (handy for checks and tests)."""
-    for proc in processes:
-        for thread in proc.threads:
-            yield from thread.frames

@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from debug_hang.model import Process, process_to_dict
@@ -69,6 +70,8 @@ SOURCE_DEPTH = 12
 CONTEXT_LINES = 3  # lines kept above and below the job's innermost frame
 LOOP_LINES = 24  # ... or the whole loop it runs in, when the loop is at most this long
 OUTER_LOOP_FRAMES = 2  # the job's callers of that frame whose loop is kept too
+# Ray's own log files (a worker's output, a submitted driver's): their folder is the session's logs.
+_RAY_LOG_NAME = re.compile(r"^(worker-[0-9a-f]+-[0-9a-f]+-\d+\.(out|err)|job-driver-.+\.log|python-core-.+\.log)$")
 _LIBRARY_PATH = re.compile(r"(/site-packages/|/dist-packages/|/lib/python\d+\.\d+/)")
 
 
@@ -145,6 +148,32 @@ def read_env(pid: int) -> tuple[dict[str, str], list[str]]:
 def read_rank_env(pid: int) -> dict[str, str]:
     """RANK, LOCAL_RANK, WORLD_SIZE... from the process's start-up environment, if set."""
     return read_env(pid)[0]
+
+
+def child_log_rule(node_id: str, targets: list[int]) -> Callable[[dict[str, Any]], bool]:
+    """Which stdout/stderr files of a target's child are logs: the file a target itself writes its
+    output to (the child inherited it: a worker's .out), or a file under the session's log folder
+    (Ray's log names beside a target's own log, or this node's raylet's `--log_dir`). Any other
+    file is the child's output — `gzip -c big.csv > big.csv.gz` — and is never read as a log."""
+    own: set[tuple[int, int]] = set()
+    dirs: set[str] = set()
+    for pid in targets:
+        for f in progress.std_files(pid):
+            own.add((f["dev"], f["inode"]))
+            if _RAY_LOG_NAME.match(f["name"]):
+                dirs.add(os.path.realpath(os.path.dirname(f["path"])))
+    raylet_dirs: list[str] = []
+
+    def is_log(f: dict[str, Any]) -> bool:
+        if (f["dev"], f["inode"]) in own:
+            return True
+        if not raylet_dirs:  # looked up once, when a child's file is not a target's
+            found = raylet_log_dir(local_raylet(node_id))
+            raylet_dirs.append(os.path.realpath(found) if found else "")
+        path = os.path.realpath(f["path"])
+        return any(d and os.path.commonpath([d, path]) == d for d in (*dirs, *raylet_dirs))
+
+    return is_log
 
 
 def cpu_ticks(pid: int) -> int | None:
@@ -350,7 +379,9 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
         # One clear node-level error instead of the same message once per process.
         errors.append({"pid": None, "pids": all_pids, "kind": PYSPY_MISSING, "sample": 0,
                        "error": pyspy_missing_message()})
-    points = {pid: progress.read_point(pid) for pid in all_pids}
+    is_log = child_log_rule(node_id, [pid for pid in all_pids if info[pid]["child_of"] is None])
+    log_rule = {pid: None if info[pid]["child_of"] is None else is_log for pid in all_pids}
+    points = {pid: progress.read_point(pid, log_rule[pid]) for pid in all_pids}
     ticks_before = {pid: cpu_ticks(pid) for pid in all_pids}
     sched_before = {pid: runnable_ns(pid) for pid in all_pids}
     t_before = time.time()
@@ -416,7 +447,8 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
             info[pid]["runnable_percent"] = runnable
         spans = taken > 1 or (taken == 1 and str(pid) in (since or {}))  # more than one moment
         if spans and os.path.exists(f"/proc/{pid}"):
-            info[pid]["progress"] = progress.window(points[pid], progress.read_point(pid), clean=redactor.redact)
+            info[pid]["progress"] = progress.window(points[pid], progress.read_point(pid, log_rule[pid]),
+                                                    clean=redactor.redact)
         elif spans:
             info[pid]["progress"] = {"exited": True, "errors": ["exited during the sampling window"]}
     add_kernel_waits(info, all_pids, errors)

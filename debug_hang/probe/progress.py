@@ -4,9 +4,15 @@
 after)` turns the two into what moved in between: bytes read and written (/proc/PID/io), context
 switches of the main thread (/proc/PID/status), and the growth of the log files its stdout and
 stderr point to (a Ray worker's .out/.err, a submitted driver's job log), with the new lines and
-a few lines from before the window to compare them with. Nothing here stops or signals the
-process: these are reads of /proc and of log files. What the readings mean is decided elsewhere
-(analyse/progress.py, references/verdict_rules.yaml).
+a few lines from before the window to compare them with.
+
+Only a log is read. Which of a process's stdout/stderr files is one, the caller says (`is_log`;
+the node probe: a target's own, a child's when it shares a target's or lies under the session's
+log folder): a child's `gzip -c big.csv > big.csv.gz` makes its stdout a data file, whose growth
+is counted in bytes (`outputs`) and never read. In a log, only text is counted and quoted
+(probe/logtext.py): bytes that are not text are counted, not read as lines. Nothing here stops
+or signals the process: these are reads of /proc and of log files. What the readings mean is
+decided elsewhere (analyse/progress.py, references/verdict_rules.yaml).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from debug_hang.probe.logtext import text_lines
 from debug_hang.redact import redact
 
 IO_FIELDS = ("rchar", "wchar", "read_bytes", "write_bytes", "syscr", "syscw")
@@ -41,8 +48,8 @@ def _read_keyed(path: str, fields: tuple[str, ...]) -> dict[str, int]:
     return found
 
 
-def _log_files(pid: int) -> list[dict[str, Any]]:
-    """The regular files behind the process's stdout and stderr (deduplicated)."""
+def std_files(pid: int) -> list[dict[str, Any]]:
+    """The regular files behind the process's stdout and stderr (deduplicated), not yet read."""
     files: list[dict[str, Any]] = []
     seen: set[tuple[int, int]] = set()
     for fd in LOG_FDS:
@@ -55,12 +62,13 @@ def _log_files(pid: int) -> list[dict[str, Any]]:
             continue
         seen.add((st.st_dev, st.st_ino))
         files.append({"fd": fd, "path": path, "name": os.path.basename(path), "size": st.st_size,
-                      "mtime": st.st_mtime, "inode": st.st_ino})
+                      "mtime": st.st_mtime, "inode": st.st_ino, "dev": st.st_dev})
     return files
 
 
-def read_point(pid: int) -> dict[str, Any]:
-    """One reading of a process: io counters, context switches, log files (sizes), and when."""
+def read_point(pid: int, is_log: Callable[[dict[str, Any]], bool] | None = None) -> dict[str, Any]:
+    """One reading of a process: io counters, context switches, its stdout/stderr files (sizes),
+    and when. Files `is_log` refuses (default: none) are `outputs`, whose sizes only are read."""
     point: dict[str, Any] = {"wall": time.time(), "errors": []}
     try:
         point["io"] = _read_keyed(f"/proc/{pid}/io", IO_FIELDS)
@@ -70,13 +78,17 @@ def read_point(pid: int) -> dict[str, Any]:
         point["ctxt"] = _read_keyed(f"/proc/{pid}/status", CTXT_FIELDS)
     except OSError as exc:
         point["errors"].append(f"/proc/{pid}/status: {exc.strerror or exc}")
-    point["logs"] = _log_files(pid)
+    files = std_files(pid)
+    point["logs"] = [f for f in files if is_log is None or is_log(f)]
+    point["outputs"] = [f for f in files if f not in point["logs"]]
     return point
 
 
-def _lines(data: bytes, clean: Callable[[str], str] = redact) -> list[str]:
-    """Non-empty lines, each redacted before it is cut (a cut token is no longer recognisable)."""
-    return [clean(ln)[:LINE_CHARS] for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
+def _lines(data: bytes, clean: Callable[[str], str] = redact, cut: bool = False) -> tuple[list[str], int]:
+    """The text lines of `data`, each redacted before it is cut (a cut token is no longer
+    recognisable), and the count of its bytes that are not text (never read as lines)."""
+    lines, not_text = text_lines(data, cut=cut)
+    return [clean(ln)[:LINE_CHARS] for ln in lines], not_text
 
 
 def _read_range(path: str, start: int, end: int) -> bytes:
@@ -86,26 +98,41 @@ def _read_range(path: str, start: int, end: int) -> bytes:
 
 
 def _log_window(before: dict[str, Any], after: dict[str, Any], clean: Callable[[str], str] = redact) -> dict[str, Any]:
-    """What a log file gained between two readings: bytes, lines, the new lines, the tail before."""
+    """What a log file gained between two readings: bytes, text lines, the new lines, the tail
+    before, and how many of the new bytes are not text (`not_text_bytes`: counted, never quoted)."""
     entry: dict[str, Any] = {"fd": after["fd"], "name": after["name"], "bytes": 0, "lines": 0,
-                             "new": [], "tail": [], "age_s": None}
+                             "new": [], "tail": [], "age_s": None, "not_text_bytes": 0}
     entry["age_s"] = round(max(0.0, time.time() - float(after["mtime"])), 2)
     start, end = int(before["size"]), int(after["size"])
     try:
         if start > 0:
             head = _read_range(after["path"], max(0, start - TAIL_BYTES), start)
-            entry["tail"] = _lines(head.split(b"\n", 1)[-1] if start > TAIL_BYTES else head, clean)[-TAIL_LINES:]
+            piece = head.split(b"\n", 1)[-1] if start > TAIL_BYTES else head
+            entry["tail"] = _lines(piece, clean, cut=True)[0][-TAIL_LINES:]
         if end < start:
             entry["rotated"] = True  # truncated or replaced: growth unknown
             return entry
         entry["bytes"] = end - start
         if end > start:
             data = _read_range(after["path"], start, min(end, start + MAX_NEW_BYTES))
-            lines = _lines(data, clean)
-            entry["lines"] = len(lines) if end - start <= MAX_NEW_BYTES else None
+            whole = end - start <= MAX_NEW_BYTES
+            # A reading may end inside a character (a buffered writer splits its writes anywhere).
+            lines, not_text = _lines(data, clean, cut=True)
+            entry["lines"] = len(lines) if whole else None
+            # Beyond the read, the unread rest is taken to be like what was read.
+            entry["not_text_bytes"] = not_text if whole else round(not_text / max(1, len(data)) * (end - start))
             entry["new"] = lines[:NEW_LINES // 2] + lines[NEW_LINES // 2:][-(NEW_LINES // 2):]
     except OSError as exc:
         entry["error"] = f"{after['name']}: {exc.strerror or exc}"
+    return entry
+
+
+def _output_window(before: dict[str, Any] | None, after: dict[str, Any]) -> dict[str, Any]:
+    """What a data file behind stdout/stderr gained: bytes only (it is never read)."""
+    start, end = int((before or after)["size"]), int(after["size"])
+    entry: dict[str, Any] = {"fd": after["fd"], "name": after["name"], "bytes": max(0, end - start)}
+    if end < start:
+        entry["rotated"] = True
     return entry
 
 
@@ -122,4 +149,8 @@ def window(before: dict[str, Any], after: dict[str, Any], clean: Callable[[str],
     was = {(f["inode"], f["fd"]): f for f in before.get("logs", [])}
     out["logs"] = [_log_window(was.get((f["inode"], f["fd"]), {**f, "size": f["size"]}), f, clean)
                    for f in after.get("logs", [])]
+    had = {(f["inode"], f["fd"]): f for f in before.get("outputs", [])}
+    outputs = [_output_window(had.get((f["inode"], f["fd"])), f) for f in after.get("outputs", [])]
+    if outputs:
+        out["outputs"] = outputs
     return out

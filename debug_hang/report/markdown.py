@@ -23,11 +23,13 @@ from debug_hang.untrusted import code_span, fence, md_cell, md_inline, strip_con
 if TYPE_CHECKING:
     from debug_hang.analyse.diagnosis import Diagnosis
     from debug_hang.analyse.patterns import ProcessVerdict
+    from debug_hang.analyse.rootcause import RootCause
 
 MAX_TABLE_ROWS = 40
 MAX_EVIDENCE = 8
 ODD_GROUP = 3  # in a folded table, a group this small is listed process by process (the odd ones out)
 MAX_CULPRITS = 10  # culprits named in a root cause's line (all are in diagnosis.json)
+MAX_NATIVE_FRAMES = 12  # a culprit's native frames shown under its root cause (all are in stacks.json)
 MAX_FR_GROUPS = 8  # process groups shown in the Flight Recorder table (all are in diagnosis.json)
 
 
@@ -83,6 +85,28 @@ def location(frame: Frame | None, user: Frame | None) -> str:
     return parts[0] if parts else "—"
 
 
+def native_lines(verdicts: list[ProcessVerdict], key: str) -> Iterator[str]:
+    """A culprit process's deciding thread below Python (dumped with --native): its innermost
+    native frames, and what the other threads wait on when it holds the GIL."""
+    verdict = next((v for v in verdicts if proc_key(v.process) == key), None)
+    if verdict is None or verdict.main is None:
+        return
+    thread = next((t for t, m in verdict.threads if m is verdict.main), None)
+    natives: list[Frame] = []
+    for frame in thread.frames if thread is not None else []:
+        if not frame.native or len(natives) >= MAX_NATIVE_FRAMES:
+            break  # the wait's own native frames: those under the innermost Python frame
+        natives.append(frame)
+    if thread is not None and natives:
+        yield f"  - native frames of thread {md_cell(thread.name or thread.thread_id or '?')} (innermost first):"
+        yield from fence([f"{strip_controls(f.function, newlines=False)[:200]} ({strip_controls(f.short_file, newlines=False)}"
+                          + (f":{f.line})" if f.line else ")") for f in natives], "text", indent="  ")
+    waiting = [(t, m) for t, m in verdict.threads if m.waits_for and "GIL" in m.waits_for]
+    if waiting:
+        names = ", ".join(md_cell(t.name or t.thread_id or "?") for t, _ in waiting[:MAX_CULPRITS])
+        yield f"  - {len(waiting)} other thread(s) wait for {md_cell(waiting[0][1].waits_for or '')}: {names}"
+
+
 def _progress_lines(diag: Diagnosis) -> Iterator[str]:
     """What each process that matters did between the first and the last sample."""
     if not diag.signals:
@@ -120,6 +144,9 @@ def _row_cells(diag: Diagnosis, v: ProcessVerdict) -> tuple[str, str, str]:
         where = location(v.main.frame, v.main.user_frame)
     cpu = diag.collection.info_of(v.process).get("cpu_percent")
     cpu_text = "—" if cpu is None else f"{cpu:.0f}%"
+    waits = next((m.waits_for for _, m in v.threads if m is v.main and m.waits_for), None)
+    if waits:
+        where += f" (waits for {md_cell(waits)})"
     graph_node = diag.graph.nodes.get(proc_key(v.process))
     shown = v.pattern
     if shown == "unknown" and graph_node is not None and graph_node.pattern:
@@ -222,20 +249,33 @@ def render_markdown(diag: Diagnosis) -> str:
 
 
 def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
-    from debug_hang.snapshot import resource_usage
-
-    cat = catalog()
-    snap = diag.snapshot
+    """report.md, section by section."""
     guide = next_steps.guide(diag)
     yield f"# Ray hang diagnosis — job {md_cell(diag.job_id)}: **{diag.verdict}**"
     yield ""
     yield md_inline(diag.summary)
     yield ""
     yield from _read_next(diag, guide)
+    yield from _cluster_summary(diag)
+    yield from _blocked_table(diag)
+    yield from _progress_lines(diag)
+    yield from _chain_lines(diag)
+    yield from _root_cause_lines(diag, guide)
+    yield from _flight_recorder_lines(diag)
+    yield from _locals_lines(diag)
+    yield from _driver_log_lines(diag)
+    yield from _fix_lines(diag)
+    yield from _uncollected_lines(diag)
+
+
+def _cluster_summary(diag: Diagnosis) -> Iterator[str]:
+    from debug_hang.snapshot import resource_usage
+
+    snap = diag.snapshot
     yield "## Cluster summary"
     if snap is not None:
-        alive = sum(1 for n in snap.nodes if n.get("state") == "ALIVE")
-        yield f"- Nodes alive: {alive} / {len(snap.nodes)}"
+        alive = sum(1 for n in diag.rows.nodes if n.state == "ALIVE")
+        yield f"- Nodes alive: {alive} / {len(diag.rows.nodes)}"
         usage = resource_usage(snap)
         for res in ("CPU", "GPU"):
             if res in usage:
@@ -265,6 +305,9 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
     if diag.progress:
         yield f"- Progress seen: {md_inline('; '.join(diag.progress[:3]))}"
     yield ""
+
+
+def _blocked_table(diag: Diagnosis) -> Iterator[str]:
     yield "## Blocked tasks"
     yield "CPU = real CPU use of the process over the sampling window (a spin shows ~100%, a wait ~0%)."
     yield ""
@@ -286,7 +329,9 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
                f"{node.pattern or '—'} |")
     if len(stopped) > MAX_TABLE_ROWS:
         yield f"| … {len(stopped) - MAX_TABLE_ROWS} more dead or pending in diagnosis.json | | | | | | |"
-    yield from _progress_lines(diag)
+
+
+def _chain_lines(diag: Diagnosis) -> Iterator[str]:
     yield ""
     yield "## Blocking chain"
     all_chains = diag.chains
@@ -307,59 +352,75 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
                 lines.append(f"  ↓ {why}")
         yield from fence(lines, "text")
     yield ""
+
+
+def _root_cause_lines(diag: Diagnosis, guide: next_steps.Guide) -> Iterator[str]:
     yield "## Root cause"
     if not diag.causes:
         yield "None identified."
         yield ""
     for i, cause in enumerate(diag.causes[:5], 1):
-        pattern = cat.get(cause.pattern)
-        title = pattern.title if pattern else cause.pattern
-        yield f"### {i}. {title} (`{cause.pattern}`, confidence {cause.confidence:.2f})"
-        named = ", ".join(c.label() for c in cause.culprits[:MAX_CULPRITS])
-        more = len(cause.culprits) - MAX_CULPRITS
-        yield f"- **Culprit**: {md_inline(named)}" + (f" and {more} more (in diagnosis.json)" if more > 0 else "")
         done = guide.causes[i - 1].finished_call if i <= len(guide.causes) else None
-        if done is not None:
-            yield f"  - {_finished_text(done)}"
+        yield from _one_cause(diag, i, cause, done)
+
+
+def _one_cause(diag: Diagnosis, i: int, cause: RootCause, done: next_steps.FinishedCall | None) -> Iterator[str]:
+    pattern = catalog().get(cause.pattern)
+    title = pattern.title if pattern else cause.pattern
+    yield f"### {i}. {title} (`{cause.pattern}`, confidence {cause.confidence:.2f})"
+    named = ", ".join(c.label() for c in cause.culprits[:MAX_CULPRITS])
+    more = len(cause.culprits) - MAX_CULPRITS
+    yield f"- **Culprit**: {md_inline(named)}" + (f" and {more} more (in diagnosis.json)" if more > 0 else "")
+    if done is not None:
+        yield f"  - {_finished_text(done)}"
+    for c in cause.culprits[:MAX_CULPRITS]:
+        if c.frame is not None and c.state != "idle":
+            yield (f"  - {md_cell(c.name)}: at {code_span(c.frame.function)} "
+                   f"({md_cell(c.frame.short_file)}{'' if c.frame.line is None else f':{c.frame.line}'})"
+                   + (f": {code_span(c.frame.code)}" if c.frame.code else ""))
+        source = _user_context(diag, c.key)
+        if source:
+            yield from fence(source, "python job-source", indent="  ")
+        yield from native_lines(diag.verdicts, c.key)
+    if pattern:
+        yield f"- **Mechanism**: {pattern.meaning}"
+    yield f"- **Impact**: {len(cause.victims)} process(es) wait on it"
+    for ev in cause.evidence[:MAX_EVIDENCE]:
+        yield f"- evidence: {md_inline(ev, 300)}"
+    if diag.evidence is not None:
         for c in cause.culprits[:MAX_CULPRITS]:
-            if c.frame is not None and c.state != "idle":
-                yield (f"  - {md_cell(c.name)}: at {code_span(c.frame.function)} "
-                       f"({md_cell(c.frame.short_file)}:{c.frame.line})"
-                       + (f": {code_span(c.frame.code)}" if c.frame.code else ""))
-            source = _user_context(diag, c.key)
-            if source:
-                yield from fence(source, "python job-source", indent="  ")
-        if pattern:
-            yield f"- **Mechanism**: {pattern.meaning}"
-        yield f"- **Impact**: {len(cause.victims)} process(es) wait on it"
-        for ev in cause.evidence[:MAX_EVIDENCE]:
-            yield f"- evidence: {md_inline(ev, 300)}"
-        if diag.evidence is not None:
-            for c in cause.culprits[:MAX_CULPRITS]:
-                node_ev = diag.evidence.per_node.get(c.key)
-                if node_ev is None:
-                    continue
-                for line in node_ev.history:
-                    yield f"- task history ({md_cell(c.name)}): {md_inline(line, 300)}"
-                for line in node_ev.highlights:
-                    yield f"- own log ({md_cell(c.name)} pid {c.pid}): {code_span(line, 240)}"
-        yield ""
-    yield from _flight_recorder_lines(diag)
+            node_ev = diag.evidence.per_node.get(c.key)
+            if node_ev is None:
+                continue
+            for line in node_ev.history:
+                yield f"- task history ({md_cell(c.name)}): {md_inline(line, 300)}"
+            for line in node_ev.highlights:
+                yield f"- own log ({md_cell(c.name)} pid {c.pid}): {code_span(line, 240)}"
+    yield ""
+
+
+def _locals_lines(diag: Diagnosis) -> Iterator[str]:
     diffs = locals_differences(diag)
     if diffs:
         yield "## Locals that differ between peers (--locals)"
         for line in diffs[:10]:
             yield f"- {md_inline(line)}"
         yield ""
+
+
+def _driver_log_lines(diag: Diagnosis) -> Iterator[str]:
     if diag.evidence is not None and diag.evidence.driver_highlights:
         yield "## Driver log (lines that matter)"
         yield "Printed by the job (not by debug-hang):"
         yield from fence(diag.evidence.driver_highlights, "text job-output")
         yield ""
+
+
+def _fix_lines(diag: Diagnosis) -> Iterator[str]:
     yield "## Fix suggestions"
     seen: set[str] = set()
     for cause in diag.causes[:3]:
-        pattern = cat.get(cause.pattern)
+        pattern = catalog().get(cause.pattern)
         if pattern is None or cause.pattern in seen:
             continue
         seen.add(cause.pattern)
@@ -369,6 +430,9 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
         yield "- Nothing is stuck. If the job is too slow, profile it: `py-spy record --pid PID` on its node."
     elif not seen:
         yield "- Collect again with `--samples 5 --interval 2` and read 05_stacks.txt."
+
+
+def _uncollected_lines(diag: Diagnosis) -> Iterator[str]:
     errors = diag.collection.errors + diag.errors
     if errors:
         yield ""

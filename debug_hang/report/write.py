@@ -64,6 +64,31 @@ def _make_parents(parent: Path) -> None:
         os.mkdir(folder, 0o700)
 
 
+class FolderNotEmptyError(UsageError):
+    """An output folder that already holds files; the command that met it says what to run instead."""
+
+    def __init__(self, path: Path, entries: int) -> None:
+        self.path = path
+        self.entries = entries
+        self.reason = f"output folder {path} is not empty ({entries} {'entry' if entries == 1 else 'entries'})"
+        super().__init__(f"{self.reason}: give a new or empty folder, or --force to replace the outputs of an "
+                         "earlier diagnosis there")
+
+
+def diagnoses_folder(path: Path | None, prefix: str = "ray_hang_watch_") -> Path:
+    """A folder to hold many diagnoses, one new subfolder each: a fresh private `mkdtemp` one when
+    `path` is None; else `path`, checked as output folders' parents are and made 0700 if missing
+    (it may hold earlier diagnoses: each new one gets a folder of its own)."""
+    if path is None:
+        return Path(tempfile.mkdtemp(prefix=prefix))
+    if path.is_symlink():
+        raise UsageError(f"folder {path} is a symbolic link: give the real folder, or a new one")
+    _make_parents(path)  # checks an existing folder too: yours or root's, not writable by all
+    if not path.is_dir():
+        raise UsageError(f"{path} exists and is not a folder: give a folder for the diagnoses")
+    return path
+
+
 def prepare_output_dir(path: Path | None, force: bool = False) -> Path:
     """The output folder, private and empty: a fresh `mkdtemp` one when `path` is None.
 
@@ -85,8 +110,7 @@ def prepare_output_dir(path: Path | None, force: bool = False) -> Path:
         raise UsageError(f"output folder {path} belongs to uid {st.st_uid}, not to you: give a folder of your own")
     entries = os.listdir(path)
     if entries and not force:
-        raise UsageError(f"output folder {path} is not empty ({len(entries)} entries): give a new or empty "
-                         "folder, or --force to replace the outputs of an earlier diagnosis there")
+        raise FolderNotEmptyError(path, len(entries))
     if entries:
         _remove_outputs(path)
     os.chmod(path, 0o700)

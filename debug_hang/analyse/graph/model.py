@@ -25,8 +25,9 @@ QUEUED_STATES: frozenset[TaskState] = frozenset({"SUBMITTED_TO_WORKER", "PENDING
 
 
 # Why an edge waits: the pattern of the wait, or a tie no pattern names (a supervisor and the actors
-# it created, Ray Train's barrier and the ranks missing from it, a demand and what holds it).
-EdgeReason = PatternId | Literal["supervises", "train-barrier", "held-by"]
+# it created, Ray Train's barrier and the ranks missing from it, a demand and what holds it, a
+# full queue and the creator that never read it).
+EdgeReason = PatternId | Literal["supervises", "train-barrier", "held-by", "never-read"]
 NodeKind = Literal["actor", "task", "driver", "process", "rank", "placement_group", "resource"]
 
 
@@ -73,6 +74,7 @@ class Edge:
     dst: str
     why: EdgeReason  # what is waited on: the wait's pattern id (ray-get-wait, collective-wait, ...)
     evidence: str
+    guessed: bool = False  # inferred without a fact naming it (never closes a deadlock cycle)
 
 
 @dataclass
@@ -92,18 +94,19 @@ class WaitGraph:
     def into(self, key: str) -> list[Edge]:
         return self._in.get(key, [])
 
-    def add_edge(self, src: str, dst: str, why: EdgeReason, evidence: str) -> None:
+    def add_edge(self, src: str, dst: str, why: EdgeReason, evidence: str, guessed: bool = False) -> None:
         if src == dst and why != "ray-get-wait":
             return
         same = self._pair.get((src, dst))  # not a scan of out(src): the driver waits on thousands
         if same is not None:
+            same.guessed = same.guessed and guessed  # a fact confirms a guess
             # Several calls into one process: keep them all in view (the one waited on may not
             # be the one running), up to a few.
             parts = same.evidence.split("; ")
             if evidence not in parts and len(parts) < 3:
                 same.evidence += f"; {evidence}"
             return
-        edge = Edge(src, dst, why, evidence)
+        edge = Edge(src, dst, why, evidence, guessed)
         self.edges.append(edge)
         self._pair[src, dst] = edge
         self._out.setdefault(src, []).append(edge)

@@ -11,8 +11,8 @@ from debug_hang.analyse.graph.raycalls import follow_submitted
 from debug_hang.analyse.graph.threads import cannot_signal, deciding_thread, frame_text, job_frame, joins, other_threads_in_job_code
 from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.analyse.patterns import ProcessVerdict
-from debug_hang.rows import ActorRow
-from debug_hang.snapshot import QUEUE_ACTOR_CLASS
+from debug_hang.rows import ActorRow, TaskRow
+from debug_hang.snapshot import DRIVER_TASK_PREFIX, QUEUE_ACTOR_CLASS
 
 
 @follows("queue-producers", decides=("producer-gone", "consumer-gone", "idle-no-work"))
@@ -42,6 +42,8 @@ def _edges_queue(b: Builder, key: str) -> None:
     run a single method (the producing call was never made)."""
     g, tasks = b.g, b.tasks
     me = g.nodes[key]
+    if me.class_name == QUEUE_ACTOR_CLASS and _edges_to_the_other_side(b, key):
+        return
     # A put blocked on the queue actor: the queue is full and the wait is on its consumers.
     full = me.class_name == QUEUE_ACTOR_CLASS and any(
         t.actor_id == me.actor_id and t.state == "RUNNING" and str(t.name).endswith(".put")
@@ -118,3 +120,70 @@ def _check_in_process_producer(node: GNode, verdict: ProcessVerdict) -> None:
         "waits on a queue.Queue that only threads of this process can fill, and no other thread runs "
         f"job code (threads: {others or 'none'}): the producer thread is gone — it returned or died "
         "(a thread's traceback goes to this worker's .err log)")
+
+
+# ray.util.queue's calls on its queue actor, by side: what a blocked put waits for is a get, and
+# the other way round.
+_PUTS = re.compile(r"\.put(_nowait(_batch)?)?$")
+_GETS = re.compile(r"\.get(_nowait(_batch)?)?$")
+
+
+def _edges_to_the_other_side(b: Builder, key: str) -> bool:
+    """A ray.util.queue whose put is blocked (full) waits for the processes that get from it; one
+    whose get is blocked (empty), for those that put into it. Who they are is in the queue actor's
+    own calls: each call's parent task is the caller's. A full queue nobody ever read from waits
+    for the process that feeds its writer through another queue (a request/response loop: the one
+    that sends requests reads the results), when every process of the job is itself waiting (none
+    is free to be the reader). True when an edge was made."""
+    me = b.g.nodes[key]
+    mine = b.index.of_actor(me.actor_id)
+    full = any(t.state == "RUNNING" and _PUTS.search(t.name) for t in mine)
+    empty = any(t.state == "RUNNING" and _GETS.search(t.name) for t in mine)
+    if full == empty:
+        return False  # no call blocked on it, or both sides blocked at once: nothing to decide from
+    me.pattern, me.state = "queue-get-wait", "blocked"
+    side, verb = (_GETS, "gets from") if full else (_PUTS, "puts into")
+    callers = _callers(b, [t for t in mine if side.search(t.name)], key)
+    for caller, n in callers.items():
+        b.g.add_edge(key, caller, "queue-get-wait",
+                     f"{'full' if full else 'empty'}: waits until {b.g.nodes[caller].label()} {verb} it "
+                     f"(it did {n} time(s) before)")
+    if callers or not full:
+        return bool(callers)
+    free = [n for k, n in b.g.nodes.items() if k != key and n.class_name != QUEUE_ACTOR_CLASS and k in b.verdicts
+            and n.state not in ("blocked", "dead")]
+    writers = _callers(b, [t for t in mine if _PUTS.search(t.name)], key)
+    feeders = {f for w in writers for f in _feeders(b, w, key)}
+    if free or not feeders:
+        return False
+    for feeder in sorted(feeders):
+        b.g.add_edge(key, feeder, "never-read",
+                     f"full, and nothing ever got from it: {b.g.nodes[feeder].label()}, which feeds its writer through "
+                     "another queue, is the one to read it back, but waits itself")
+    return True
+
+
+def _feeders(b: Builder, writer: str, queue_key: str) -> set[str]:
+    """The processes that put into the queues `writer` gets from (other than `queue_key`)."""
+    out: set[str] = set()
+    for q_key, node in b.g.nodes.items():
+        if q_key == queue_key or node.class_name != QUEUE_ACTOR_CLASS:
+            continue
+        calls = b.index.of_actor(node.actor_id)
+        if writer in _callers(b, [t for t in calls if _GETS.search(t.name)], q_key):
+            out |= set(_callers(b, [t for t in calls if _PUTS.search(t.name)], q_key)) - {writer}
+    return out
+
+
+def _callers(b: Builder, calls: list[TaskRow], key: str) -> dict[str, int]:
+    """The graph nodes that made `calls` (by parent task: a running task's process, or the
+    driver), with how many each made; never the queue itself or another queue actor."""
+    by_task = {t.task_id: k for k, running in b.running.items() for t in running}
+    driver = next((k for k, v in b.verdicts.items() if v.process.role == "driver"), None)
+    out: dict[str, int] = {}
+    for call in calls:
+        parent = call.parent_task_id or ""
+        who = by_task.get(parent) or (driver if parent == DRIVER_TASK_PREFIX + str(b.job_id) else None)
+        if who is not None and who != key and b.g.nodes[who].class_name != QUEUE_ACTOR_CLASS:
+            out[who] = out.get(who, 0) + 1
+    return out

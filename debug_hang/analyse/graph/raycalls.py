@@ -30,9 +30,12 @@ def follow_submitted(b: Builder, key: str) -> None:
     mine = b.running.get(key, [])
     if not found and mine and b.g.nodes[key].pattern == "ray-get-wait":
         # It waits on objects it did not create: ObjectRefs handed to it by its caller, whose
-        # other unfinished tasks are the likely producers.
+        # other unfinished tasks are the likely producers — those created before its own call
+        # (an ObjectRef passed in existed when the call was made). A guess: such edges never make
+        # a deadlock by themselves (rootcause.find_cycles leaves them out).
         callers = {str(t.parent_task_id) for t in mine}
-        edges_from_parents(b, key, callers, skip={str(t.task_id) for t in mine},
+        made = min((t.creation_time_ms for t in mine if t.creation_time_ms), default=None)
+        edges_from_parents(b, key, callers, skip={str(t.task_id) for t in mine}, before_ms=made, guessed=True,
                             text="probably waits for {name} ({state}), started by its caller (an ObjectRef passed in)")
 
 
@@ -103,19 +106,23 @@ def node_for_task(b: Builder, task: TaskRow) -> str | None:
 
 
 def edges_from_parents(b: Builder, key: str, parents: set[str], skip: set[str] | None = None,
-                        text: str = "waits for {name} ({state})") -> int:
-    """Edges from `key` to whatever runs the unfinished tasks submitted by `parents`; how many."""
+                       text: str = "waits for {name} ({state})", before_ms: float | None = None,
+                       guessed: bool = False) -> int:
+    """Edges from `key` to whatever runs the unfinished tasks submitted by `parents` (created
+    before `before_ms`, when given); how many."""
     found = 0
     for task in b.index.children(parents):
         if task.state in DONE_STATES or task.name in POLLING_TASKS:
             continue
         if skip and task.task_id in skip:
             continue
+        if before_ms is not None and (task.creation_time_ms is None or task.creation_time_ms >= before_ms):
+            continue
         dst = node_for_task(b, task)
         if dst is None or (skip is not None and dst == key):
             continue
         found += 1
-        b.g.add_edge(key, dst, "ray-get-wait", text.format(name=task.name, state=task.state))
+        b.g.add_edge(key, dst, "ray-get-wait", text.format(name=task.name, state=task.state), guessed=guessed)
     return found
 
 
