@@ -206,3 +206,25 @@ def test_the_first_round_asks_for_more_samples_of_the_undecided_culprit_only() -
     assert [r.pid for r in sampling.plan(call, 0.0).refs] == [call.busy[0].ref.pid]
     assert call.verdict == "inconclusive"
     assert not sampling.plan(spin, 0.0).refs and spin.verdict == "hang"
+
+
+CAPTURES = ROOT / "tests" / "data" / "captures"
+
+
+def test_a_running_thread_with_a_small_cpu_share_is_no_gil_holder_blocked_off_the_cpu() -> None:
+    # GIVEN a red-team capture at load ~20: a pure-Python loop py-spy saw active with the GIL in
+    # both samples (lines 25 then 26) but with a small CPU share, and no run-queue reading
+    diag = reanalyse(CAPTURES / "busy_python_under_load")
+    # THEN the idle re-reading does not make it a GIL holder blocked in C, and its moving stack is work
+    assert not any(c.pattern == "gil-holder-blocked" for c in diag.causes)
+    assert diag.verdict == "no-hang", diag.summary
+    assert "train_bpe" in diag.summary and "works" in diag.summary
+
+
+def test_a_demand_starved_by_holders_that_compute_is_no_hang() -> None:
+    # GIVEN four numpy tasks holding the CPUs two pending tasks need (same load, same misreading)
+    diag = reanalyse(CAPTURES / "busy_holders_under_load")
+    # THEN no GIL holder is named, and the starved demand waits for work, not for a hang
+    assert not any(c.pattern == "gil-holder-blocked" for c in diag.causes)
+    assert diag.verdict != "hang", diag.summary
+    assert "running calls hold" in diag.summary

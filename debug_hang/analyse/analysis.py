@@ -180,8 +180,11 @@ def _match_with_cpu(proc: Process, collection: Collection) -> ProcessVerdict:
     if rule == "idle" and cpu >= threshold:
         verdict = match_process(proc, [p for p in catalog().values() if p.cpu != "idle"])
     elif rule == "busy" and demand < threshold:
-        # Re-read as idle, on a copy: the recorded stacks keep what py-spy said.
-        idle = dataclasses.replace(proc, threads=[dataclasses.replace(t, active=False) for t in proc.threads])
+        # Re-read as idle, on a copy: the recorded stacks keep what py-spy said. A thread py-spy saw
+        # running does not become one that holds the GIL off the CPU (blocked in a C call that
+        # kept it): it was runnable, and a small share of a loaded CPU is no block.
+        idle = dataclasses.replace(proc, threads=[dataclasses.replace(t, active=False, owns_gil=t.owns_gil and not t.active)
+                                                  for t in proc.threads])
         verdict = match_process(idle)
         verdict.process = proc
     return verdict
