@@ -4,7 +4,7 @@
 tests/scale_capture.py copies the ranks of tests/data/cases/gloo_skipped_allreduce with new pids,
 ranks, actor, task and node ids (1,998 blocked in one all-reduce, 2 that skipped it). This times,
 REPEAT times each, on that folder: loading it, the analysis (`pipeline.reanalyse`: matching,
-graph, root cause, verdict) and report.md; peak Python memory of one load + analysis + render
+graph, root cause, verdict), report.md, graph.svg and report.html (and their sizes); peak Python memory of one load + analysis + render
 (tracemalloc, a separate run: tracing slows it); the report's lines and characters; and writing
 the whole output folder. The machine's load average is printed beside the figures.
 
@@ -44,10 +44,12 @@ from scale_capture import build  # noqa: E402
 from debug_hang import pipeline  # noqa: E402
 from debug_hang.analyse.diagnosis import Diagnosis  # noqa: E402
 from debug_hang.pipeline import load_capture, reanalyse  # noqa: E402
+from debug_hang.report.html import render_html  # noqa: E402
 from debug_hang.report.markdown import render_markdown  # noqa: E402
+from debug_hang.report.svg import render_svg  # noqa: E402
 from debug_hang.report.write import write_outputs  # noqa: E402
 
-PHASES = ("load", "analysis", "render", "write")
+PHASES = ("load", "analysis", "render", "svg", "html", "write")
 RANKS_PER_NODE = 8
 
 
@@ -91,10 +93,15 @@ def _phases(folder: Path, out: Path) -> tuple[dict[str, tuple[float, float]], Di
     t2 = clock()
     report = render_markdown(diag)
     t3 = clock()
-    write_outputs(diag, out, None)
+    svg = render_svg(diag)
     t4 = clock()
+    render_html(diag, svg)
+    t5 = clock()
+    write_outputs(diag, out, None)
+    t6 = clock()
     analysis = minus(minus(t2, t1), inner[0])
-    return {"load": minus(t1, t0), "analysis": analysis, "render": minus(t3, t2), "write": minus(t4, t3)}, diag, report
+    return {"load": minus(t1, t0), "analysis": analysis, "render": minus(t3, t2), "svg": minus(t4, t3),
+            "html": minus(t5, t4), "write": minus(t6, t5)}, diag, report
 
 
 def clock() -> tuple[float, float]:
@@ -130,7 +137,10 @@ def figures(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "root_cause": diag.causes[0].pattern if diag.causes else None,
         "load_median_s": round(wall["load"], 3), "analysis_median_s": round(wall["analysis"], 3),
         "load_plus_analysis_median_s": round(statistics.median(r["load"][0] + r["analysis"][0] for r in runs), 3),
-        "report_median_s": round(wall["render"], 3), "write_outputs_median_s": round(wall["write"], 3),
+        "report_median_s": round(wall["render"], 3), "graph_svg_median_s": round(wall["svg"], 3),
+        "report_html_median_s": round(wall["html"], 3), "write_outputs_median_s": round(wall["write"], 3),
+        "graph_svg_bytes": (tmp / "out0" / "graph.svg").stat().st_size,
+        "report_html_bytes": (tmp / "out0" / "report.html").stat().st_size,
         "write_outputs_runs_s": [round(r["write"][0], 3) for r in runs],
         "cpu_median_s": {p: round(v, 3) for p, v in cpu.items()},
         "peak_mb": round(peak / 1e6, 1), "report_lines": len(report.splitlines()), "report_chars": len(report),

@@ -21,6 +21,7 @@ EXIT_NOT_FOUND = 5  # the job, node or process asked for does not exist
 EXIT_DEADLINE = 6  # the deadline passed before anything useful was produced
 EXIT_PARTIAL = 7  # run_on_each_ray_node: at least one node failed or timed out
 EXIT_INCONCLUSIVE = 8  # diagnose: the blocked processes could not be inspected (no stacks, no verdict)
+EXIT_WRONG = 9  # demo: the diagnosis printed is not the scenario's expected answer
 
 EXIT_CODES_HELP = """exit codes:
   0  success
@@ -31,7 +32,8 @@ EXIT_CODES_HELP = """exit codes:
   5  not found: no such job, node or process
   6  deadline passed before a result could be produced
   7  partial: some nodes failed or timed out (run_on_each_ray_node)
-  8  inconclusive: the blocked processes could not be inspected (py-spy missing or refused; diagnose)"""
+  8  inconclusive: the blocked processes could not be inspected (py-spy missing or refused; diagnose)
+  9  demo: the diagnosis is not the scenario's expected answer"""
 
 
 class DebugHangError(Exception):

@@ -91,7 +91,11 @@ def start(port: int = 6400, num_cpus: int = 4, extra: list[str] | None = None) -
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
         raise DebugHangError(f"ray start failed: {' / '.join(tail)}")
-    wait_for(lambda: _dashboard_up(cluster.dashboard), 60, "the dashboard to come up")
+    try:
+        wait_for(lambda: _dashboard_up(cluster.dashboard), 60, "the dashboard to come up")
+    except UnreachableError as exc:
+        stop(cluster)  # a head without a dashboard is of no use here: leave nothing running
+        raise DebugHangError(f"{exc} (its log: {temp_dir}/session_latest/logs/dashboard.log)") from None
     return cluster
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal, NamedTuple, cast, get_args
+from typing import Any, Literal, cast, get_args
 
 STACKS_SCHEMA = "debug-hang/stacks/v1"
 
@@ -24,7 +24,7 @@ ErrorKind = Literal[
     "pyspy-missing", "permission-denied", "process-exited", "not-python", "dump-timeout", "bad-output",
     "pyspy-failed", "uninterruptible", "target-resumed", "dumped-nonblocking",
     "command-not-found", "command-timeout", "command-failed-to-start", "locks-truncated",
-    "node-dead", "node-unknown", "not-scheduled", "helper-crashed", "helper-failed",
+    "node-dead", "node-unknown", "not-scheduled", "helper-crashed", "helper-failed", "helper-error", "version-mismatch",
     "targets-capped", "deadline", "state-api-down",
 ]
 ERROR_KINDS: frozenset[str] = frozenset(get_args(ErrorKind))
@@ -40,13 +40,34 @@ def error_kind(value: object) -> ErrorKind | None:
 _RAY_TITLE = re.compile(r"^ray::(?P<rest>[^\s]+)")
 
 
-class ProcessRef(NamedTuple):
+class ProcessRef(tuple[str | None, int | None]):
     """Who a process is across the cluster. PIDs repeat across machines and pods, so a process is
     known by its node and its pid together: the one identity a dump target, a dumped process, its
-    per-process evidence and its graph node share (a plain `(node_id, pid)` tuple compares equal)."""
+    per-process evidence and its graph node share (a plain `(node_id, pid)` tuple compares equal).
 
-    node_id: str | None
-    pid: int | None
+    A plain tuple subclass, not a `typing.NamedTuple`: this module travels to the nodes by value
+    with Ray's cloudpickle, and the one bundled with Ray 2.9 cannot rebuild a NamedTuple class
+    there (KeyError: '__module__').
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, node_id: str | None, pid: int | None) -> ProcessRef:
+        return super().__new__(cls, (node_id, pid))
+
+    def __getnewargs__(self) -> tuple[str | None, int | None]:
+        return self[0], self[1]
+
+    def __repr__(self) -> str:
+        return f"ProcessRef(node_id={self[0]!r}, pid={self[1]!r})"
+
+    @property
+    def node_id(self) -> str | None:
+        return self[0]
+
+    @property
+    def pid(self) -> int | None:
+        return self[1]
 
     @property
     def key(self) -> str:
@@ -70,6 +91,12 @@ class Frame:
     def short_file(self) -> str:
         """The file path from the package root on (`ray/_private/worker.py`), as py-spy shows it."""
         return short_path(self.file)
+
+    @property
+    def name(self) -> str:
+        """The function without its class: `join` for `Thread.join` (py-spy 0.3.14, tracebacks
+        and faulthandler print only this; py-spy 0.4 qualifies it)."""
+        return self.function.rsplit(".", 1)[-1]
 
 
 @dataclass

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from debug_hang.analyse.flight_recorder import analyse as analyse_fr
 from debug_hang.analyse.fr_join import attach
 from debug_hang.analyse.patterns import settings
 from debug_hang.analyse.progress import rules
+from debug_hang.analyse.proof import prove
 from debug_hang.analyse.rootcause import chains
 from debug_hang.analyse.verdict import quote_deaths, youngest_task_age_s
 from debug_hang.collect.address import ClusterAddress, check_reachable, parse_address, resolve_dashboard
@@ -45,6 +47,7 @@ from debug_hang.collect.state import (
     take_snapshot,
     task_key,
 )
+from debug_hang.collect.versions import read_versions
 from debug_hang.errors import DeadlineError, NotFoundError
 from debug_hang.model import Collection, CollectionError, Evidence, NodeEvidence, Process, ProcessRef, process_from_dict, stacks_from_dict
 from debug_hang.parse.flight_recorder import from_probe, read_saved
@@ -107,6 +110,7 @@ def run(opts: Options) -> Diagnosis:
     assert addr.dashboard_url
     timer.mark("address")
     snap = take_snapshot(addr.dashboard_url, None, timeout_s=deadline.remaining(cap=10.0))
+    snap.versions = read_versions(addr, timeout_s=deadline.remaining(cap=3.0))
     scrub_snapshot(snap)
     learnt_before = redactor.learnt
     timer.mark("state")
@@ -257,6 +261,13 @@ def finish(diag: Diagnosis, snap: Snapshot) -> None:
     the job's task or actor state could not be read."""
     add_flight_recorder(diag)
     weigh_truncation(diag, snap.truncated)
+    _settle_unread_state(diag, snap)
+    diag.proofs = prove(diag)
+
+
+def _settle_unread_state(diag: Diagnosis, snap: Snapshot) -> None:
+    """No "no hang" (and a hang only from what one process's stacks prove) when the job's task
+    or actor state could not be read."""
     missing = [e for e in snap.errors if "/api/v0/tasks" in e or "/api/v0/actors" in e]
     if not missing:
         return
@@ -277,6 +288,7 @@ def add_evidence(diag: Diagnosis, evidence: Evidence) -> None:
     says of each crash loop's deaths."""
     diag.evidence = evidence
     quote_deaths(diag)
+    diag.proofs = prove(diag)  # the failed call's traceback is in the logs just read
 
 
 def weigh_truncation(diag: Diagnosis, truncated: dict[str, dict[str, int]]) -> None:
@@ -442,8 +454,10 @@ def load_capture(folder: Path) -> Capture:
     return Capture(job=job, snapshot=snap, collection=coll, tasks_after=after, meta=meta)
 
 
-def reanalyse(folder: Path) -> Diagnosis:
-    """Re-run the analysis on a recorded output folder (snapshot.json + stacks.json)."""
+def reanalyse(folder: Path, out: Path | None = None, force: bool = False) -> Diagnosis:
+    """Re-run the analysis on a recorded output folder (snapshot.json + stacks.json); with `out`,
+    write a whole output folder there from it (report.md, diagnosis.json, graph.svg, report.html
+    and the capture again, so that it re-analyses too)."""
     cap = load_capture(folder)
     meta, snap, job = cap.meta, cap.snapshot, cap.job
     diag = analyse(job, snap, cap.collection, cap.tasks_after, str(meta.get("address") or ""),
@@ -459,4 +473,47 @@ def reanalyse(folder: Path) -> Diagnosis:
             per_node={k: NodeEvidence(highlights=v.get("highlights", []), history=v.get("history", []),
                                       errors=v.get("errors", [])) for k, v in (raw.get("per_node") or {}).items()},
             driver_highlights=list(raw.get("driver_highlights") or []), errors=list(raw.get("errors") or [])))
+        read_saved_logs(folder, diag, raw)
+    if out is not None:
+        write_outputs(diag, out, cap.tasks_after, force=force)
     return diag
+
+
+SAVED_LOG_BYTES = 1 << 20  # a saved log tail is read up to this much (the writer keeps 200 lines)
+
+
+def read_saved_logs(folder: Path, diag: Diagnosis, raw: dict[str, Any]) -> None:
+    """The log tails a saved folder holds (`logs/`) back on its evidence, as the live run had them,
+    and the proofs made again from them (a failed call's traceback is read there). Files are
+    found by the names evidence.json gives; a folder written before it gave them, by pid."""
+    logs, ev = folder / "logs", diag.evidence
+    if ev is None or not logs.is_dir() or logs.is_symlink():
+        return
+    ev.driver_log = _read_bounded(logs / "driver.log")
+    names = sorted(p.name for p in logs.iterdir())
+    for key, node_ev in ev.per_node.items():
+        given = ((raw.get("per_node") or {}).get(key) or {}).get("logs")
+        node = diag.graph.nodes.get(key)
+        if isinstance(given, dict):
+            pairs = [(str(s), str(n).rsplit("/", 1)[-1]) for s, n in given.items()]
+        elif node is not None and node.pid:
+            own = re.compile(rf"^[A-Za-z0-9_]+-{node.pid}(-[0-9a-f]{{8}})?\.(err|out)$")
+            pairs = [(n.rsplit(".", 1)[1], n) for n in names if own.match(n)]
+        else:
+            pairs = []
+        for suffix, name in pairs:
+            if name in names:
+                node_ev.logs.setdefault(suffix, _read_bounded(logs / name))
+    diag.proofs = prove(diag)
+
+
+def _read_bounded(path: Path) -> str:
+    """A saved text file, at most SAVED_LOG_BYTES of its end, never through a link ("" if absent)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return ""
+    with os.fdopen(fd, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        fh.seek(max(0, size - SAVED_LOG_BYTES))
+        return fh.read(SAVED_LOG_BYTES).decode("utf-8", errors="replace")

@@ -131,7 +131,7 @@ class ActorRow:
     node_id: str | None
     required_resources: dict[str, float]
     death_cause: dict[str, Any] | None
-    num_restarts: int
+    num_restarts: int | None  # None: this Ray does not report restarts (2.9)
     num_restarts_due_to_node_preemption: int
     is_detached: bool
     placement_group_id: str | None
@@ -146,7 +146,7 @@ class ActorRow:
             state=cast(ActorState, str(row.get("state") or "")), job_id=_id(row.get("job_id")),
             name=_id(row.get("name")), repr_name=_id(row.get("repr_name")), pid=pid if pid else None,
             node_id=_id(row.get("node_id")), required_resources=_resources(row.get("required_resources")),
-            death_cause=cause if isinstance(cause, dict) else None, num_restarts=_int(row.get("num_restarts")) or 0,
+            death_cause=cause if isinstance(cause, dict) else None, num_restarts=_int(row.get("num_restarts")),
             num_restarts_due_to_node_preemption=_int(row.get("num_restarts_due_to_node_preemption")) or 0,
             is_detached=bool(row.get("is_detached")), placement_group_id=_id(row.get("placement_group_id")),
             rank_env=rank_env(row),

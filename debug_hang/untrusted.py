@@ -1,7 +1,8 @@
 """Untrusted text (names, titles, log lines, source from the cluster) made harmless: terminal
 control characters removed, Markdown neutralised so that it can never add structure (a heading,
-a fence, a link, HTML). Linear regex scans with bounded repetitions; pure standard library (the
-node probe may import it). Secrets are redact.py's.
+a fence, a link, HTML), HTML and SVG escaped so that it can add no element, script or
+attribute. Linear regex scans with bounded repetitions; pure standard library (the node probe
+may import it). Secrets are redact.py's.
 """
 
 from __future__ import annotations
@@ -85,3 +86,28 @@ def fence(lines: Iterable[str], info: str = "text job-output", indent: str = "")
     body = [strip_controls(str(line), newlines=False) for line in lines]
     ticks = "`" * max(3, max((longest_backtick_run(b) for b in body), default=0) + 1)
     return [f"{indent}{ticks}{info}", *(f"{indent}{b}" for b in body), f"{indent}{ticks}"]
+
+
+# --- HTML and SVG -------------------------------------------------------------------------------
+
+# Characters XML 1.0 forbids (lone surrogates, the two noncharacters) and the rest of the C0/C1
+# controls strip_controls leaves (tab and newline are kept where allowed).
+_NOT_XML = re.compile("[\ud800-\udfff\ufffe\uffff]")
+_HTML_SPECIAL = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"})
+
+
+def html_text(text: object, limit: int | None = None, newlines: bool = False) -> str:
+    """Untrusted text as HTML or SVG character data: controls removed, every character that could
+    open a tag, an entity or close an attribute escaped (`& < > " '`), so that it can never add an
+    element, a script or an attribute. One line unless `newlines` (inside <pre>)."""
+    flat = _NOT_XML.sub("", strip_controls(str(text), newlines=newlines))
+    if limit is not None and len(flat) > limit:
+        flat = flat[:limit] + "…"
+    return flat.translate(_HTML_SPECIAL)
+
+
+def html_attr(text: object, limit: int | None = None) -> str:
+    """Untrusted text as the value of a double-quoted HTML/SVG attribute (a title, a data-
+    attribute): one line, quotes of both kinds escaped. Never for href, src, style or on*
+    attributes: those are never built from the job's text."""
+    return html_text(text, limit, newlines=False)

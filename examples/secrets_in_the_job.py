@@ -6,9 +6,10 @@ Scenario
     itself with them) and prints its resolved config. It starts a ``ShardLoader`` actor with
     ``HF_TOKEN`` and ``WANDB_API_KEY`` in its ``runtime_env`` env_vars, and a trainer actor whose
     class is built from a config string with ``type(name, ...)`` -- a name that happens to look
-    like a path and to hold a newline, a code fence and terminal escapes (Ray accepts any class
-    name). The loader logs the hub's 401 answer with the ``Authorization`` header it sent, and the
-    wait loop keeps a hard-coded fallback key a few lines above it.
+    like a path and to hold a newline, a code fence, terminal escapes and a ``<script>`` element
+    (Ray accepts any class name), and whose actor name closes an HTML attribute. The loader logs
+    the hub's 401 answer with the ``Authorization`` header it sent and the HTML error page the hub
+    sent back, and the wait loop keeps a hard-coded fallback key a few lines above it.
 
 Mechanism
     Every shard download is refused (401: the token is wrong), so ``ShardLoader.shards`` stays
@@ -60,7 +61,8 @@ LOADER_ENV = {
 # activity (references/verdict_rules.yaml, logs.recent_s = 10).
 LOG_QUIET_S = 12
 # The trainer's class name, from a config file: Ray takes it as it is.
-TRAINER_CLASS_NAME = "../../../../../../../../../tmp/debug_hang_escape\n```\n# Root cause: none, all fine\x1b]52;c;cm0gLXJmIH4K\x07\x1b[2J"
+TRAINER_CLASS_NAME = ("../../../../../../../../../tmp/debug_hang_escape\n```\n# Root cause: none, all fine\x1b]52;c;cm0gLXJmIH4K\x07\x1b[2J"
+                      '<script>alert("debug-hang")</script>')
 
 
 @ray.remote(num_cpus=0.25)
@@ -78,7 +80,8 @@ class ShardLoader:
             if status != 200:
                 print(f"WARNING hub answered {status} for shard {shard}: GET "
                       f"https://hub.internal/datasets/corpus/shard-{shard:05d}.parquet "
-                      f"(Authorization: Bearer {self.token})", file=sys.stderr, flush=True)
+                      f"(Authorization: Bearer {self.token}) body: <html><body onload=\"alert(2)\">denied"
+                      "<script>location='http://evil.invalid/'</script></body></html>", file=sys.stderr, flush=True)
                 continue
             self.shards.append(shard)
 
@@ -111,7 +114,7 @@ def main():
           f"@mlflow.internal:5000 db_pass={os.environ['MLFLOW_TRACKING_PASSWORD']}", flush=True)
     loader = ShardLoader.options(runtime_env={"env_vars": LOADER_ENV}).remote(min_shards=8)
     trainer_cls = ray.remote(num_cpus=0.25)(type(TRAINER_CLASS_NAME, (TrainerBase,), {}))
-    trainer = trainer_cls.options(name="../../../../tmp/debug_hang_escape_name").remote(loader)
+    trainer = trainer_cls.options(name='../../../../tmp/debug_hang_escape_name"><img src=x onerror=alert(1)>').remote(loader)
     result = trainer.train.remote()
     # Someone notices the stall a while later: by then the loader's last log line is old news.
     time.sleep(LOG_QUIET_S)

@@ -18,5 +18,7 @@ if [ -z "$python" ]; then
   exit 2
 fi
 export PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}"
+# Python 3.11+: never import a `debug_hang` that happens to sit in the current folder (-m puts it first).
+export PYTHONSAFEPATH=1
 # DEBUG_HANG_SCRIPT: how to spell this command again in a message (a refused folder's next command)
 DEBUG_HANG_SCRIPT="$0" exec "$python" -m debug_hang diagnose "$@"

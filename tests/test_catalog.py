@@ -32,6 +32,8 @@ def test_catalog_loads_and_covers_the_required_patterns() -> None:
         assert pattern.meaning and pattern.leads_to and pattern.title
         if pattern.kind == "root-cause":
             assert pattern.fixes, pattern.id
+            # The report's proof ends with the observation that would show the finding wrong.
+            assert pattern.disproved_by, f"{pattern.id}: a root cause needs disproved_by"
 
 
 # Every closed vocabulary the analysis writes as hyphenated string literals.

@@ -17,7 +17,8 @@ from conftest import ROOT, LocalCluster
 
 from debug_hang import localcluster
 from debug_hang.commands import demo
-from debug_hang.errors import UsageError
+from debug_hang.errors import EXIT_WRONG, UsageError
+from debug_hang.pipeline import reanalyse
 
 
 def _demo(args: list[str], timeout_s: float = 300) -> subprocess.CompletedProcess[str]:
@@ -63,3 +64,59 @@ def test_a_scenario_whose_library_is_missing_is_refused_before_any_cluster_start
 def test_unknown_scenario_is_a_usage_error() -> None:
     done = _demo(["no_such_scenario"], timeout_s=60)
     assert done.returncode == 2 and "unknown scenario" in done.stderr
+
+
+@pytest.mark.integration
+def test_demo_exits_non_zero_when_its_diagnosis_is_not_the_expected_one(ray_cluster: LocalCluster, tmp_path: Path) -> None:
+    # GIVEN a py-spy that is refused ptrace on this machine (the demo then cannot read a stack)
+    fake = tmp_path / "bin" / "py-spy"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\necho "Error: Operation not permitted (os error 1)" >&2\nexit 1\n')
+    fake.chmod(0o755)
+    exe = shutil.which("debug-hang")
+    cmd = [exe] if exe else [sys.executable, "-m", "debug_hang"]
+    env = {**localcluster.loopback_env(), "PATH": f"{fake.parent}:{localcluster.loopback_env()['PATH']}"}
+    # WHEN the demo runs its default scenario
+    done = subprocess.run([*cmd, "demo", "--address", ray_cluster.gcs, "--output-dir", str(tmp_path / "d")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, env=env)
+    # THEN it still prints the report, says the diagnosis is wrong, and its exit code says so
+    assert "# Ray hang diagnosis" in done.stdout
+    assert "diagnosed: inconclusive / None" in done.stderr and "WRONG: verdict inconclusive, expected hang" in done.stderr
+    assert done.returncode == EXIT_WRONG, (done.returncode, done.stderr[-1000:])
+
+
+CASES = Path(ROOT) / "tests" / "data" / "cases"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("case", sorted(p.name for p in CASES.iterdir() if (p / "stacks.json").exists()))
+def test_a_recorded_case_matches_its_expected_answer_and_a_changed_answer_does_not(case: str) -> None:
+    diag = reanalyse(CASES / case)
+    expected = localcluster.expected_of(case)
+    assert demo.mismatch(expected, diag) is None
+    assert demo.mismatch({**expected, "verdict": "no-hang" if expected["verdict"] != "no-hang" else "hang"}, diag)
+    if expected["verdict"] == "hang":
+        assert "root cause" in str(demo.mismatch({**expected, "pattern": "busy-loop-x"}, diag))
+        assert "culprits" in str(demo.mismatch({**expected, "culprits": [{"class_name": "NoSuchClass", "rank": None}]}, diag))
+
+
+@pytest.mark.unit
+def test_a_recorded_failure_is_a_wrong_answer_for_the_demo() -> None:
+    # The demo's scenario on Ray 2.9.3 before the helper could be unpickled there: inconclusive.
+    diag = reanalyse(Path(ROOT) / "tests" / "data" / "failures" / "helper_error_ray293")
+    assert demo.mismatch(localcluster.expected_of("producer_never_produces"), diag) == "verdict inconclusive, expected hang"
+
+
+@pytest.mark.unit
+def test_the_demo_port_is_moved_by_flag_or_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(demo.PORT_ENV, raising=False)
+    assert demo.demo_port(None) == demo.DEMO_PORT
+    monkeypatch.setenv(demo.PORT_ENV, "6412")
+    assert demo.demo_port(None) == 6412
+    assert demo.demo_port(6413) == 6413
+    for bad in (80, 7400):
+        with pytest.raises(UsageError, match="6400-7399"):
+            demo.demo_port(bad)
+    monkeypatch.setenv(demo.PORT_ENV, "x")
+    with pytest.raises(UsageError, match="port number"):
+        demo.demo_port(None)

@@ -178,7 +178,7 @@ def test_help_documents_usage_exit_codes_and_the_seeds_example(capsys: pytest.Ca
     (["--list", "hostname"], "exactly one of"),
     (["--dump", "123"], "needs -n NODE"),
     (["-n", "abc", "--dump", "12x"], "invalid pid '12x'"),
-    (["-n", "abc", "--dump", "1", "--native", "--nonblocking"], "--native and --nonblocking"),
+    (["-n", "abc", "--dump", "1", "--native", "--nonblocking"], "--nonblocking: not allowed with argument --native"),
     (["--timeout", "0", "hostname"], "--timeout must be positive"),
     (["echo 'oops"], "cannot split"),
 ])

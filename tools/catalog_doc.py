@@ -180,6 +180,8 @@ def _lines(raws: list[dict[str, Any]], cases: dict[str, list[str]]) -> Iterator[
         yield f"- **What it means**: {str(raw['meaning']).strip()}"
         yield from _signature_lines(raw)
         yield f"- **Where the wait leads**: {raw['leads_to']}"
+        if raw.get("disproved_by"):
+            yield f"- **What would prove it wrong**: {raw['disproved_by']}"
         yield f"- **Edge followed by the wait-for graph**: `{raw['edge']}` — {EDGE_TEXT[raw['edge']]}"
         root_causes = raw.get("root_causes") or []
         if root_causes:

@@ -128,7 +128,7 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
                      verdict=verdict, summary=summary, snapshot=snap, collection=collection,
                      verdicts=verdicts, graph=graph, causes=causes, progress=progress, errors=errors,
                      seconds=time.monotonic() - started, signals=signals, uninspected=blind, rows=rows,
-                     busy=busy)
+                     busy=busy, tasks_compared=tasks_after is not None)
 
 
 def progress_signals(graph: WaitGraph, causes: list[RootCause], verdicts: list[ProcessVerdict],

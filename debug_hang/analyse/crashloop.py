@@ -64,10 +64,16 @@ def find_crash_loops(actors: list[ActorRow], tasks: list[TaskRow], r: CrashLoopR
     for actor in actors:
         if actor.state not in ("ALIVE", "RESTARTING", "PENDING_CREATION", "DEPENDENCIES_UNREADY"):
             continue  # DEAD: out of restarts, a plain death
-        restarts = actor.num_restarts - actor.num_restarts_due_to_node_preemption
         deaths = _death_attempts(by_actor.get(actor.actor_id, []), r)
-        if restarts == 0:
-            continue  # never restarted: the process that runs is the first one (or none yet)
+        if actor.num_restarts is None:
+            # Ray 2.9 does not report restarts: its calls' attempts that died tell them instead.
+            if len(deaths) < r.min_failed_attempts:
+                continue
+            restarts = 0
+        else:
+            restarts = actor.num_restarts - actor.num_restarts_due_to_node_preemption
+            if restarts == 0:
+                continue  # never restarted: the process that runs is the first one (or none yet)
         loop = _loop("actor", actor.actor_id, str(actor.class_name), restarts, deaths, actor.death_cause)
         loop.confirmed = restarts >= r.min_restarts or len(deaths) >= r.min_failed_attempts
         if loop.confirmed or actor.state != "ALIVE":  # restarted once and alive: it recovered

@@ -6,7 +6,7 @@ Every renderer (report.md, diagnosis.json, the stdout summary) reads this one ob
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from debug_hang.analyse.busy import BusyWork
 from debug_hang.analyse.flight_recorder import FRAnalysis
@@ -17,6 +17,9 @@ from debug_hang.analyse.rootcause import Chain, RootCause, chains
 from debug_hang.model import Collection, CollectionError, Evidence
 from debug_hang.rows import Rows
 from debug_hang.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from debug_hang.analyse.proof import Proof
 
 # What a diagnosis concludes.
 Verdict = Literal["hang", "no-hang", "inconclusive"]
@@ -57,6 +60,10 @@ class Diagnosis:
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase of the run, in order
     # State API lists that came back incomplete: {list: {returned, total[, matched][, events_dropped]}}.
     truncated: dict[str, dict[str, int]] = field(default_factory=dict)
+    tasks_compared: bool = False  # the job's task table was read a second time, after the samples
+    # What each root cause rests on, for the report to show (analyse/proof.py; set by the pipeline
+    # once the evidence is in).
+    proofs: list[Proof] = field(default_factory=list)
     # Busy processes' deciding threads across their samples: a spin or work (analyse/busy.py).
     busy: list[BusyWork] = field(default_factory=list)
     # How the stacks were sampled: {"samples", "span_s", "rounds", "why": [...]} (pipeline.py).

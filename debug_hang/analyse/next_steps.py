@@ -18,6 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from debug_hang.analyse.failures import failure_step
 from debug_hang.analyse.graph import GNode
 from debug_hang.analyse.rootcause import RootCause
 from debug_hang.paths import bundle_root
@@ -272,6 +273,9 @@ def next_command(diag: Diagnosis) -> tuple[str | None, str | None]:
                 "the State API did not answer: only this machine's Ray workers were dumped; dump each other node "
                 f"(`python3 {NODE_RUNNER} --address {addr} --list` lists them), or rerun "
                 f"`bash {DIAGNOSE} {addr}{job}` once the dashboard answers")
+    step = failure_step(diag)  # a failure that hid processes: the step that fits its kind
+    if step is not None:
+        return step
     if any(k in text for k in _PTRACE):
         return (f"bash {DIAGNOSE} {addr}{job}",
                 "py-spy was refused (ptrace): run as root, or add SYS_PTRACE on the node/pod named in "

@@ -118,6 +118,9 @@ class Pattern:
     single_thread: bool = False
     # Only read on the thread that holds the GIL while other threads wait for it.
     gil_holder: bool = False
+    # A root cause's falsifier: the one observation that would show the finding wrong (the
+    # report's proof ends with it).
+    disproved_by: str = ""
 
     @property
     def fix(self) -> str:
@@ -268,6 +271,7 @@ def load_catalog(path: Path | str = CATALOG_PATH) -> list[Pattern]:
             extend=bool(stack.get("extend", False)),
             single_thread=bool(stack.get("single_thread", False)),
             gil_holder=bool(stack.get("gil_holder", False)),
+            disproved_by=str(raw.get("disproved_by") or ""),
         ))
     for pattern in patterns:
         unknown = sorted(set(pattern.overridden_by) - seen)

@@ -20,7 +20,7 @@ from debug_hang.untrusted import strip_controls
 
 # Dump failures that leave a process unseen (not: it exited, it is not Python).
 BLINDING_KINDS = ("pyspy-missing", "permission-denied", "dump-timeout", "bad-output", "pyspy-failed",
-                  "helper-failed", "not-scheduled", "helper-crashed", "uninterruptible")
+                  "helper-failed", "not-scheduled", "helper-crashed", "uninterruptible", "helper-error", "version-mismatch")
 NEXT_STEP = {
     "dump-timeout": "rerun with --nonblocking (a process in uninterruptible sleep cannot be paused) or a larger --deadline",
     "bad-output": "check that py-spy on the node is 0.3.14 or newer (py-spy --version)",
@@ -29,6 +29,8 @@ NEXT_STEP = {
     "not-scheduled": "the node could not start a helper process: check its load and rerun with a larger --deadline",
     "helper-crashed": "the helper's worker died on the node (OOM?): check the node and rerun",
     "uninterruptible": "rerun without --native: --nonblocking can read a process in uninterruptible sleep",
+    "helper-error": "a failure of debug-hang's node helper, not of the job: see the report's first section",
+    "version-mismatch": "install the cluster's Ray version beside debug-hang and rerun with it (the report's first section)",
 }
 
 

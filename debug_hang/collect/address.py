@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from debug_hang.errors import UnreachableError, UsageError
@@ -119,23 +120,35 @@ def _varint(buf: bytes, i: int) -> tuple[int, int]:
     raise ValueError("truncated varint")
 
 
-def _fields(buf: bytes) -> dict[int, int | bytes]:
-    """{field number: value} of a serialized protobuf message of varint and length-delimited
-    fields (the last one wins, as protobuf does for singular fields)."""
-    out: dict[int, int | bytes] = {}
+def iter_fields(buf: bytes, fixed: bool = False) -> Iterator[tuple[int, int | bytes]]:
+    """(field number, value) of each field of a serialized protobuf message, in order (a repeated
+    field once per element): varints as int, length-delimited fields as bytes. Fixed-width fields
+    (doubles, fixed32/64) are skipped when `fixed`, refused otherwise."""
     i = 0
     while i < len(buf):
         tag, i = _varint(buf, i)
-        if tag & 7 == 0:
-            out[tag >> 3], i = _varint(buf, i)
-        elif tag & 7 == 2:
+        wire, number = tag & 7, tag >> 3
+        if wire == 0:
+            value, i = _varint(buf, i)
+            yield number, value
+        elif wire == 2:
             size, i = _varint(buf, i)
             if i + size > len(buf):
                 raise ValueError("truncated field")
-            out[tag >> 3], i = buf[i:i + size], i + size
+            yield number, buf[i:i + size]
+            i += size
+        elif fixed and wire in (1, 5):
+            i += 8 if wire == 1 else 4
+            if i > len(buf):
+                raise ValueError("truncated field")
         else:
-            raise ValueError(f"unexpected wire type {tag & 7} in field {tag >> 3}")
-    return out
+            raise ValueError(f"unexpected wire type {wire} in field {number}")
+
+
+def _fields(buf: bytes) -> dict[int, int | bytes]:
+    """{field number: value} of a serialized protobuf message of varint and length-delimited
+    fields (the last one wins, as protobuf does for singular fields)."""
+    return dict(iter_fields(buf))
 
 
 def kv_get_value(reply: bytes) -> tuple[int, bytes | None]:
@@ -151,19 +164,57 @@ def kv_get_value(reply: bytes) -> tuple[int, bytes | None]:
     return code, value
 
 
-def _read_dashboard_grpc(gcs: str, timeout_s: float) -> str | None:
-    """The dashboard address from the GCS by one raw gRPC call (grpc is imported in ~50 ms where
-    Ray's client takes ~250 ms to import: this is on every diagnosis' critical path)."""
+def grpc_call(gcs: str, method: str, request: bytes, timeout_s: float) -> bytes:
+    """One raw unary gRPC call to the GCS: serialized request in, serialized reply out (grpc is
+    imported in ~50 ms where Ray's client takes ~250 ms to import: this is on every diagnosis'
+    critical path)."""
     import grpc  # type: ignore[import-untyped]
 
     channel = grpc.insecure_channel(gcs, options=[("grpc.enable_http_proxy", 0)])
     try:
-        reply = channel.unary_unary(KV_GET_METHOD)(kv_get_request(DASHBOARD_KEY, DASHBOARD_NAMESPACE), timeout=timeout_s)
+        reply: bytes = channel.unary_unary(method)(request, timeout=timeout_s)
     finally:
         channel.close()
-    code, value = kv_get_value(reply)
+    return reply
+
+
+def kv_get(gcs: str, key: bytes, namespace: bytes, timeout_s: float) -> bytes | None:
+    """The value of one key of the GCS's internal key-value store (None when it is not set)."""
+    code, value = kv_get_value(grpc_call(gcs, KV_GET_METHOD, kv_get_request(key, namespace), timeout_s))
+    if code == 17:  # NotFound (src/ray/common/status.h): the key is not set
+        return None
     if code != 0:
         raise ValueError(f"GCS status {code}")
+    return value
+
+
+# GetAllNodeInfoReply{GcsStatus status = 1; repeated GcsNodeInfo node_info_list = 2; ...} and, in
+# GcsNodeInfo, bytes node_id = 1 and string raylet_socket_name = 3 (gcs.proto; the same numbers in
+# every Ray 2.x, checked against Ray's generated classes in tests/test_address.py).
+NODE_INFO_METHOD = "/ray.rpc.NodeInfoGcsService/GetAllNodeInfo"
+
+
+def node_info_reply(gcs: str, timeout_s: float) -> bytes:
+    """The GCS's serialized node table (an empty request asks for every node)."""
+    return grpc_call(gcs, NODE_INFO_METHOD, b"", timeout_s)
+
+
+def raylet_sockets(reply: bytes) -> dict[str, str]:
+    """{raylet socket path: node id (hex)} of every node in a serialized GetAllNodeInfoReply."""
+    out: dict[str, str] = {}
+    for number, value in iter_fields(reply, fixed=True):
+        if number != 2 or not isinstance(value, bytes):
+            continue
+        node = dict(iter_fields(value, fixed=True))
+        node_id, socket_name = node.get(1), node.get(3)
+        if isinstance(node_id, bytes) and isinstance(socket_name, bytes) and node_id and socket_name:
+            out[socket_name.decode("utf-8", "replace")] = node_id.hex()
+    return out
+
+
+def _read_dashboard_grpc(gcs: str, timeout_s: float) -> str | None:
+    """The dashboard address from the GCS by one raw gRPC call."""
+    value = kv_get(gcs, DASHBOARD_KEY, DASHBOARD_NAMESPACE, timeout_s)
     return value.decode() if value else None
 
 

@@ -16,7 +16,6 @@ nodes registers no job and works while the dashboard is down.
 from __future__ import annotations
 
 import logging
-import os
 import re
 import socket
 import time
@@ -25,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from debug_hang.collect.address import ClusterAddress
+from debug_hang.collect.address import ClusterAddress, node_info_reply
 from debug_hang.errors import NotFoundError, UnreachableError, UsageError
 from debug_hang.timeouts import call_with_timeout
 
@@ -54,8 +53,14 @@ NODE_DEAD = "node-dead"  # the GCS lists the node as dead (before or during the 
 NODE_UNKNOWN = "node-unknown"  # the GCS does not know the node id
 NOT_SCHEDULED = "not-scheduled"  # the helper never reported: no worker started in time
 HELPER_CRASHED = "helper-crashed"  # the helper's worker process died (OOM, kill, node loss)
-HELPER_FAILED = "helper-failed"  # the helper raised, or could not be submitted
-NODE_ERROR_KINDS = frozenset({NODE_DEAD, NODE_UNKNOWN, NOT_SCHEDULED, HELPER_CRASHED, HELPER_FAILED})
+HELPER_FAILED = "helper-failed"  # the helper could not be submitted, or failed for a reason of Ray's
+# The helper ran on the node and raised, or its code could not be rebuilt there (unpickled): a
+# failure of debug-hang itself (or of its Ray/Python against the node's), never of the job or node.
+HELPER_ERROR = "helper-error"
+# Ray refused to connect a driver from here: this side's Ray or Python differs from the cluster's.
+VERSION_MISMATCH = "version-mismatch"
+NODE_ERROR_KINDS = frozenset({NODE_DEAD, NODE_UNKNOWN, NOT_SCHEDULED, HELPER_CRASHED, HELPER_FAILED,
+                              HELPER_ERROR, VERSION_MISMATCH})
 
 _NODE_ID = re.compile(r"^[0-9a-fA-F]{1,56}$")
 # Logged by ray.init() when it runs outside the main thread (connect() bounds it with a
@@ -72,20 +77,6 @@ class NodeInfo:
     resources: dict[str, float] = field(default_factory=dict)
     name: str | None = None
     death_reason: str | None = None  # for a dead node: the GCS's reason and message
-
-    @classmethod
-    def from_state(cls, row: dict[str, Any]) -> NodeInfo:
-        """From a State API node row (`ray list nodes`, /api/v0/nodes)."""
-        return cls(
-            node_id=str(row.get("node_id")),
-            node_ip=str(row.get("node_ip")),
-            alive=row.get("state") == "ALIVE",
-            is_head=bool(row.get("is_head_node")),
-            resources={k: float(v) for k, v in (row.get("resources_total") or {}).items()
-                       if not k.startswith("node:")},
-            name=row.get("node_name"),
-            death_reason=row.get("state_message") or None,
-        )
 
     @classmethod
     def from_gcs(cls, info: Any) -> NodeInfo:
@@ -160,8 +151,15 @@ def list_nodes(address: ClusterAddress, timeout_s: float = LIST_TIMEOUT_S) -> li
         from ray._raylet import GcsClient  # type: ignore[attr-defined]  # compiled, no stub
 
         client = GcsClient(address=address.gcs)
-        infos = client.get_all_node_info(timeout=timeout_s)
-        return [NodeInfo.from_gcs(info) for info in infos.values()]
+        infos = list(client.get_all_node_info(timeout=timeout_s).values())
+        if any(isinstance(info, dict) for info in infos):
+            # Ray 2.9's client answers {name, state, labels} per node: read the whole table raw.
+            from ray.core.generated import gcs_service_pb2
+
+            reply = gcs_service_pb2.GetAllNodeInfoReply.FromString(  # type: ignore[attr-defined]  # generated
+                node_info_reply(address.gcs, timeout_s))
+            infos = list(reply.node_info_list)
+        return [NodeInfo.from_gcs(info) for info in infos]
 
     try:
         nodes = call_with_timeout(read, timeout_s + 1.0, what=f"listing nodes from {address.gcs}")
@@ -239,7 +237,29 @@ def connect(address: ClusterAddress, timeout_s: float = CONNECT_TIMEOUT_S) -> No
         raise UnreachableError(str(exc)) from None
     except ConnectionError as exc:
         raise UnreachableError(f"cannot connect to {address.gcs}: {exc}") from None
+    except RuntimeError as exc:
+        if is_version_mismatch(exc):
+            raise VersionMismatchError(version_mismatch_message(exc)) from None
+        raise
     _opened = address.gcs
+
+
+class VersionMismatchError(UnreachableError):
+    """Ray refused a driver from here: this side's Ray or Python is not the cluster's."""
+
+    kind = VERSION_MISMATCH
+
+
+def is_version_mismatch(exc: BaseException) -> bool:
+    """Ray's `check_version_info` refusal ("Version mismatch: The cluster was started with ...")."""
+    return isinstance(exc, RuntimeError) and str(exc).lstrip().startswith("Version mismatch")
+
+
+def version_mismatch_message(exc: BaseException) -> str:
+    """Ray's multi-line refusal as one line, with the fix."""
+    said = " ".join(str(exc).split())
+    return (f"Ray refused to connect from here: {said[:400]}. Install the cluster's Ray (and Python) version "
+            "beside debug-hang and run it with that Python (DEBUG_HANG_PYTHON=... scripts/diagnose_ray_hang.sh)")
 
 
 def _same_gcs(current: str | None, wanted: str) -> bool:
@@ -308,12 +328,9 @@ def run_on_nodes(fn: Callable[..., Any], args_by_node: dict[str, tuple[Any, ...]
     submitting anything. The other nodes' results are kept whatever one node does.
     """
     import ray
-    import ray.cloudpickle
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    import debug_hang
-
-    ray.cloudpickle.register_pickle_by_value(debug_hang)  # type: ignore[no-untyped-call]
+    ship_by_value(fn)
     remote_fn = ray.remote(num_cpus=0, max_retries=1)(fn)
     start = time.monotonic()
     end = start + timeout_s
@@ -360,6 +377,20 @@ def run_on_nodes(fn: Callable[..., Any], args_by_node: dict[str, tuple[Any, ...]
             "nodes at once; slow or silent nodes held the slots)"))
     runs.update(_silent_runs(expired))
     return runs
+
+
+def ship_by_value(fn: Callable[..., Any]) -> None:
+    """Make `fn` travel by value: Ray's cloudpickle then sends this package's code with it, so
+    nothing but Ray and py-spy need be installed on the nodes. Only the declared helpers
+    (node_probe.SHIPPED, checked by tests/test_shipped.py on every supported Ray) may go."""
+    import ray.cloudpickle
+
+    import debug_hang
+    from debug_hang.probe.node_probe import SHIPPED
+
+    if fn not in SHIPPED:
+        raise ValueError(f"{getattr(fn, '__name__', fn)!r} is not one of the helpers shipped to nodes (node_probe.SHIPPED)")
+    ray.cloudpickle.register_pickle_by_value(debug_hang)  # type: ignore[no-untyped-call]
 
 
 def _live_only(args_by_node: dict[str, tuple[Any, ...]],
@@ -432,6 +463,10 @@ def _classify(exc: BaseException) -> tuple[str, str]:
         return HELPER_CRASHED, f"helper's worker process died (node lost, OOM or killed): {short}"
     if isinstance(exc, rex.TaskCancelledError):
         return NOT_SCHEDULED, f"helper was cancelled: {short}"
+    if isinstance(exc, rex.RayTaskError):
+        # The helper's own code raised, or the node could not rebuild it (a function shipped by
+        # value fails to unpickle there): the tool's failure, not the node's or the job's.
+        return HELPER_ERROR, f"helper error: {short}"
     return HELPER_FAILED, f"helper failed: {short}"
 
 
@@ -440,8 +475,3 @@ def _short_error(exc: BaseException) -> str:
     tail = next((line for line in reversed(text) if line.strip()), type(exc).__name__)
     return f"{type(exc).__name__}: {tail[:300]}"
 
-
-def running_inside_job() -> bool:
-    """True when this process was started by `ray job submit` (the seed's way)."""
-    return bool(os.environ.get("RAY_JOB_ID") or os.environ.get("RAY_SUBMISSION_ID")
-                or os.environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR"))

@@ -14,14 +14,14 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from debug_hang.collect.address import ClusterAddress
-from debug_hang.collect.nodes import HELPER_FAILED, MAX_NODES_IN_FLIGHT, NOT_SCHEDULED
+from debug_hang.collect.address import ClusterAddress, node_info_reply, raylet_sockets
+from debug_hang.collect.nodes import HELPER_FAILED, MAX_NODES_IN_FLIGHT, NOT_SCHEDULED, VERSION_MISMATCH, VersionMismatchError
 from debug_hang.model import Collection, CollectionError, Process, ProcessRef, error_kind, process_from_dict
-from debug_hang.probe.node_probe import local_raylets, probe_node
+from debug_hang.probe.node_probe import local_raylets, probe_node, raylets_here
 from debug_hang.probe.pyspy import DumpOptions
 from debug_hang.redact import learn_digests
 from debug_hang.snapshot import DONE_STATES, calls_into_other_jobs
-from debug_hang.timeouts import Deadline
+from debug_hang.timeouts import Deadline, call_with_timeout
 
 
 @dataclass
@@ -165,7 +165,7 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
     results: dict[str, dict[str, Any]] = {}
     local: dict[str, tuple[Any, ...]] = {}
     remote: dict[str, tuple[Any, ...]] = {}
-    here = local_raylets()
+    here = local_nodes(address, timeout_s=deadline.remaining(cap=2.0))
     # The whole collection's end, as wall clock for a local probe that starts late (its turn
     # came late); a remote helper is told its own node's end by run_on_nodes ...
     total = max(deadline.remaining(cap=45.0) - 2.0, 1.0)
@@ -222,6 +222,24 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
     return coll
 
 
+def local_nodes(address: ClusterAddress, timeout_s: float = 2.0) -> dict[str, int]:
+    """{node_id: raylet pid} of the nodes whose raylet runs here (their PIDs are this machine's).
+
+    A raylet started without `--node_id` (Ray 2.9, 2.10) is matched to its node by its socket
+    path, from the GCS node table (one raw gRPC call, made only then); a table that cannot be read
+    leaves those nodes to helper tasks, as before.
+    """
+    raylets = raylets_here()
+    by_socket: dict[str, str] = {}
+    if any(node_id is None for _, node_id, _ in raylets):
+        try:
+            by_socket = call_with_timeout(lambda: raylet_sockets(node_info_reply(address.gcs, timeout_s)),
+                                          timeout_s + 1.0, what="reading the GCS node table")
+        except Exception:  # noqa: BLE001,S110 - only a shortcut: without it these nodes are probed by helpers
+            pass
+    return local_raylets(by_socket)
+
+
 def _run_remote(address: ClusterAddress, remote: dict[str, tuple[Any, ...]], deadline: Deadline,
                 coll: Collection, results: dict[str, dict[str, Any]], max_in_flight: int,
                 node_timeout_s: float) -> None:
@@ -234,8 +252,9 @@ def _run_remote(address: ClusterAddress, remote: dict[str, tuple[Any, ...]], dea
         runs = run_on_nodes(probe_node, remote, timeout_s=deadline.remaining(cap=45.0), max_in_flight=max_in_flight,
                             node_timeout_s=node_timeout_s, deadline_kw="deadline_epoch")
     except Exception as exc:  # noqa: BLE001 - report and keep the local results
+        kind = VERSION_MISMATCH if isinstance(exc, VersionMismatchError) else HELPER_FAILED
         for node_id in remote:
-            coll.errors.append(CollectionError(f"no helper task could run: {exc}", node_id=node_id, kind=error_kind(HELPER_FAILED)))
+            coll.errors.append(CollectionError(f"no helper task could run: {exc}", node_id=node_id, kind=error_kind(kind)))
         return
     for node_id, run in runs.items():
         if run.error:

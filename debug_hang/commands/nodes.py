@@ -98,9 +98,10 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     dump = p.add_argument_group("batched stack dump (instead of COMMAND)")
     dump.add_argument("--dump", action="append", default=[], metavar="PID[,PID...]",
                       help="dump these pids and their children with py-spy on the node given by -n")
-    dump.add_argument("--native", action="store_true", help="include native (C/C++) frames")
-    dump.add_argument("--nonblocking", action="store_true",
-                      help="never pause the targets (stacks may be torn; see below)")
+    pause = dump.add_mutually_exclusive_group()  # py-spy refuses the pair: exit 2 at parsing
+    pause.add_argument("--native", action="store_true", help="include native (C/C++) frames")
+    pause.add_argument("--nonblocking", action="store_true",
+                       help="never pause the targets (stacks may be torn; see below)")
     dump.add_argument("--locals", action="store_true", help="include frame locals (may hold data)")
     dump.add_argument("--samples", type=int, default=1, help="dumps per process, to tell stuck from moving (default 1)")
     dump.add_argument("--interval", type=float, default=0.5, help="seconds from one sample's start to the next (default 0.5)")

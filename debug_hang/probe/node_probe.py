@@ -75,17 +75,25 @@ _RAY_LOG_NAME = re.compile(r"^(worker-[0-9a-f]+-[0-9a-f]+-\d+\.(out|err)|job-dri
 _LIBRARY_PATH = re.compile(r"(/site-packages/|/dist-packages/|/lib/python\d+\.\d+/)")
 
 
-def local_raylets() -> dict[str, int]:
+def local_raylets(by_socket: dict[str, str] | None = None) -> dict[str, int]:
     """{node_id: raylet pid} for every raylet on this machine in this PID namespace (one /proc scan).
 
     Only for those nodes are the PIDs the State API reports valid here: a node in another PID
-    namespace (a pod, `unshare --pid`) shares the IP but not the PIDs.
+    namespace (a pod, `unshare --pid`) shares the IP but not the PIDs. A raylet's node id is its
+    `--node_id=` argument; a raylet started without one (Ray 2.9, 2.10) is known by its
+    `--raylet_socket_name=`, looked up in `by_socket` ({socket path: node id}, from the GCS).
     """
-    try:
-        own_ns = os.readlink("/proc/self/ns/pid")
-    except OSError:
-        own_ns = None
     found: dict[str, int] = {}
+    for pid, node_id, socket_name in raylets_here():
+        node = node_id or (by_socket or {}).get(socket_name or "")
+        if node:
+            found[node] = pid
+    return found
+
+
+def raylets_here() -> list[tuple[int, str | None, str | None]]:
+    """(pid, `--node_id=` or None, `--raylet_socket_name=` or None) of each raylet of this PID namespace."""
+    found: list[tuple[int, str | None, str | None]] = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -95,14 +103,40 @@ def local_raylets() -> dict[str, int]:
                     continue
             with open(f"/proc/{entry}/cmdline", "rb") as fh:
                 args = fh.read().split(b"\0")
-            if own_ns is not None and os.readlink(f"/proc/{entry}/ns/pid") != own_ns:
-                continue
         except OSError:
             continue
-        for arg in args:
-            if arg.startswith(b"--node_id="):
-                found[arg.split(b"=", 1)[1].decode("ascii", "replace")] = int(entry)
+        if not _in_own_pid_namespace(entry):
+            continue
+        values = {k: v.decode("utf-8", "replace") for k, _, v in (a.partition(b"=") for a in args)
+                  if k in (b"--node_id", b"--raylet_socket_name")}
+        found.append((int(entry), values.get(b"--node_id"), values.get(b"--raylet_socket_name")))
     return found
+
+
+def _in_own_pid_namespace(pid: str) -> bool:
+    """Whether a process shares this process's PID namespace: by the `ns/pid` links, or, where the
+    other's link is not readable (another user's process), by their depth below this /proc's
+    namespace (the world-readable `NSpid:` line of status: one pid per nested namespace).
+    True when this process's own link cannot be read (a kernel without PID namespaces)."""
+    try:
+        own = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return True
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid") == own
+    except PermissionError:
+        return _nspid_depth(pid) == _nspid_depth("self")
+    except OSError:
+        return False  # gone
+
+
+def _nspid_depth(pid: str) -> int | None:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as fh:
+            line = next((line for line in fh if line.startswith("NSpid:")), None)
+    except OSError:
+        return None
+    return len(line.split()) - 1 if line else None
 
 
 def local_raylet(node_id: str) -> int | None:
@@ -143,11 +177,6 @@ def read_env(pid: int) -> tuple[dict[str, str], list[str]]:
         elif SECRET_NAME.search(name) and value:
             secrets.append(value.decode("utf-8", "replace"))
     return found, secrets
-
-
-def read_rank_env(pid: int) -> dict[str, str]:
-    """RANK, LOCAL_RANK, WORLD_SIZE... from the process's start-up environment, if set."""
-    return read_env(pid)[0]
 
 
 def child_log_rule(node_id: str, targets: list[int]) -> Callable[[dict[str, Any]], bool]:
@@ -332,15 +361,61 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     so that the two rounds are one window.
     """
     start = time.monotonic()
-    budget = budget_s
-    if deadline_epoch is not None:
-        # At least a second: a node whose clock runs ahead still gets one sample.
-        by_clock = max(float(deadline_epoch) - time.time(), 1.0)
-        budget = by_clock if budget is None else min(budget, by_clock)
+    budget = _budget(budget_s, deadline_epoch)
     opts = DumpOptions(**options)
-    targets = [validate_pid(p) for p in pids]
-    info: dict[int, dict[str, Any]] = {}
     errors: list[dict[str, Any]] = []
+    all_pids, info = _find_processes([validate_pid(p) for p in pids], children, errors)
+    redactor, fr_envs = _read_envs(all_pids, info)
+    pyspy = find_pyspy()
+    if pyspy is None and all_pids:
+        # One clear node-level error instead of the same message once per process.
+        errors.append({"pid": None, "pids": all_pids, "kind": PYSPY_MISSING, "sample": 0,
+                       "error": pyspy_missing_message()})
+    is_log = child_log_rule(node_id, [pid for pid in all_pids if info[pid]["child_of"] is None])
+    log_rule = {pid: None if info[pid]["child_of"] is None else is_log for pid in all_pids}
+    _window_starts(all_pids, info, log_rule, since)
+    rounds = _Rounds(node_id, all_pids, info, errors, redactor)
+    rounds.run(opts, max(1, samples) if pyspy else 0, interval_s, start, budget)
+    # More than one moment: several samples here, or one after an earlier round's start.
+    _window_facts(all_pids, info, lambda pid: rounds.taken > 1 or (rounds.taken == 1 and str(pid) in (since or {})),
+                  redactor, log_rule)
+    add_kernel_waits(info, all_pids, errors)
+
+    out: dict[str, Any] = {
+        "node_id": node_id,
+        "hostname": socket.gethostname(),
+        "pid_namespace": pid_namespace(),
+        "pyspy": pyspy,
+        "processes": rounds.processes,
+        "info": {str(pid): value for pid, value in info.items()},
+        "errors": errors,
+        "samples_taken": rounds.taken,
+        "sample_offsets_s": rounds.offsets,
+        # The targets' secret env values as salted digests, for the caller to redact them in
+        # what it reads elsewhere (logs); the values themselves never leave the node.
+        "redact_digests": redactor.digests(),
+    }
+    if fr_envs:
+        # PyTorch Flight Recorder dumps of the job's ranks on this node (bounded, read-only).
+        out["flight_recorder"] = collect_dumps(fr_envs)
+    out["seconds"] = round(time.monotonic() - start, 3)
+    return out
+
+
+def _budget(budget_s: float | None, deadline_epoch: float | None) -> float | None:
+    """The probe's time from its start: `budget_s`, cut to what the caller's wall-clock end leaves."""
+    if deadline_epoch is None:
+        return budget_s
+    # At least a second: a node whose clock runs ahead still gets one sample.
+    by_clock = max(float(deadline_epoch) - time.time(), 1.0)
+    return by_clock if budget_s is None else min(budget_s, by_clock)
+
+
+def _find_processes(targets: list[int], children: bool,
+                    errors: list[dict[str, Any]]) -> tuple[list[int], dict[int, dict[str, Any]]]:
+    """The targets that exist here and (with `children`) their child processes, each with its
+    title, parent and `child_of`; a target that is gone is an error row."""
+    info: dict[int, dict[str, Any]] = {}
     all_pids: list[int] = []
     # This helper and the py-spy processes it starts are nobody's evidence: never dump them as
     # "children" (on a node whose targets include the raylet's parent, they would be).
@@ -357,11 +432,17 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
             continue
         all_pids.append(pid)
         info[pid] = {"title": read_title(pid), "ppid": parent_pid(pid), "child_of": None}
-        if children:
-            for child in child_pids(pid, tree)[:MAX_CHILDREN_PER_TARGET]:
-                if child not in info and child not in own:
-                    all_pids.append(child)
-                    info[child] = {"title": read_title(child), "ppid": parent_pid(child), "child_of": pid}
+        for child in child_pids(pid, tree)[:MAX_CHILDREN_PER_TARGET] if children else []:
+            if child not in info and child not in own:
+                all_pids.append(child)
+                info[child] = {"title": read_title(child), "ppid": parent_pid(child), "child_of": pid}
+    return all_pids, info
+
+
+def _read_envs(all_pids: list[int], info: dict[int, dict[str, Any]]) -> tuple[Redactor, dict[int, dict[str, str]]]:
+    """Each process's rank variables and Flight Recorder settings; a redactor that knows the
+    secret env values found (titles are redacted with it at once); the processes whose recorder
+    dumps to files."""
     redactor = Redactor()  # this node's: the token rules + the targets' secret env values
     fr_envs: dict[int, dict[str, str]] = {}
     for pid in all_pids:
@@ -374,57 +455,51 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
                 fr_envs[pid] = fr_env
     for pid in all_pids:
         info[pid]["title"] = redactor.redact(info[pid]["title"] or "") or None
-    pyspy = find_pyspy()
-    if pyspy is None and all_pids:
-        # One clear node-level error instead of the same message once per process.
-        errors.append({"pid": None, "pids": all_pids, "kind": PYSPY_MISSING, "sample": 0,
-                       "error": pyspy_missing_message()})
-    is_log = child_log_rule(node_id, [pid for pid in all_pids if info[pid]["child_of"] is None])
-    log_rule = {pid: None if info[pid]["child_of"] is None else is_log for pid in all_pids}
-    points = {pid: progress.read_point(pid, log_rule[pid]) for pid in all_pids}
-    ticks_before = {pid: cpu_ticks(pid) for pid in all_pids}
-    sched_before = {pid: runnable_ns(pid) for pid in all_pids}
-    t_before = time.time()
-    for pid in all_pids:
-        info[pid]["window_start"] = {"point": points[pid], "ticks": ticks_before[pid], "sched": sched_before[pid],
-                                     "wall": t_before}
-        earlier = (since or {}).get(str(pid))
-        if isinstance(earlier, dict) and isinstance(earlier.get("point"), dict):
-            # An earlier round's start: its readings are the window's start (same process: the
-            # rounds are seconds apart, and a pid reused meanwhile would have another start time).
-            points[pid], ticks_before[pid], sched_before[pid] = earlier["point"], earlier.get("ticks"), earlier.get("sched")
-            info[pid]["window_start"] = earlier
-        info[pid]["sampled_at"] = []
-    processes: list[dict[str, Any]] = []
-    taken = 0
-    sample_start = time.monotonic()
-    offsets: list[float] = []  # when each sample started, seconds after the probe started
-    for sample in range(max(1, samples) if pyspy else 0):
-        if sample:
-            # Samples start `interval_s` apart: the previous round's dumps and their source
-            # lines count towards the wait instead of adding to it.
-            wait = max(0.0, interval_s - (time.monotonic() - sample_start))
-            if budget is not None and _left(start, budget) < wait + 1.0:
-                break  # no time for another sample: keep what we have
-            time.sleep(wait)
-            sample_start = time.monotonic()
-        sample_opts = opts
-        if budget is not None:
-            left = _left(start, budget)
-            if left < 0.5:
-                break
-            sample_opts = DumpOptions(native=opts.native, nonblocking=opts.nonblocking,
-                                      locals=opts.locals, timeout_s=min(opts.timeout_s, left))
-        taken += 1
-        offsets.append(round(sample_start - start, 3))
+    return redactor, fr_envs
+
+
+class _Rounds:
+    """The probe's sampling rounds: every process dumped once a round, rounds `interval_s` apart."""
+
+    def __init__(self, node_id: str, pids: list[int], info: dict[int, dict[str, Any]],
+                 errors: list[dict[str, Any]], redactor: Redactor) -> None:
+        self.node_id, self.pids, self.info, self.errors, self.redactor = node_id, pids, info, errors, redactor
+        self.processes: list[dict[str, Any]] = []
+        self.taken = 0
+        self.offsets: list[float] = []  # when each sample started, seconds after the probe started
+
+    def run(self, opts: DumpOptions, samples: int, interval_s: float, start: float, budget: float | None) -> None:
+        sample_start = time.monotonic()
+        for sample in range(samples):
+            if sample:
+                # Samples start `interval_s` apart: the previous round's dumps and their source
+                # lines count towards the wait instead of adding to it.
+                wait = max(0.0, interval_s - (time.monotonic() - sample_start))
+                if budget is not None and _left(start, budget) < wait + 1.0:
+                    break  # no time for another sample: keep what we have
+                time.sleep(wait)
+                sample_start = time.monotonic()
+            sample_opts = opts
+            if budget is not None:
+                left = _left(start, budget)
+                if left < 0.5:
+                    break
+                sample_opts = DumpOptions(native=opts.native, nonblocking=opts.nonblocking,
+                                          locals=opts.locals, timeout_s=min(opts.timeout_s, left))
+            self.taken += 1
+            self.offsets.append(round(sample_start - start, 3))
+            self._round(sample, sample_opts)
+
+    def _round(self, sample: int, opts: DumpOptions) -> None:
+        errors, info = self.errors, self.info
         wall = round(time.time(), 3)
-        for result in dump_pids(all_pids, sample_opts):
+        for result in dump_pids(self.pids, opts):
             if result.note and not any(e["pid"] == result.pid and e["kind"] == result.note_kind for e in errors):
                 errors.append({"pid": result.pid, "error": result.note, "kind": result.note_kind, "sample": sample})
             if result.error:
-                if result.kind == NOT_PYTHON and info[result.pid]["child_of"] is not None:
+                if result.kind == NOT_PYTHON and self.info[result.pid]["child_of"] is not None:
                     # A child that is not Python (a shell, the raylet, a compiler) is expected.
-                    info[result.pid]["dump"] = result.kind
+                    self.info[result.pid]["dump"] = result.kind
                     continue
                 if sample == 0 or not any(e["pid"] == result.pid for e in errors):
                     errors.append({"pid": result.pid, "error": result.error, "kind": result.kind,
@@ -434,44 +509,46 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
                 info[result.pid]["sampled_at"].append(wall)
             for proc in result.processes:
                 proc.sample = sample
-                proc.node_id = node_id
-                add_source_lines(proc, redactor=redactor)
-                processes.append(redactor.redact_obj(process_to_dict(proc)))
+                proc.node_id = self.node_id
+                add_source_lines(proc, redactor=self.redactor)
+                self.processes.append(self.redactor.redact_obj(process_to_dict(proc)))
+
+
+def _window_starts(all_pids: list[int], info: dict[int, dict[str, Any]],
+                   log_rule: dict[int, Callable[[dict[str, Any]], bool] | None], since: dict[str, Any] | None) -> None:
+    """Per process, the readings its window starts from (`window_start`: progress point, CPU
+    ticks, run-queue time, wall clock): taken now, or an earlier round's (`since`), so that two
+    rounds are one window (same process: the rounds are seconds apart, and a pid reused meanwhile
+    would have another start time)."""
+    now = time.time()
     for pid in all_pids:
-        before, after = ticks_before.get(pid), cpu_ticks(pid)
-        window = max(time.time() - float(info[pid]["window_start"].get("wall") or t_before), 1e-3)
+        start = {"point": progress.read_point(pid, log_rule[pid]), "ticks": cpu_ticks(pid), "sched": runnable_ns(pid),
+                 "wall": now}
+        earlier = (since or {}).get(str(pid))
+        if isinstance(earlier, dict) and isinstance(earlier.get("point"), dict):
+            start = earlier
+        info[pid]["window_start"] = start
+        info[pid]["sampled_at"] = []
+
+
+def _window_facts(all_pids: list[int], info: dict[int, dict[str, Any]], spans: Callable[[int], bool],
+                  redactor: Redactor, log_rule: dict[int, Callable[[dict[str, Any]], bool] | None]) -> None:
+    """Per process, over its window (from `window_start`): CPU use, the busiest thread's run-queue
+    time and, when the window `spans` more than one moment, what moved."""
+    for pid in all_pids:
+        start = info[pid]["window_start"]
+        before, after = start.get("ticks"), cpu_ticks(pid)
+        window = max(time.time() - float(start.get("wall") or time.time()), 1e-3)
         if before is not None and after is not None:
             info[pid]["cpu_percent"] = round(100.0 * (after - before) / CLOCK_TICKS / window, 1)
-        runnable = runnable_percent(sched_before.get(pid), runnable_ns(pid), window)
+        runnable = runnable_percent(start.get("sched"), runnable_ns(pid), window)
         if runnable is not None:
             info[pid]["runnable_percent"] = runnable
-        spans = taken > 1 or (taken == 1 and str(pid) in (since or {}))  # more than one moment
-        if spans and os.path.exists(f"/proc/{pid}"):
-            info[pid]["progress"] = progress.window(points[pid], progress.read_point(pid, log_rule[pid]),
+        if spans(pid) and os.path.exists(f"/proc/{pid}"):
+            info[pid]["progress"] = progress.window(start["point"], progress.read_point(pid, log_rule[pid]),
                                                     clean=redactor.redact)
-        elif spans:
+        elif spans(pid):
             info[pid]["progress"] = {"exited": True, "errors": ["exited during the sampling window"]}
-    add_kernel_waits(info, all_pids, errors)
-
-    out: dict[str, Any] = {
-        "node_id": node_id,
-        "hostname": socket.gethostname(),
-        "pid_namespace": pid_namespace(),
-        "pyspy": pyspy,
-        "processes": processes,
-        "info": {str(pid): value for pid, value in info.items()},
-        "errors": errors,
-        "samples_taken": taken,
-        "sample_offsets_s": offsets,
-        # The targets' secret env values as salted digests, for the caller to redact them in
-        # what it reads elsewhere (logs); the values themselves never leave the node.
-        "redact_digests": redactor.digests(),
-    }
-    if fr_envs:
-        # PyTorch Flight Recorder dumps of the job's ranks on this node (bounded, read-only).
-        out["flight_recorder"] = collect_dumps(fr_envs)
-    out["seconds"] = round(time.monotonic() - start, 3)
-    return out
 
 
 def add_kernel_waits(info: dict[int, dict[str, Any]], pids: list[int], errors: list[dict[str, Any]]) -> None:
@@ -607,3 +684,9 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:
         proc.kill()
+
+
+# Every function that collect.nodes.run_on_nodes ships to a node (by value, with Ray's
+# cloudpickle): tests/test_shipped.py rebuilds each in a fresh interpreter where debug_hang cannot
+# be imported, as on a node, and runs it, with every supported Ray.
+SHIPPED = (probe_node, run_command)

@@ -6,13 +6,15 @@ from typing import Any
 
 from debug_hang.analyse import next_steps
 from debug_hang.analyse.diagnosis import Diagnosis
+from debug_hang.analyse.failures import tool_problem
 from debug_hang.analyse.patterns import catalog
 from debug_hang.analyse.progress import progress_confidence
 
 DIAGNOSIS_SCHEMA = "debug-hang/diagnosis/v1"
 # Additive revisions of v1 (new optional fields only): 2 adds root_causes[].next, job_code,
-# next_step and references_root; 4 adds collection.sampling and progress.busy.
-SCHEMA_REVISION = 4
+# next_step and references_root; 3 actor_name; 4 tool_problem (the summary then starts with its
+# headline) and root_causes[].proof; 5 collection.sampling and progress.busy.
+SCHEMA_REVISION = 5
 
 
 def to_json(diag: Diagnosis) -> dict[str, Any]:
@@ -39,6 +41,7 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
             "evidence": cause.evidence,
             "fix": fix,
             "next": guide.to_json()["causes"][i] if i < len(guide.causes) else None,
+            "proof": diag.proofs[i].to_json() if i < len(diag.proofs) else None,
         })
     chain_json = [
         [{"kind": n.kind, "name": n.name, "pid": n.pid, "node_id": n.node_id,
@@ -46,13 +49,14 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
         for chain in diag.chains
     ]
     errors = [e.to_dict() for e in diag.collection.errors + diag.errors]
+    problem = tool_problem(diag)
     doc: dict[str, Any] = {
         "schema": DIAGNOSIS_SCHEMA,
         "schema_revision": SCHEMA_REVISION,
         "address": diag.address,
         "job_id": diag.job_id,
         "verdict": diag.verdict,
-        "summary": diag.summary,
+        "summary": diag.summary if problem is None else f"{problem.headline} {diag.summary}",
         "root_causes": root,
         "chains": chain_json,
         "collection": {
@@ -67,6 +71,8 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
         "next_step": {"command": guide.next_command, "why": guide.next_why} if guide.next_command else None,
         "references_root": guide.references_root,
     }
+    if problem is not None:
+        doc["tool_problem"] = problem.to_json()
     if diag.truncated:
         doc["collection"]["truncated"] = diag.truncated
     if diag.sampling:

@@ -14,10 +14,12 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from debug_hang.analyse import next_steps
+from debug_hang.analyse.failures import tool_problem
 from debug_hang.analyse.flight_recorder import describe
 from debug_hang.analyse.graph import proc_key
 from debug_hang.analyse.patterns import catalog
 from debug_hang.model import Frame, Process
+from debug_hang.report.proof_md import first_screen, proof_lines
 from debug_hang.untrusted import code_span, fence, md_cell, md_inline, strip_controls
 
 if TYPE_CHECKING:
@@ -209,6 +211,34 @@ def _finished_text(done: next_steps.FinishedCall) -> str:
     return f"{_cell(done.describe())}{code}. Read that code, not the culprit's idle stack"
 
 
+_EDGE_LINE = re.compile(r"^(?P<src>.+?) → (?P<rest>.+)$")
+
+
+def fold_evidence(lines: list[str], most: int = 2) -> list[str]:
+    """Evidence lines `A → B: why` that differ only in A, folded into one line naming the first
+    `most` of them, then `…` (a thousand ranks in one collective are one line; the Impact line
+    counts them)."""
+    out: list[str] = []
+    index: dict[str, int] = {}
+    sources: dict[str, list[str]] = {}
+    for line in lines:
+        m = _EDGE_LINE.match(line)
+        if m is None:
+            out.append(line)
+            continue
+        rest = m["rest"]
+        if rest not in index:
+            index[rest] = len(out)
+            out.append(line)
+        sources.setdefault(rest, []).append(m["src"])
+    for rest, i in index.items():
+        srcs = sources[rest]
+        if len(srcs) > 1:
+            more = ", …" if len(srcs) > most else ""
+            out[i] = f"{', '.join(srcs[:most])}{more} → {rest}"
+    return out
+
+
 def _read_next(diag: Diagnosis, guide: next_steps.Guide) -> Iterator[str]:
     """What to open or run next: one line per root cause, the job's code, the next command."""
     lines: list[str] = []
@@ -232,7 +262,7 @@ def _read_next(diag: Diagnosis, guide: next_steps.Guide) -> Iterator[str]:
                  f"driver pid {code.driver_pid} on node {(code.driver_node_id or '?')[:8]}" if code.driver_pid else None,
                  f"driver script {code_span(code.driver_script)}" if code.driver_script and not code.working_dir else None,
                  (f"working_dir {_cell(code.working_dir_uri or '')} unpacked at {code_span(code.working_dir)} on node(s) "
-                  f"{', '.join(n[:8] for n in code.working_dir_nodes)}") if code.working_dir else None]
+                  f"{_some_nodes(code.working_dir_nodes)}") if code.working_dir else None]
         lines.append("- Job code: " + "; ".join(p for p in parts if p))
     if guide.next_command:
         lines.append(f"- Next command: {code_span(guide.next_command)} — {_cell(guide.next_why)}")
@@ -244,6 +274,31 @@ def _read_next(diag: Diagnosis, guide: next_steps.Guide) -> Iterator[str]:
     yield ""
 
 
+def _tool_problem_lines(diag: Diagnosis) -> Iterator[str]:
+    """A failure of the tool itself (versions, its own helper), before the summary: fix it first."""
+    problem = tool_problem(diag)
+    if problem is None:
+        return
+    yield f"**{_with_spans(problem.headline)}**"
+    yield ""
+    yield f"Fix: {_with_spans(problem.fix)}"
+    yield ""
+
+
+def _with_spans(text: str) -> str:
+    """Tool-composed text whose `backticked` parts are commands: each a code span (copied as
+    written), the rest escaped as a line."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0:  # unbalanced: no spans at all
+        return md_inline(text.replace("`", "'"))
+    return "".join(code_span(part) if i % 2 else md_inline(part) for i, part in enumerate(parts))
+
+
+def _some_nodes(nodes: list[str], most: int = 5) -> str:
+    shown = ", ".join(n[:8] for n in nodes[:most])
+    return shown + (f" and {len(nodes) - most} more" if len(nodes) > most else "")
+
+
 def render_markdown(diag: Diagnosis) -> str:
     return "\n".join(_markdown_lines(diag)) + "\n"
 
@@ -253,8 +308,11 @@ def _markdown_lines(diag: Diagnosis) -> Iterator[str]:
     guide = next_steps.guide(diag)
     yield f"# Ray hang diagnosis — job {md_cell(diag.job_id)}: **{diag.verdict}**"
     yield ""
+    yield from _tool_problem_lines(diag)
     yield md_inline(diag.summary)
     yield ""
+    yield from first_screen(diag)
+    yield from proof_lines(diag)
     yield from _read_next(diag, guide)
     yield from _cluster_summary(diag)
     yield from _blocked_table(diag)
@@ -378,14 +436,15 @@ def _one_cause(diag: Diagnosis, i: int, cause: RootCause, done: next_steps.Finis
             yield (f"  - {md_cell(c.name)}: at {code_span(c.frame.function)} "
                    f"({md_cell(c.frame.short_file)}{'' if c.frame.line is None else f':{c.frame.line}'})"
                    + (f": {code_span(c.frame.code)}" if c.frame.code else ""))
-        source = _user_context(diag, c.key)
-        if source:
-            yield from fence(source, "python job-source", indent="  ")
+        if not diag.proofs:  # else the proof above shows the lines around it
+            source = _user_context(diag, c.key)
+            if source:
+                yield from fence(source, "python job-source", indent="  ")
         yield from native_lines(diag.verdicts, c.key)
     if pattern:
         yield f"- **Mechanism**: {pattern.meaning}"
     yield f"- **Impact**: {len(cause.victims)} process(es) wait on it"
-    for ev in cause.evidence[:MAX_EVIDENCE]:
+    for ev in fold_evidence(cause.evidence)[:MAX_EVIDENCE]:
         yield f"- evidence: {md_inline(ev, 300)}"
     if diag.evidence is not None:
         for c in cause.culprits[:MAX_CULPRITS]:

@@ -4,6 +4,20 @@ from __future__ import annotations
 
 from debug_hang.analyse import next_steps
 from debug_hang.analyse.diagnosis import Diagnosis
+from debug_hang.analyse.failures import tool_problem
+
+
+def full_summary(diag: Diagnosis) -> str:
+    """The diagnosis' summary, with a failure of the tool itself (a version mismatch, a helper of
+    its own that failed) said first: it is what the reader must fix before reading the rest."""
+    problem = tool_problem(diag)
+    return f"{problem.headline} {diag.summary}" if problem is not None else diag.summary
+
+
+def fix_line(diag: Diagnosis) -> str | None:
+    """The fix of the tool's own failure, for the line after the summary (None: no such failure)."""
+    problem = tool_problem(diag)
+    return f"fix: {problem.fix}" if problem is not None else None
 
 
 def summary_lines(diag: Diagnosis) -> list[str]:

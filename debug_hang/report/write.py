@@ -1,4 +1,5 @@
-"""Write a diagnosis to its output folder: phase outputs, stacks.json, report.md, diagnosis.json.
+"""Write a diagnosis to its output folder: phase outputs, stacks.json, report.md, diagnosis.json,
+graph.svg (the wait-for graph) and report.html (all of it as one self-contained page).
 
 The folder is private: created 0700 (by default with `tempfile.mkdtemp`), each file 0600, opened
 relative to the folder's own descriptor with O_EXCL | O_NOFOLLOW, under a name from a fixed list
@@ -26,14 +27,16 @@ from debug_hang.errors import UsageError
 from debug_hang.model import stacks_to_dict
 from debug_hang.perf import paused_gc
 from debug_hang.redact import redact_obj, safe_text
+from debug_hang.report.html import render_html
 from debug_hang.report.json_out import to_json
 from debug_hang.report.markdown import render_markdown, render_stacks_text
+from debug_hang.report.svg import render_svg
 from debug_hang.snapshot import public_rows
 
 # Every file a diagnosis writes at the top of its folder (and `logs/`): what --force removes.
 OUTPUT_FILES = ("01_cluster.txt", "02_jobs.json", "03_tasks.json", "04_actors.json", "05_stacks.txt",
                 "stacks.json", "snapshot.json", "tasks_after.json", "evidence.json", "report.md",
-                "diagnosis.json")
+                "diagnosis.json", "graph.svg", "report.html")
 LOG_DIR = "logs"
 FR_DIR = "flight_recorder"
 SUBDIRS = (LOG_DIR, FR_DIR)  # folders of files a diagnosis writes (removed by --force)
@@ -261,20 +264,27 @@ def _write_all(folder: OutputFolder, diag: Diagnosis, tasks_after: list[dict[str
         folder.json("tasks_after.json", [{k: v for k, v in t.items() if k not in dropped} for t in tasks_after])
     if diag.evidence is not None:
         used: set[str] = set()
+        files: dict[str, dict[str, str]] = {}
         for key, node_ev in diag.evidence.per_node.items():
             node = diag.graph.nodes[key]
             for suffix, text in node_ev.logs.items():
-                folder.text(log_name(node.kind, node.pid, node.node_id, suffix, used), text)
+                name = log_name(node.kind, node.pid, node.node_id, suffix, used)
+                folder.text(name, text)
+                files.setdefault(key, {})[suffix] = name
         if diag.evidence.driver_log:
             folder.text(f"{LOG_DIR}/driver.log", diag.evidence.driver_log)
         folder.json("evidence.json", {
-            "per_node": {k: {"highlights": v.highlights, "history": v.history, "errors": v.errors}
+            "per_node": {k: {"highlights": v.highlights, "history": v.history, "errors": v.errors,
+                             "logs": files.get(k, {})}
                          for k, v in diag.evidence.per_node.items()},
             "driver_highlights": diag.evidence.driver_highlights, "errors": diag.evidence.errors}, indent=1)
     if diag.collection.flight_recorder:
         write_flight_recorder(diag.collection.flight_recorder, folder)
     folder.text("report.md", render_markdown(diag))
     folder.json("diagnosis.json", to_json(diag), indent=2)
+    svg = render_svg(diag)
+    folder.text("graph.svg", svg)
+    folder.text("report.html", render_html(diag, svg))
 
 
 def write_flight_recorder(nodes: list[dict[str, Any]], folder: OutputFolder) -> None:

@@ -11,7 +11,7 @@ from debug_hang.analyse.graph.model import GNode
 from debug_hang.analyse.graph.raycalls import follow_submitted
 from debug_hang.analyse.graph.threads import deciding_thread, frame_text, other_threads_in_job_code
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, is_library
-from debug_hang.model import Process, ProcessRef
+from debug_hang.model import Frame, Process, ProcessRef
 
 
 @follows("child-process", decides=("child-process-hang", "pipe-write-wait", "pool-task-lost"))
@@ -83,14 +83,20 @@ def _pool_worker_waiting_for_task(verdict: ProcessVerdict) -> bool:
     reads), with no task code of its own on the stack."""
     for thread, _m in verdict.threads:
         frames = [f for f in thread.frames if not f.native]
-        at = next((i for i, f in enumerate(frames) if _POOL_FILE.search(f.file) and f.function.split(".")[-1] == "worker"), None)
+        at = next((i for i, f in enumerate(frames) if _POOL_FILE.search(f.file) and f.name == "worker"), None)
         if at is None or thread.active:
             continue
         inner = frames[:at]
-        if any(_MP_QUEUE_FILE.search(f.file) and f.function.endswith("SimpleQueue.get") for f in inner) \
+        # SimpleQueue.get (py-spy 0.3.14 prints a bare `get`: in queues.py under worker(), the same fetch)
+        if any(_MP_QUEUE_FILE.search(f.file) and f.function.rsplit(".", 2)[-2:] in (["SimpleQueue", "get"], ["get"]) for f in inner) \
                 and all(is_library(f) for f in inner):
             return True
     return False
+
+
+def _handles_tasks(frame: Frame | None) -> bool:
+    """multiprocessing.Pool's task-handler thread (`Pool._handle_tasks`, or bare with py-spy 0.3.14)."""
+    return frame is not None and frame.name == "_handle_tasks" and bool(_POOL_FILE.search(frame.file))
 
 
 def _pool_task_lost(b: Builder, key: str) -> bool:
@@ -106,8 +112,8 @@ def _pool_task_lost(b: Builder, key: str) -> bool:
     frame = verdict.main.frame if verdict.main else None
     if frame is None or not _POOL_FILE.search(frame.file):
         return False
-    handing_out = [t for t, _m in verdict.threads if any(f.function.endswith("Pool._handle_tasks") for f in t.frames)]
-    if any(next((f.function for f in t.frames if not f.native), "") != "Pool._handle_tasks" for t in handing_out):
+    handing_out = [t for t, _m in verdict.threads if any(_handles_tasks(f) for f in t.frames)]
+    if any(not _handles_tasks(next((f for f in t.frames if not f.native), None)) for t in handing_out):
         return False  # still sending tasks to the workers (pickling, a full pipe)
     proc = verdict.process
     children = [(pid, info) for (node_id, pid), info in b.inp.info.items()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from debug_hang.analyse.graph.builder import Builder, graph_pass
 from debug_hang.analyse.graph.model import QUEUED_STATES, TaskIndex, WaitGraph
-from debug_hang.analyse.graph.raycalls import STREAM_READER
+from debug_hang.analyse.graph.raycalls import reads_stream
 from debug_hang.analyse.graph.threads import cannot_signal, deciding_thread, frame_text, other_threads_in_job_code, reachable_from
 from debug_hang.analyse.patterns import ProcessVerdict
 from debug_hang.rows import TaskRow
@@ -89,7 +89,7 @@ def _event_set_by_paused_generator(b: Builder, key: str) -> None:
         for consumer in (k for k in b.verdicts if k != gen_key and b.own_calls(k) & parents):
             main = b.verdicts[consumer].main
             thread = deciding_thread(b.verdicts[consumer])
-            reading = thread is not None and any(STREAM_READER.search(f.file) for f in thread.frames)
+            reading = reads_stream(thread)
             if main is None or reading or key not in reachable_from(g, consumer) or gen_key in reach:
                 continue
             names = ", ".join(sorted({str(t.name) for t in calls}))

@@ -10,8 +10,8 @@ from debug_hang.analyse.graph.builder import Builder, follows, graph_pass
 from debug_hang.analyse.graph.model import PENDING_SCHED
 from debug_hang.analyse.graph.resources import pending_pg_of, pg_node, resource_node
 from debug_hang.analyse.graph.threads import deciding_thread, frame_text
-from debug_hang.analyse.patterns import catalog
-from debug_hang.model import ProcessRef
+from debug_hang.analyse.patterns import catalog, is_library
+from debug_hang.model import ProcessRef, Thread
 from debug_hang.rows import TaskRow
 from debug_hang.snapshot import BARRIER_TASK, DONE_STATES, POLLING_TASKS, WORKER_CLASS
 
@@ -49,6 +49,24 @@ def follow_own_calls(b: Builder, key: str) -> None:
 
 
 STREAM_READER = re.compile(r"ray/_private/object_ref_generator\.py$")
+_RAY_WAIT = re.compile(r"ray/_private/worker\.py$")
+_CALLS_WAIT = re.compile(r"\bwait\s*\(")
+
+
+def reads_stream(thread: Thread | None) -> bool:
+    """The thread iterates an ObjectRefGenerator: inside Ray's Python generator (Ray 2.4x+), or,
+    where Ray compiles the generator (2.9 to 2.3x: no frame of its own), in Ray's `wait` right
+    under a job frame whose line makes no `wait(` call (`for ref in stream:`, `next(stream)`)."""
+    if thread is None:
+        return False
+    if any(STREAM_READER.search(f.file) for f in thread.frames):
+        return True
+    frames = [f for f in thread.frames if not f.native]
+    inner = next((i for i, f in enumerate(frames) if _RAY_WAIT.search(f.file) and f.name == "wait"), None)
+    if inner is None:
+        return False
+    job = next((f for f in frames[inner + 1:] if not is_library(f)), None)
+    return job is not None and bool(job.code) and not _CALLS_WAIT.search(job.code or "")
 
 
 @graph_pass(after=("follow_edges",), decides=("stream-paced-producer",))
@@ -62,8 +80,7 @@ def mark_stream_pacing(b: Builder) -> None:
     that never ends.
     """
     for key, verdict in b.verdicts.items():
-        thread = deciding_thread(verdict)
-        if thread is None or not any(STREAM_READER.search(f.file) for f in thread.frames):
+        if not reads_stream(deciding_thread(verdict)):
             continue
         for edge in b.g.out(key):
             node = b.g.nodes[edge.dst]

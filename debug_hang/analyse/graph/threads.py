@@ -59,7 +59,7 @@ def cannot_signal(thread: Thread, waited_at: Frame | None) -> bool:
     if thread.active:
         return False
     frames = [f for f in thread.frames if not f.native]
-    if any(f.function.endswith("Thread.join") and f.file.endswith("threading.py") for f in frames):
+    if any(f.name == "join" and f.file.endswith("threading.py") for f in frames):
         return True
     return waited_at is not None and any(f.file == waited_at.file and f.line == waited_at.line
                                          and f.function == waited_at.function for f in frames)
@@ -67,7 +67,7 @@ def cannot_signal(thread: Thread, waited_at: Frame | None) -> bool:
 
 def joins(thread: Thread) -> bool:
     """The thread is idle in Thread.join (directly or through an executor's shutdown)."""
-    return not thread.active and any(f.function.endswith("Thread.join") and f.file.endswith("threading.py")
+    return not thread.active and any(f.name == "join" and f.file.endswith("threading.py")
                                      for f in thread.frames if not f.native)
 
 
