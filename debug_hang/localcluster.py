@@ -8,6 +8,7 @@ address) and uses its own ports and temp dir, so it never touches a cluster on t
 from __future__ import annotations
 
 import ast
+import json
 import os
 import shutil
 import signal
@@ -175,11 +176,15 @@ def submit_example(cluster: LocalCluster, example: str, ready_timeout_s: float =
     """Submit examples/<example>.py as a job; wait until it prints READY, then `settle_s` more.
 
     An example whose hang sets in long after its driver's last line (a Ray Train run, where the
-    ranks print) names the line that marks it in EXPECTED["ready"].
+    ranks print) names the line that marks it in EXPECTED["ready"], and a slow start-up its wait
+    in EXPECTED["ready_timeout_s"].
     """
     from ray.job_submission import JobSubmissionClient
 
-    marker = str(expected_of(example).get("ready", "READY"))
+    expected = expected_of(example)
+    marker = str(expected.get("ready", "READY"))
+    # An example whose start-up is slow (Ray Data and Serve import much in every worker) says how long.
+    ready_timeout_s = float(expected.get("ready_timeout_s", ready_timeout_s))
     client = JobSubmissionClient(cluster.dashboard)
     sub = client.submit_job(entrypoint=f"python {example}.py", runtime_env={"working_dir": str(EXAMPLES_DIR)})
 
@@ -228,4 +233,19 @@ def stop_job(cluster: LocalCluster, job: SubmittedJob) -> None:
         client.stop_job(job.submission_id)
         wait_for(lambda: client.get_job_status(job.submission_id).is_terminal(), 30, "the job to stop")
     except Exception:  # noqa: BLE001,S110 - best-effort cleanup of our own demo job
+        pass
+    shutdown_serve(cluster)
+
+
+def shutdown_serve(cluster: LocalCluster) -> None:
+    """Delete the Serve applications an example left (Serve's controller and replicas are detached:
+    they outlive the job that started them). Test and demo clusters only; best effort."""
+    try:
+        with urllib.request.urlopen(cluster.dashboard + "/api/serve/applications/", timeout=10) as resp:
+            apps = (json.loads(resp.read()) or {}).get("applications") or {}
+        if apps:
+            request = urllib.request.Request(cluster.dashboard + "/api/serve/applications/", method="DELETE")
+            with urllib.request.urlopen(request, timeout=60):
+                pass
+    except (OSError, ValueError):
         pass

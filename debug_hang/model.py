@@ -301,6 +301,9 @@ class Collection:
     # PyTorch Flight Recorder dump files read on each node: [{"node_id", "dumps": [{"path", "rank",
     # "format", "size", "mtime", "data_b64"}], "skipped", "pipes", "prefixes"}] (probe/flight_recorder.py).
     flight_recorder: list[dict[str, Any]] = field(default_factory=list)
+    # Ray Serve's counters read on each node: {node_id: {"samples": [{name, labels, value}],
+    # "read_at", "error"?}} (probe/libraries.py); empty when Serve does not run.
+    library_metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def info_of(self, proc: Process) -> dict[str, Any]:
         """The node-side evidence of one process ({} when none was read)."""

@@ -28,6 +28,8 @@ from debug_hang.analyse.rootcause import chains
 from debug_hang.analyse.verdict import quote_deaths, youngest_task_age_s
 from debug_hang.collect.address import ClusterAddress, check_reachable, parse_address, resolve_dashboard
 from debug_hang.collect.evidence import gather
+from debug_hang.collect.libraries import READ_TIMEOUT_S as LIBRARY_READ_S
+from debug_hang.collect.libraries import LibraryReader, replica_targets
 from debug_hang.collect.raytrain import worker_ranks
 from debug_hang.collect.stacks import (
     MAX_TARGETS,
@@ -63,6 +65,7 @@ FRESH_TASK_S = 5.0  # a wait on a task younger than this is not yet evidence of 
 # A second round of samples is taken only with this much of the deadline left (its samples, the
 # second task listing, the evidence and the writing after it).
 EXTRA_ROUND_MIN_S = 12.0
+LIBRARY_JOIN_S = 1.0  # waited at most for a library reading once the progress window is read
 
 
 @dataclass
@@ -123,11 +126,17 @@ def run(opts: Options) -> Diagnosis:
     job, why, others = pick_job(snap.jobs, opts.job_id, own_job=_own_job_id())
     # The job's own rows in every state (its history), read while the stacks are taken.
     own_rows = job_rows(addr.dashboard_url, str(job.get("job_id")), timeout_s=deadline.remaining(cap=10.0))
-    targets, cut = cap_targets(select_targets(job, snap.actors, snap.tasks, snap.nodes), job, snap.tasks,
-                               opts.max_targets)
+    # Ray's libraries' own state: Serve's replicas are dumped like the job's actors (a deployment
+    # may belong to another job), Ray Data's progress is read now and after the window.
+    libs = LibraryReader(addr.dashboard_url, str(job.get("job_id")), snap.actors)
+    libs.start_data(deadline.remaining(cap=LIBRARY_READ_S))
+    serve = libs.read_serve(deadline.remaining(cap=LIBRARY_READ_S))
+    own_targets = select_targets(job, snap.actors, snap.tasks, snap.nodes)
+    targets, cut = cap_targets(own_targets + replica_targets(serve, own_targets), job, snap.tasks, opts.max_targets)
     dump_options = DumpOptions(native=opts.native, nonblocking=opts.nonblocking, locals=opts.locals,
                                timeout_s=min(10.0, deadline.remaining()))
-    collection = collect_stacks(addr, targets, dump_options, deadline, samples=opts.samples, interval_s=opts.interval_s)
+    collection = collect_stacks(addr, targets, dump_options, deadline, samples=opts.samples, interval_s=opts.interval_s,
+                                serve_metrics=serve is not None)
     starts = take_window_starts(collection)  # where a second round of samples would read its window from
     history_read = own_rows.join(deadline.remaining(cap=10.0))
     if not history_read:
@@ -156,7 +165,11 @@ def run(opts: Options) -> Diagnosis:
     # listing would hold an arbitrary 10,000 of its rows and could miss the tasks that matter.
     # (A history not read in time or at all is as good as cut: a job-wide listing would be as slow.)
     history_cut = not history_read or "tasks_of_job" in snap.truncated or own_rows.tasks.error is not None
+    libs.start_data(deadline.remaining(cap=LIBRARY_READ_S))  # the datasets' progress over the window
     after = _progress_window(addr.dashboard_url, job, snap, history_cut, deadline)
+    # The first reading has had the stacks' time; the second gets a second at most past the window.
+    libs.join(deadline.remaining(cap=LIBRARY_JOIN_S))
+    libs.store(snap)
     snap.warnings += after.notes
     timer.mark("progress_window")
 
@@ -181,7 +194,10 @@ def run(opts: Options) -> Diagnosis:
             rounds = 2
             timer.mark("more_samples")
             snap.warnings = [w for w in snap.warnings if w not in after.notes]
+            libs.start_data(deadline.remaining(cap=LIBRARY_READ_S))  # and the datasets' progress
             after = _progress_window(addr.dashboard_url, job, snap, history_cut, deadline)
+            libs.join(deadline.remaining(cap=LIBRARY_JOIN_S))
+            libs.store(snap)
             snap.warnings += after.notes
             diag = analysed()
         else:
@@ -447,7 +463,8 @@ def load_capture(folder: Path) -> Capture:
                       errors=[CollectionError.from_dict(e) for e in meta.get("errors") or []], nodes=int(meta.get("nodes") or 0),
                       targets=int(meta.get("targets") or 0), seconds=float(meta.get("seconds") or 0.0),
                       paths=dict(meta.get("paths") or {}), probe_seconds=dict(meta.get("probe_seconds") or {}),
-                      flight_recorder=read_saved(folder / "flight_recorder"))
+                      flight_recorder=read_saved(folder / "flight_recorder"),
+                      library_metrics=dict(meta.get("library_metrics") or {}))
     job = next((j for j in snap.jobs if j.get("job_id") == meta.get("job_id")), {"job_id": meta.get("job_id")})
     after_path = folder / "tasks_after.json"
     after = json.loads(after_path.read_text()) if after_path.exists() else None

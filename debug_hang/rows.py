@@ -263,3 +263,14 @@ def calls_into_other_jobs(job_id: str | None, tasks: list[TaskRow]) -> list[Task
     server, a replay buffer). Ray files such a call under the actor's job, with the caller as parent."""
     own = {t.task_id for t in tasks if t.job_id == job_id} | {DRIVER_TASK_PREFIX + str(job_id)}
     return [t for t in tasks if t.job_id != job_id and t.parent_task_id in own and t.actor_id and not t.done]
+
+
+def actor_of_task(task_id: str | None) -> str | None:
+    """The actor a task ran on, read from its id alone: Ray's TaskID is 8 unique bytes followed by
+    the ActorID (src/ray/common/id.h), whose 12 unique bytes are all 0xff for a task that is not an
+    actor's. A call's parent_task_id thus names the actor that made it even when the parent has no
+    task row of its own (a Ray Serve request: Serve turns its task events off)."""
+    if not task_id or len(task_id) != 48:
+        return None
+    actor = task_id[16:].lower()
+    return None if actor[:24] == "f" * 24 else actor

@@ -70,6 +70,9 @@ class Snapshot:
     errors: list[str] = field(default_factory=list)
     # Lists the State API cut or Ray dropped events of: {list: {returned, total[, matched][, events_dropped]}}.
     truncated: dict[str, dict[str, int]] = field(default_factory=dict)
+    # What Ray's libraries said of themselves (collect/libraries.py): {"serve": [readings],
+    # "data": [readings, first and after the window], "errors": [...]}; empty when none runs.
+    libraries: dict[str, Any] = field(default_factory=dict)
     # Ray and Python of the cluster and of the diagnosing side (collect/versions.py): {"cluster": {"ray",
     # "python"} or {"error"}, "tool": {"ray", "python", "cloudpickle"}}; empty in older captures.
     versions: dict[str, Any] = field(default_factory=dict)
@@ -89,6 +92,7 @@ class Snapshot:
             "warnings": self.warnings,
             "errors": self.errors,
             "truncated": self.truncated,
+            "libraries": self.libraries,
             "versions": self.versions,
         }
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from typing import Any
 
 from debug_hang.analyse.busy import busy_threads, paced_threads
 from debug_hang.analyse.diagnosis import Diagnosis
 from debug_hang.analyse.graph import GraphInputs, WaitGraph, build_graph
+from debug_hang.analyse.library_progress import library_progress, library_work
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, match_process, match_thread, settings
 from debug_hang.analyse.progress import ProcessProgress, assess, loop_moved, summary_text
 from debug_hang.analyse.rootcause import RootCause, chains, root_causes
@@ -23,22 +25,27 @@ from debug_hang.analyse.verdict import (
     uninspected,
     weigh_confidence,
 )
+from debug_hang.libraries import LibraryState
 from debug_hang.model import Collection, CollectionError, Process, ProcessRef
 from debug_hang.rows import JobRow, Rows, TaskRow, tasks_of
 from debug_hang.snapshot import POLLING_TASKS, Snapshot, available_resources, node_totals, resource_usage
 
 
-def detect_progress(before: list[TaskRow], after: list[TaskRow], since_ms: float) -> list[str]:
+def detect_progress(before: list[TaskRow], after: list[TaskRow], since_ms: float,
+                    machinery: Callable[[TaskRow], bool] | None = None) -> list[str]:
     """Tasks that finished between two task listings: evidence the job moves.
 
     Only completions count: at the onset of a hang, calls still start (and then block).
     Actor creation is set-up, not progress; nor are the calls Ray's libraries make on a timer
-    (Ray Train's status polls).
+    (Ray Train's status polls), nor, where `machinery` says so, the calls Ray's libraries' own
+    machinery makes (library_progress.py: Ray Data's executor and helper actors).
     """
     was = {t.key: t.state for t in before}
     moved: list[str] = []
     for task in after:
         if task.state != "FINISHED" or task.type == "ACTOR_CREATION_TASK" or task.name in POLLING_TASKS:
+            continue
+        if machinery is not None and machinery(task):
             continue
         if (task.key in was and was[task.key] != "FINISHED") or (task.key not in was and (task.end_time_ms or 0) >= since_ms):
             moved.append(f"{task.name} finished during the diagnosis")
@@ -77,7 +84,8 @@ def graph_inputs(job: dict[str, Any], snap: Snapshot, collection: Collection, ro
     return GraphInputs(job=JobRow.of(job), actors=rows.actors, tasks=rows.tasks, placement_groups=rows.placement_groups,
                        node_totals=node_totals(snap), verdicts=verdicts, info=collection.info,
                        available=available_resources(snap), jobs=rows.jobs, now_s=snap.taken_at,
-                       usage=resource_usage(snap), status_text=snap.cluster_status_text)
+                       usage=resource_usage(snap), status_text=snap.cluster_status_text,
+                       libraries=LibraryState.of(snap.libraries, collection.library_metrics))
 
 
 def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_after: list[dict[str, Any]] | None,
@@ -93,7 +101,9 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
     graph = build_graph(inputs)
     causes = root_causes(graph)
     since_ms = snap.taken_at * 1000.0
-    progress = detect_progress(first.tasks, after, since_ms) if after is not None else []
+    work = library_work(inputs)
+    progress = detect_progress(first.tasks, after, since_ms, work.not_progress) if after is not None else []
+    progress += library_progress(inputs, work, {p.ref: p.label for p in latest})
     stuck = stuck_processes(collection)
     waiting = {id(v.process) for v in verdicts if v.verdict in ("blocked", "busy")}  # one pass, not one per process
     moving = [p for p in latest if not stuck.get(p.ref, True) and id(p) in waiting]

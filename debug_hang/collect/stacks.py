@@ -142,6 +142,7 @@ MAX_LOCAL_PROBES = 32
 def collect_stacks(address: ClusterAddress, targets: list[Target], options: DumpOptions,
                    deadline: Deadline, samples: int = 2, interval_s: float = 0.5,
                    children: bool = True, max_in_flight: int = MAX_NODES_IN_FLIGHT,
+                   serve_metrics: bool = False,
                    since: dict[ProcessRef, dict[str, Any]] | None = None) -> Collection:
     """Dump every target on its own node; local nodes directly, remote ones by a helper task.
 
@@ -150,8 +151,9 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
     absolute deadline with what it has; a node that does not answer is an error row, the
     others' stacks are kept. The local probes' py-spy processes share this process's
     MAX_PARALLEL_DUMPS slots, so many local "nodes" (a loopback cluster) never oversubscribe
-    this machine. `since` (window_starts of an earlier round) makes this round's CPU use and
-    progress readings span both rounds.
+    this machine. With `serve_metrics`, each probe also reads its node's Ray Serve counters;
+    `since` (window_starts of an earlier round) makes this round's CPU use and progress readings
+    span both rounds.
     """
     start = time.monotonic()
     by_node: dict[str, list[Target]] = {}
@@ -174,7 +176,8 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
     budget = min(NODE_BUDGET_S, total)
     for node_id, node_targets in by_node.items():
         starts = {str(t.pid): since[t.ref] for t in node_targets if since and t.ref in since}
-        args = (node_id, [t.pid for t in node_targets], options.to_dict(), samples, interval_s, children, budget,
+        probe_options = {**options.to_dict(), **({"serve_metrics": True} if serve_metrics else {})}
+        args = (node_id, [t.pid for t in node_targets], probe_options, samples, interval_s, children, budget,
                 starts or None)
         is_local = node_id in here
         coll.paths[node_id] = "local" if is_local else "ray-task"
@@ -214,6 +217,8 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
             coll.info[ProcessRef(node_id, int(pid_text))] = {"node_id": node_id, **info}
         if isinstance(value.get("flight_recorder"), dict):
             coll.flight_recorder.append({**value["flight_recorder"], "node_id": node_id})
+        if isinstance(value.get("serve_metrics"), dict):
+            coll.library_metrics[node_id] = value["serve_metrics"]
         for raw in value.get("processes", []):
             proc = process_from_dict(raw)
             _tag(proc, targets_by_key, coll.info)

@@ -26,6 +26,7 @@ from debug_hang.model import Process, process_to_dict
 from debug_hang.probe import progress
 from debug_hang.probe.file_locks import locks_of, read_locks, thread_wchans
 from debug_hang.probe.flight_recorder import collect_dumps, dump_prefixes, read_fr_env
+from debug_hang.probe.libraries import METRICS_TIMEOUT_S, read_serve_metrics
 from debug_hang.probe.pipes import child_pipes
 from debug_hang.probe.pyspy import (
     NOT_PYTHON,
@@ -349,7 +350,8 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     "errors": [{"pid", "error", "kind", "sample"}], "samples_taken", "sample_offsets_s" (when each
     sample started: `interval_s` apart, start to start), "seconds"}, plus
     "flight_recorder" (probe.flight_recorder.collect_dumps) when a target sets a Flight Recorder
-    dump path or enables the recorder.
+    dump path or enables the recorder, and "serve_metrics" (probe.libraries) when
+    `options["serve_metrics"]` asks for the node's Ray Serve counters.
     Never raises for a process-level problem: a missing py-spy, a pid that is gone or a
     permission error lands in "errors" with a `kind` from pyspy.DUMP_ERROR_KINDS. With
     `budget_s`, later samples are skipped and dumps cut short so that the probe returns in time;
@@ -362,7 +364,8 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     """
     start = time.monotonic()
     budget = _budget(budget_s, deadline_epoch)
-    opts = DumpOptions(**options)
+    serve_metrics = bool(options.get("serve_metrics"))
+    opts = DumpOptions(**{k: v for k, v in options.items() if k != "serve_metrics"})
     errors: list[dict[str, Any]] = []
     all_pids, info = _find_processes([validate_pid(p) for p in pids], children, errors)
     redactor, fr_envs = _read_envs(all_pids, info)
@@ -398,6 +401,10 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     if fr_envs:
         # PyTorch Flight Recorder dumps of the job's ranks on this node (bounded, read-only).
         out["flight_recorder"] = collect_dumps(fr_envs)
+    if serve_metrics:
+        # Ray Serve's request counters of this node's processes (an awaiting request has no stack).
+        out["serve_metrics"] = read_serve_metrics(
+            node_id, local_raylet(node_id), max(0.5, min(METRICS_TIMEOUT_S, _left(start, budget or 30.0))))
     out["seconds"] = round(time.monotonic() - start, 3)
     return out
 

@@ -3,8 +3,9 @@
 `read_point(pid)` is taken before the first stack sample and after the last; `window(before,
 after)` turns the two into what moved in between: bytes read and written (/proc/PID/io), context
 switches of the main thread (/proc/PID/status), and the growth of the log files its stdout and
-stderr point to (a Ray worker's .out/.err, a submitted driver's job log), with the new lines and
-a few lines from before the window to compare them with.
+stderr point to (a Ray worker's .out/.err, a submitted driver's job log) and of a Serve replica's
+request log (a file it holds open under the session's logs/serve/), with the new lines and a few
+lines from before the window to compare them with.
 
 Only a log is read. Which of a process's stdout/stderr files is one, the caller says (`is_log`;
 the node probe: a target's own, a child's when it shares a target's or lies under the session's
@@ -22,6 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from debug_hang.probe.libraries import request_logs
 from debug_hang.probe.logtext import text_lines
 from debug_hang.redact import redact
 
@@ -81,6 +83,8 @@ def read_point(pid: int, is_log: Callable[[dict[str, Any]], bool] | None = None)
     files = std_files(pid)
     point["logs"] = [f for f in files if is_log is None or is_log(f)]
     point["outputs"] = [f for f in files if f not in point["logs"]]
+    # A Serve replica's request log (one line per finished request) is a log wherever it points.
+    point["logs"] += request_logs(pid, {(f["dev"], f["inode"]) for f in files})
     return point
 
 

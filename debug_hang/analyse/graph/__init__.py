@@ -18,6 +18,7 @@ the build's order, computed from the declarations (builder.pass_order).
 | collectives | ranks in collectives: skipped, dead, mismatched peers |
 | resources | pending and infeasible demands, placement groups, holders |
 | children | child processes, pools, pipes |
+| libraries | Ray Serve handles to their replicas, stuck replicas, Ray Data consumers to the stalled operator |
 | edges | follow_edges: each node's wait by its catalog edge |
 """
 
@@ -26,6 +27,7 @@ from debug_hang.analyse.graph import (  # noqa: F401 - imported for their declar
     collectives,
     edges,
     events,
+    libraries,
     locks,
     processes,
     queues,

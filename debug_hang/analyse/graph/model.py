@@ -13,6 +13,7 @@ from typing import Any, Literal
 from debug_hang.analyse.crashloop import CrashLoop
 from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.analyse.patterns import ProcessVerdict
+from debug_hang.libraries import LibraryState
 from debug_hang.model import Frame, ProcessRef
 from debug_hang.rows import ActorRow, JobRow, PlacementGroupRow, TaskRow
 from debug_hang.snapshot import TaskState
@@ -158,3 +159,4 @@ class GraphInputs:
     now_s: float = 0.0  # when the state was read (epoch seconds): ages of holders
     usage: dict[str, tuple[float, float]] = field(default_factory=dict)  # {resource: (used, total)}, ray status's
     status_text: str | None = None  # `ray status` as text
+    libraries: LibraryState = field(default_factory=LibraryState)  # Ray Serve's and Ray Data's own state

@@ -11,6 +11,7 @@ from debug_hang.analyse.graph.model import PENDING_SCHED
 from debug_hang.analyse.graph.resources import pending_pg_of, pg_node, resource_node
 from debug_hang.analyse.graph.threads import deciding_thread, frame_text
 from debug_hang.analyse.patterns import catalog, is_library
+from debug_hang.libraries import LIBRARY_FILE
 from debug_hang.model import ProcessRef, Thread
 from debug_hang.rows import TaskRow
 from debug_hang.snapshot import BARRIER_TASK, DONE_STATES, POLLING_TASKS, WORKER_CLASS
@@ -28,7 +29,7 @@ def follow_submitted(b: Builder, key: str) -> None:
         own_ids = {str(t.task_id) for t in b.index.of_actor(proc.actor_id) if t.task_id}
         found = edges_from_parents(b, key, own_ids)
     mine = b.running.get(key, [])
-    if not found and mine and b.g.nodes[key].pattern == "ray-get-wait":
+    if not found and mine and b.g.nodes[key].pattern == "ray-get-wait" and not _get_from_library(b, key):
         # It waits on objects it did not create: ObjectRefs handed to it by its caller, whose
         # other unfinished tasks are the likely producers — those created before its own call
         # (an ObjectRef passed in existed when the call was made). A guess: such edges never make
@@ -37,6 +38,19 @@ def follow_submitted(b: Builder, key: str) -> None:
         made = min((t.creation_time_ms for t in mine if t.creation_time_ms), default=None)
         edges_from_parents(b, key, callers, skip={str(t.task_id) for t in mine}, before_ms=made, guessed=True,
                             text="probably waits for {name} ({state}), started by its caller (an ObjectRef passed in)")
+
+
+def _get_from_library(b: Builder, key: str) -> bool:
+    """The ray.get is called by one of Ray's libraries (a Serve handle setting up its router, a
+    Ray Data iterator), not by the job: the objects it waits on are the library's own, never ones
+    the caller handed in."""
+    thread = deciding_thread(b.verdicts[key])
+    frames = [f for f in (thread.frames if thread else []) if not f.native]
+    caller = next((f for f in frames if _RAY_CORE_FILE.search(f.file) is None), None)  # innermost first
+    return caller is not None and LIBRARY_FILE.search(caller.file) is not None
+
+
+_RAY_CORE_FILE = re.compile(r"(^|/)ray/_private/")  # ray.get itself and its wrappers
 
 
 @follows("own-calls")
