@@ -165,6 +165,19 @@ def expected_of(example: str) -> dict[str, Any]:
     raise DebugHangError(f"{example} declares no EXPECTED")
 
 
+def culprit_name(kind: object, class_name: object, name: object) -> object:
+    """What an EXPECTED culprit's `class_name` names: an actor's class, a task's function (a
+    running task's class_name is null, its name the function's)."""
+    return class_name or (name if kind == "task" else None)
+
+
+def culprit_matches(expected: dict[str, Any], culprits: list[dict[str, Any]]) -> bool:
+    """One of a diagnosis's culprits (diagnosis.json) is the one an EXPECTED culprit names (by
+    culprit_name), with the rank when EXPECTED gives one."""
+    return any(culprit_name(c.get("kind"), c.get("class_name"), c.get("name")) == expected.get("class_name")
+               and (expected.get("rank") is None or c.get("rank") == expected["rank"]) for c in culprits)
+
+
 @dataclass
 class SubmittedJob:
     submission_id: str

@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, cast, get_args
 
+from debug_hang.facts import Facts
+
 STACKS_SCHEMA = "debug-hang/stacks/v1"
 
 # What went wrong when something could not be read: py-spy on a target (probe/pyspy.py), a command
@@ -86,6 +88,10 @@ class Frame:
     locals: dict[str, str] | None = None
     code: str | None = None  # the source line, read on the process's node when available
     context: list[str] | None = None  # numbered lines around it, for the job's innermost frame
+    # What the frame's locals say, without their data (debug_hang/facts.py): identities of the
+    # objects it works on (`self`: `Svc@0x7f..`), numbers, lengths, ObjectRef ids. None when the
+    # dump had no locals.
+    facts: Facts | None = None
 
     @property
     def short_file(self) -> str:
@@ -212,7 +218,8 @@ def _thread_to_dict(t: Thread) -> dict[str, Any]:
 def _frame_to_dict(f: Frame) -> dict[str, Any]:
     return {"function": f.function, "file": f.file, "line": f.line, "native": f.native,
             "locals": None if f.locals is None else dict(f.locals), "code": f.code,
-            "context": None if f.context is None else list(f.context)}
+            "context": None if f.context is None else list(f.context),
+            "facts": None if f.facts is None else dict(f.facts)}
 
 
 def process_from_dict(data: dict[str, Any]) -> Process:
@@ -233,6 +240,7 @@ def process_from_dict(data: dict[str, Any]) -> Process:
                     locals=f.get("locals"),
                     code=f.get("code"),
                     context=f.get("context"),
+                    facts=_facts(f.get("facts")),
                 )
                 for f in t.get("frames") or []
             ],
@@ -241,6 +249,13 @@ def process_from_dict(data: dict[str, Any]) -> Process:
     ]
     known = {k: v for k, v in data.items() if k in Process.__dataclass_fields__ and k != "threads"}
     return Process(threads=threads, **known)
+
+
+def _facts(raw: Any) -> Facts | None:
+    """A frame's facts as saved: only str/int/float values (a newer or edited file's others dropped)."""
+    if not isinstance(raw, dict):
+        return None
+    return {str(k): v for k, v in raw.items() if isinstance(v, (str, int, float))}
 
 
 _PROCESS_FIELDS = [f.name for f in fields(Process)]

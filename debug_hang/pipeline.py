@@ -134,7 +134,7 @@ def run(opts: Options) -> Diagnosis:
     own_targets = select_targets(job, snap.actors, snap.tasks, snap.nodes)
     targets, cut = cap_targets(own_targets + replica_targets(serve, own_targets), job, snap.tasks, opts.max_targets)
     dump_options = DumpOptions(native=opts.native, nonblocking=opts.nonblocking, locals=opts.locals,
-                               timeout_s=min(10.0, deadline.remaining()))
+                               timeout_s=min(10.0, deadline.remaining()), facts=True)
     collection = collect_stacks(addr, targets, dump_options, deadline, samples=opts.samples, interval_s=opts.interval_s,
                                 serve_metrics=serve is not None)
     starts = take_window_starts(collection)  # where a second round of samples would read its window from
@@ -398,7 +398,8 @@ def _without_state_api(opts: Options, addr: ClusterAddress, snap: Snapshot, dead
         from debug_hang.probe.node_probe import probe_node
 
         value = probe_node("local", [t.pid for t in targets],
-                           DumpOptions(native=opts.native, nonblocking=opts.nonblocking, locals=opts.locals).to_dict(),
+                           DumpOptions(native=opts.native, nonblocking=opts.nonblocking, locals=opts.locals,
+                                       facts=True).to_dict(),
                            opts.samples, opts.interval_s, True, deadline.remaining(cap=30.0))
         learn_digests(value.pop("redact_digests", None))
         for raw in value.get("processes", []):

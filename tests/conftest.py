@@ -28,6 +28,7 @@ from debug_hang import localcluster  # noqa: E402
 from debug_hang.localcluster import (  # noqa: E402,F401 - re-exported for the tests
     LocalCluster,
     SubmittedJob,
+    culprit_matches,
     expected_of,
     stop_job,
     submit_example,

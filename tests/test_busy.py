@@ -18,7 +18,7 @@ from conftest import ROOT
 
 from debug_hang.analyse import sampling
 from debug_hang.analyse.analysis import analyse
-from debug_hang.analyse.busy import BusyWork, busy_threads, busy_work
+from debug_hang.analyse.busy import BusyWork, busy_threads, busy_work, standing_threads
 from debug_hang.analyse.diagnosis import Diagnosis
 from debug_hang.analyse.patterns import match_process
 from debug_hang.model import Collection, process_from_dict
@@ -228,3 +228,27 @@ def test_a_demand_starved_by_holders_that_compute_is_no_hang() -> None:
     assert not any(c.pattern == "gil-holder-blocked" for c in diag.causes)
     assert diag.verdict != "hang", diag.summary
     assert "running calls hold" in diag.summary
+
+
+def test_a_setter_thread_that_spins_is_read_across_both_rounds() -> None:
+    # GIVEN live captures (with the second round) of two processes whose calls wait on an object
+    # that only their own background thread would set, and that thread spins: the process's own
+    # reading is the wait, the spinning thread stands for it in the graph (graph/inprocess.py)
+    for name, state in (("captures/notifier_spins_waiters_wait", "seen=0"), ("cases/event_setter_spins", "len(best)=2")):
+        diag = reanalyse(ROOT / "tests" / "data" / name)
+        work = [w for w in diag.busy if w.ref == diag.causes[0].culprits[0].ref]
+        # THEN that thread is read across its samples, and its loop found the same state in every one
+        assert work and work[0].state == "spin" and state in work[0].frozen, (name, work)
+        assert diag.verdict == "hang" and work[0].samples >= 4, diag.summary
+        # (and from the first round alone, two samples with facts on one, it is not yet a hang)
+        first = dataclasses.replace(diag.collection, processes=[p for p in diag.collection.processes if p.sample < 2])
+        again = busy_threads(diag.verdicts, first) + standing_threads(diag.graph, diag.verdicts, first, set())
+        assert again and not any(w.state == "spin" for w in again), name
+
+
+def test_a_value_written_back_unchanged_advances_nothing() -> None:
+    # GIVEN the merge loop of event_setter_spins, as the node read it (the whole loop in context)
+    diag = reanalyse(CASES / "event_setter_spins")
+    loop = next(w for w in diag.busy if w.thread == "merger").loop
+    # THEN `self.pairs[best] = self.pairs[best]` changes nothing it tests: no self-advancing loop
+    assert loop is not None and loop.kind == "unknown" and not loop.changes, loop

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import ROOT, LocalCluster, expected_of, read_json, run_script, stop_job, submit_example
+from conftest import ROOT, LocalCluster, culprit_matches, expected_of, read_json, run_script, stop_job, submit_example
 
 from debug_hang import localcluster
 from debug_hang.snapshot import calls_into_other_jobs
@@ -65,11 +65,6 @@ PROGRESS_SEEN = {
     "throttled_checkpoint_upload": ["progressing", "to disk", "saved chunk"],  # bytes + advancing counter
     "quiet_shard_export": ["progressing", "to disk"],  # the disk alone: no log, no finished task
 }
-
-
-def culprit_matches(expected: dict, culprits: list[dict]) -> bool:
-    return any(c.get("class_name") == expected.get("class_name")
-               and (expected.get("rank") is None or c.get("rank") == expected["rank"]) for c in culprits)
 
 
 # Task fields the analysis never reads; dropped from recordings to keep them small.

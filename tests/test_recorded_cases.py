@@ -13,7 +13,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from conftest import ROOT, expected_of
+from conftest import ROOT, culprit_matches, expected_of
 
 from debug_hang.analyse.rootcause import find_cycles
 from debug_hang.pipeline import reanalyse
@@ -41,8 +41,7 @@ def test_recorded_case_still_yields_its_root_cause(case: Path) -> None:
     top = doc["root_causes"][0]
     assert top["pattern"] == expected["pattern"], doc["summary"]
     for culprit in expected["culprits"]:
-        assert any(c["class_name"] == culprit["class_name"]
-                   and (culprit["rank"] is None or c["rank"] == culprit["rank"]) for c in top["culprits"]), top
+        assert culprit_matches(culprit, top["culprits"]), top
     report = render_markdown(diag)
     assert "## Blocking chain" in report and "← root cause" in report
 

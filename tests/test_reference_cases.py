@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from debug_hang.localcluster import expected_of
+from debug_hang.localcluster import culprit_matches, expected_of
 from debug_hang.pipeline import reanalyse
 from debug_hang.report.json_out import to_json
 
@@ -37,11 +37,6 @@ def generator() -> ModuleType:
 def recorded(case: str) -> dict[str, Any]:
     doc: dict[str, Any] = json.loads((CAPTURES / case / "diagnosis.json").read_text())
     return doc
-
-
-def culprit_matches(expected: dict[str, Any], culprits: list[dict[str, Any]]) -> bool:
-    return any(c.get("class_name") == expected.get("class_name")
-               and (expected.get("rank") is None or c.get("rank") == expected["rank"]) for c in culprits)
 
 
 def test_there_are_at_least_six_reference_cases_of_hangs() -> None:

@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,39 @@ def test_the_command_runner_is_rebuilt_and_runs_where_debug_hang_is_not_installe
     value = run_on_a_bare_node(run_command, [[sys.executable, "-c", "print('from the node')"], 30.0], tmp_path)
     assert value["error"] is None and value["returncode"] == 0
     assert value["stdout"] == "from the node\n"
+
+
+FACTS_TARGET = '''
+import threading, time
+class Holder:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.items = [1, 2, 3]
+    def parked_in_with(self, rounds):
+        with self.lock:
+            time.sleep(120)
+Holder().parked_in_with(7)
+'''
+
+
+def test_the_node_probe_reads_frame_facts_where_debug_hang_is_not_installed(tmp_path: Path) -> None:
+    # GIVEN a live Python process asleep inside `with self.lock:` in a method of its own
+    (tmp_path / "holder.py").write_text(FACTS_TARGET)  # a file: the `with` blocks are read from the source
+    target = subprocess.Popen([sys.executable, str(tmp_path / "holder.py")], cwd=tmp_path)
+    try:
+        time.sleep(0.5)
+        # WHEN the shipped probe reads the frames' facts there (locals reduced on the node: the
+        # memory reader for lengths, the `with` blocks from the source)
+        value = run_on_a_bare_node(probe_node, ["node-x", [target.pid], {"facts": True}, 2, 0.2, True, 20.0], tmp_path)
+    finally:
+        target.kill()
+        target.wait()
+    # THEN the frame has them: the object it works on, a number, and the with block it is inside
+    assert value["errors"] == [], value["errors"]
+    processes = value["processes"]
+    assert isinstance(processes, list)
+    frames = [f for p in processes for t in p["threads"] for f in t["frames"] if f["function"].endswith("parked_in_with")]
+    facts = [f["facts"] for f in frames if f.get("facts")]
+    assert facts, frames
+    assert str(facts[-1]["self"]).startswith("Holder@0x") and facts[-1]["rounds"] == 7
+    assert facts[-1]["with"] == "self.lock"

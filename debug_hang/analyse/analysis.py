@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from debug_hang.analyse.busy import busy_threads, paced_threads
+from debug_hang.analyse.busy import busy_threads, paced_threads, standing_threads
 from debug_hang.analyse.diagnosis import Diagnosis
 from debug_hang.analyse.graph import GraphInputs, WaitGraph, build_graph
 from debug_hang.analyse.library_progress import library_progress, library_work
@@ -109,6 +109,7 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
     moving = [p for p in latest if not stuck.get(p.ref, True) and id(p) in waiting]
     signals = progress_signals(graph, causes, verdicts, collection)
     busy = busy_threads(verdicts, collection) + paced_threads(verdicts, collection)
+    busy += standing_threads(graph, verdicts, collection, {w.ref for w in busy})
     # Culprits seen working between samples (and starved demands whose holders are) are no root causes.
     working = [(c, text) for c in causes if (text := at_work(c, busy, rows.tasks))]
     starting = [(c, text) for c in causes if (text := still_starting(c, busy))]
@@ -186,7 +187,11 @@ def _match_with_cpu(proc: Process, collection: Collection) -> ProcessVerdict:
     threshold = settings().busy_cpu_percent
     # A spin on a loaded node gets a share of a CPU and waits in the run queue the rest: it is
     # busy by the time its threads were runnable (on a CPU or ready for one), not by its share.
-    demand = max(float(cpu), float(info.get("runnable_percent") or 0.0))
+    threads = info.get("threads")
+    runnable = info.get("runnable_percent") or max(
+        (float(t.get("runnable") or 0.0) for t in (threads.values() if isinstance(threads, dict) else ())
+         if isinstance(t, dict)), default=0.0)
+    demand = max(float(cpu), float(runnable))
     if rule == "idle" and cpu >= threshold:
         verdict = match_process(proc, [p for p in catalog().values() if p.cpu != "idle"])
     elif rule == "busy" and demand < threshold:

@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from debug_hang.analyse.graph import WaitGraph
 from debug_hang.analyse.patterns import ProcessVerdict, is_library
 from debug_hang.analyse.progress import rules
 from debug_hang.model import Collection, Frame, Process, ProcessRef, Thread
@@ -266,6 +267,8 @@ def _flow(loop: ast.AST, tests: list[ast.expr]) -> _Flow:
     assigns: list[tuple[list[str], ast.expr]] = []
     calls: set[str] = set()
     for node in ast.walk(loop):
+        if isinstance(node, ast.Assign) and all(_same(target, node.value) for target in node.targets):
+            continue  # `x = x`, `d[k] = d[k]`: what it writes is what was there
         if isinstance(node, ast.Assign):
             assigns.append(([t for target in node.targets for t in _targets(target)], node.value))
         elif isinstance(node, ast.NamedExpr):
@@ -276,6 +279,13 @@ def _flow(loop: ast.AST, tests: list[ast.expr]) -> _Flow:
         else:
             advanced.update(_advanced_by(node, loop))
     return _propagate(advanced, assigns, calls)
+
+
+def _same(target: ast.expr, value: ast.expr) -> bool:
+    """The target and the value are the same expression (read and written back unchanged)."""
+    def shape(node: ast.expr) -> str:
+        return ast.dump(node, annotate_fields=False).replace("Store()", "Load()")
+    return shape(target) == shape(value)
 
 
 def _propagate(advanced: set[str], assigns: list[tuple[list[str], ast.expr]], calls: set[str]) -> _Flow:
@@ -493,16 +503,17 @@ def _first_difference(stacks: list[list[Frame]], depth: int) -> str:
 
 
 def busy_work(verdict: ProcessVerdict, samples: list[Process], info: dict[str, Any],
-              sleeping: bool = False) -> BusyWork | None:
+              sleeping: bool = False, deciding: Thread | None = None) -> BusyWork | None:
     """The deciding busy thread of a busy process across its samples (None when no thread of its
     latest sample is busy in Python code); with `sleeping`, the deciding thread of a process that
-    sleeps in a loop (a poll, or paced work), read the same way."""
+    sleeps in a loop (a poll, or paced work), read the same way; with `deciding`, that thread (one
+    the in-process graph found running while the process's waits end at it)."""
     main = verdict.main
     latest = verdict.process
-    matched = next((t for t, m in verdict.threads if m is main), None)
+    matched = deciding or next((t for t, m in verdict.threads if m is main), None)
     # The thread as py-spy read it (a match re-read without CPU works on an idle copy).
     thread = next((t for t in latest.threads if matched is not None and _thread_key(t) == _thread_key(matched)), None)
-    if thread is None or not (thread.active or sleeping) or not _python(thread):
+    if thread is None or not (thread.active or sleeping or deciding is not None) or not _python(thread):
         return None
     key = _thread_key(thread)
     ordered = sorted(samples, key=lambda p: p.sample)
@@ -624,3 +635,24 @@ def busy_threads(verdicts: list[ProcessVerdict], collection: Collection,
             out.append(work)
     return out
 
+
+def standing_threads(graph: WaitGraph, verdicts: list[ProcessVerdict], collection: Collection,
+                     known: set[ProcessRef]) -> list[BusyWork]:
+    """Busy threads that stand for their process in the wait-for graph (graph/inprocess.py: a
+    setter that spins while the process's calls wait on it), for processes not read already
+    (`known`): their process's own reading is a wait, theirs is read like a busy process's."""
+    by_ref = {v.process.ref: v for v in verdicts}
+    samples: dict[ProcessRef, list[Process]] = {}
+    for proc in collection.processes:
+        samples.setdefault(proc.ref, []).append(proc)
+    out: list[BusyWork] = []
+    for node in graph.nodes.values():
+        verdict = by_ref.get(node.ref)
+        if node.state != "busy" or node.frame is None or verdict is None or node.ref in known:
+            continue
+        thread = next((t for t in verdict.process.threads if any(f is node.frame for f in t.frames)), None)
+        work = busy_work(verdict, samples.get(node.ref, [verdict.process]), collection.info.get(node.ref, {}),
+                         deciding=thread) if thread is not None else None
+        if work is not None:
+            out.append(work)
+    return out

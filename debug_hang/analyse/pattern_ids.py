@@ -47,6 +47,7 @@ PatternId = Literal[
     "lock-self-deadlock",
     "fork-inherited-lock",
     "event-setter-queued",
+    "executor-self-wait",
     "event-never-set",
     "async-await-stuck",
     "serve-replica-stuck",

@@ -98,12 +98,20 @@ def root_causes(g: WaitGraph) -> list[RootCause]:
     causes = _cycle_causes(g)
     in_cycle = {k for c in causes for k in c.cycle}
     causes += [_end_cause(g, key, victims) for key, victims in _chain_ends(g, in_cycle).items()]
-    causes = _merge_peers(causes)
+    causes = _merge_peers(_explained_driver(g, causes))
     causes.sort(key=lambda c: (-(len(c.victims) + (5 if c.cycle else 0)) * c.confidence, c.summary))
     if any(c.confidence >= settings().confident for c in causes):
         # Waits that could not be followed are noise beside a confident finding.
         causes = [c for c in causes if c.confidence >= settings().noise_below]
     return causes
+
+
+def _explained_driver(g: WaitGraph, causes: list[RootCause]) -> list[RootCause]:
+    """Once a cause explains what the driver waits for, a process nobody waits on (a monitor
+    looping on its own, a stuck helper) is no reason the job is hung: left out."""
+    if not any(g.nodes[v].kind == "driver" for c in causes for v in c.victims):
+        return causes
+    return [c for c in causes if c.victims or c.cycle]
 
 
 def _cycle_causes(g: WaitGraph) -> list[RootCause]:

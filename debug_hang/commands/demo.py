@@ -113,8 +113,8 @@ def mismatch(expected: dict[str, Any], diag: Diagnosis) -> str | None:
     if top is None or top.pattern != expected.get("pattern"):
         return f"root cause {top.pattern if top else None}, expected {expected.get('pattern')}"
     for want in expected.get("culprits") or []:
-        if not any(c.class_name == want.get("class_name") and (want.get("rank") is None or c.rank == want["rank"])
-                   for c in top.culprits):
+        if not any(localcluster.culprit_name(c.kind, c.class_name, c.task_name or c.name) == want.get("class_name")
+                   and (want.get("rank") is None or c.rank == want["rank"]) for c in top.culprits):
             return f"culprits {', '.join(c.label() for c in top.culprits)}; expected {want.get('class_name')}" + (
                 f" rank {want['rank']}" if want.get("rank") is not None else "")
     return None

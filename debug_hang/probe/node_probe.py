@@ -10,6 +10,7 @@ a stack that moves (a healthy job) can be told from one that is stuck. `run_comm
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import linecache
 import os
 import re
@@ -22,8 +23,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from debug_hang.model import Process, process_to_dict
-from debug_hang.probe import progress
+from debug_hang.model import Frame, Process, process_to_dict
+from debug_hang.probe import progress, schedstat
 from debug_hang.probe.file_locks import locks_of, read_locks, thread_wchans
 from debug_hang.probe.flight_recorder import collect_dumps, dump_prefixes, read_fr_env
 from debug_hang.probe.libraries import METRICS_TIMEOUT_S, read_serve_metrics
@@ -44,6 +45,7 @@ from debug_hang.probe.pyspy import (
     resume_if_stopped,
     validate_pid,
 )
+from debug_hang.probe.withblocks import with_facts
 from debug_hang.redact import SECRET_NAME, Redactor
 from debug_hang.snapshot import RANK_VARS
 
@@ -71,6 +73,7 @@ SOURCE_DEPTH = 12
 CONTEXT_LINES = 3  # lines kept above and below the job's innermost frame
 LOOP_LINES = 24  # ... or the whole loop it runs in, when the loop is at most this long
 OUTER_LOOP_FRAMES = 2  # the job's callers of that frame whose loop is kept too
+WITH_DEPTH = 40  # frames whose enclosing `with` blocks are read (a lock holder can wait deep below)
 # Ray's own log files (a worker's output, a submitted driver's): their folder is the session's logs.
 _RAY_LOG_NAME = re.compile(r"^(worker-[0-9a-f]+-[0-9a-f]+-\d+\.(out|err)|job-driver-.+\.log|python-core-.+\.log)$")
 _LIBRARY_PATH = re.compile(r"(/site-packages/|/dist-packages/|/lib/python\d+\.\d+/)")
@@ -216,38 +219,6 @@ def cpu_ticks(pid: int) -> int | None:
         return None
 
 
-def runnable_ns(pid: int) -> dict[str, int] | None:
-    """Per thread: nanoseconds on a CPU plus nanoseconds waiting for one (/proc/PID/task/TID/schedstat).
-
-    A thread that spins is runnable all the time; on a loaded node it gets a share of a CPU and
-    waits in the run queue the rest: CPU time alone reads a spin on a busy node as idle.
-    """
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return None
-    found: dict[str, int] = {}
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat", encoding="ascii") as fh:
-                run, wait = fh.read().split()[:2]
-            found[tid] = int(run) + int(wait)
-        except (OSError, ValueError):
-            continue
-    return found
-
-
-def runnable_percent(before: dict[str, int] | None, after: dict[str, int] | None, seconds: float) -> float | None:
-    """How much of `seconds` the process's busiest thread was running or ready to run, in percent
-    (a thread born in the window counts from its start). The busiest thread, not the sum: on a
-    loaded node every thread that wakes up waits in the run queue a little."""
-    if before is None or after is None or seconds <= 0:
-        return None
-    was = {str(k): int(v) for k, v in before.items()}
-    ns = max((v - was.get(tid, 0) for tid, v in after.items() if v >= was.get(tid, 0)), default=0)
-    return round(min(100.0, 100.0 * ns / 1e9 / seconds), 1)
-
-
 def parent_pid(pid: int) -> int | None:
     try:
         with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
@@ -270,6 +241,7 @@ def add_source_lines(proc: Process, depth: int = SOURCE_DEPTH, redactor: Redacto
                 for n in range(first, last + 1) if linecache.getline(path, n)]
 
     for thread in proc.threads:
+        _add_with_facts(thread.frames, clean)
         job_frames = 0
         for frame in thread.frames[:depth]:
             if frame.native or not frame.line or not frame.file.endswith(".py"):
@@ -327,6 +299,17 @@ def loop_span(path: str, line: int) -> tuple[int, int]:
         if cur.strip() and not cur.lstrip().startswith("#") and _indent(cur) <= base:
             return head, n  # the first line after the loop, so that the reader sees it end
     return line, line
+
+
+def _add_with_facts(frames: list[Frame], clean: Callable[[str], str]) -> None:
+    """The `with` blocks each job frame that has facts is inside or entering (probe/withblocks.py):
+    who holds a lock, and who waits to take it."""
+    for frame in frames[:WITH_DEPTH]:
+        if frame.facts is None or frame.native or not frame.line or not frame.file.endswith(".py") \
+                or _LIBRARY_PATH.search(frame.file):
+            continue
+        for key, text in with_facts(frame.file, frame.line).items():
+            frame.facts[key] = clean(text)
 
 
 def pid_namespace() -> str | None:
@@ -476,6 +459,10 @@ class _Rounds:
         self.offsets: list[float] = []  # when each sample started, seconds after the probe started
 
     def run(self, opts: DumpOptions, samples: int, interval_s: float, start: float, budget: float | None) -> None:
+        # Locals are read for facts (identities, counters) on every sample but the first: the graph
+        # is built from the last sample, loop state compares two of them, and a --locals dump costs
+        # up to 4x a plain one on deep stacks (benchmarks/bench_locals.py).
+        facts_from = 1 if samples > 1 else 0
         sample_start = time.monotonic()
         for sample in range(samples):
             if sample:
@@ -491,8 +478,8 @@ class _Rounds:
                 left = _left(start, budget)
                 if left < 0.5:
                     break
-                sample_opts = DumpOptions(native=opts.native, nonblocking=opts.nonblocking,
-                                          locals=opts.locals, timeout_s=min(opts.timeout_s, left))
+                sample_opts = dataclasses.replace(opts, timeout_s=min(opts.timeout_s, left))
+            sample_opts = dataclasses.replace(sample_opts, facts=opts.facts and sample >= facts_from)
             self.taken += 1
             self.offsets.append(round(sample_start - start, 3))
             self._round(sample, sample_opts)
@@ -524,13 +511,13 @@ class _Rounds:
 def _window_starts(all_pids: list[int], info: dict[int, dict[str, Any]],
                    log_rule: dict[int, Callable[[dict[str, Any]], bool] | None], since: dict[str, Any] | None) -> None:
     """Per process, the readings its window starts from (`window_start`: progress point, CPU
-    ticks, run-queue time, wall clock): taken now, or an earlier round's (`since`), so that two
-    rounds are one window (same process: the rounds are seconds apart, and a pid reused meanwhile
-    would have another start time)."""
+    ticks, each thread's time on a CPU and queued for one, wall clock): taken now, or an earlier
+    round's (`since`), so that two rounds are one window (same process: the rounds are seconds
+    apart, and a pid reused meanwhile would have another start time)."""
     now = time.time()
     for pid in all_pids:
-        start = {"point": progress.read_point(pid, log_rule[pid]), "ticks": cpu_ticks(pid), "sched": runnable_ns(pid),
-                 "wall": now}
+        start = {"point": progress.read_point(pid, log_rule[pid]), "ticks": cpu_ticks(pid),
+                 "threads": schedstat.thread_times(pid), "wall": now}
         earlier = (since or {}).get(str(pid))
         if isinstance(earlier, dict) and isinstance(earlier.get("point"), dict):
             start = earlier
@@ -540,17 +527,22 @@ def _window_starts(all_pids: list[int], info: dict[int, dict[str, Any]],
 
 def _window_facts(all_pids: list[int], info: dict[int, dict[str, Any]], spans: Callable[[int], bool],
                   redactor: Redactor, log_rule: dict[int, Callable[[dict[str, Any]], bool] | None]) -> None:
-    """Per process, over its window (from `window_start`): CPU use, the busiest thread's run-queue
-    time and, when the window `spans` more than one moment, what moved."""
+    """Per process, over its window (from `window_start`): CPU use (the process's, and each
+    thread's time on a CPU or queued for one; `runnable_percent` the busiest thread's) and, when
+    the window `spans` more than one moment, what moved."""
     for pid in all_pids:
         start = info[pid]["window_start"]
-        before, after = start.get("ticks"), cpu_ticks(pid)
         window = max(time.time() - float(start.get("wall") or time.time()), 1e-3)
-        if before is not None and after is not None:
-            info[pid]["cpu_percent"] = round(100.0 * (after - before) / CLOCK_TICKS / window, 1)
-        runnable = runnable_percent(start.get("sched"), runnable_ns(pid), window)
-        if runnable is not None:
-            info[pid]["runnable_percent"] = runnable
+        ticks0, ticks1 = start.get("ticks"), cpu_ticks(pid)
+        if ticks0 is not None and ticks1 is not None:
+            info[pid]["cpu_percent"] = round(100.0 * (ticks1 - ticks0) / CLOCK_TICKS / window, 1)
+        # (an earlier round's start may have come through JSON: thread ids as strings, pairs as lists)
+        before = {int(tid): (int(t[0]), int(t[1])) for tid, t in (start.get("threads") or {}).items()}
+        threads = schedstat.runnable(before, schedstat.thread_times(pid), window)
+        if threads:
+            info[pid]["threads"] = threads  # {tid: {"cpu", "runnable"}}: a spin is ~100 % runnable at any load
+            # A spin on a loaded node gets a share of a CPU and waits in the run queue the rest.
+            info[pid]["runnable_percent"] = max(t["runnable"] for t in threads.values())
         if spans(pid) and os.path.exists(f"/proc/{pid}"):
             info[pid]["progress"] = progress.window(start["point"], progress.read_point(pid, log_rule[pid]),
                                                     clean=redactor.redact)

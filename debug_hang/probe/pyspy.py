@@ -15,12 +15,15 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from debug_hang.errors import UsageError, ptrace_help
+from debug_hang.facts import reduce_locals
 from debug_hang.model import Frame, Process, Thread
+from debug_hang.probe.objmem import LIBRARY_FILE, Memory, add_memory_facts
 
 # One dump normally takes 12-35 ms here; 10 s covers a loaded node without letting one stuck
 # py-spy (e.g. a process in uninterruptible sleep) hold the whole collection.
@@ -63,14 +66,21 @@ NONBLOCKING_TRADE_OFF = (
 class DumpOptions:
     """py-spy flags. `nonblocking` never pauses the target but may return a torn stack.
 
-    `native` adds C/C++ frames (needs the pause, so it excludes `nonblocking`); `locals` adds
-    each frame's local variables (slower, larger output).
+    `native` adds C/C++ frames (needs the pause, so it excludes `nonblocking`); `locals` keeps
+    each frame's local variables (they may hold data: only when the user asks); `facts` reads
+    them (py-spy --locals) to keep only each frame's facts (debug_hang/facts.py: identities,
+    numbers, lengths, ObjectRef ids), never the values.
     """
 
     native: bool = False
     nonblocking: bool = False
     locals: bool = False
     timeout_s: float = DUMP_TIMEOUT_S
+    facts: bool = False
+
+    @property
+    def reads_locals(self) -> bool:
+        return self.locals or self.facts
 
     def __post_init__(self) -> None:
         if self.native and self.nonblocking:
@@ -83,7 +93,7 @@ class DumpOptions:
 
     def to_dict(self) -> dict[str, Any]:
         return {"native": self.native, "nonblocking": self.nonblocking, "locals": self.locals,
-                "timeout_s": self.timeout_s}
+                "timeout_s": self.timeout_s, "facts": self.facts}
 
 
 @dataclass
@@ -139,11 +149,14 @@ def read_title(pid: int) -> str | None:
     return b" ".join(parts).decode("utf-8", "replace").strip() or None
 
 
-def processes_from_pyspy_json(data: Any, default_pid: int | None = None) -> list[Process]:
+def processes_from_pyspy_json(data: Any, default_pid: int | None = None, keep_locals: bool = True,
+                              memory: Callable[[int | None], Memory | None] | None = None) -> list[Process]:
     """Convert `py-spy dump --json` output (a list of thread objects) into processes.
 
     Threads carry their own `pid` (several pids appear with --subprocesses); frames are
-    innermost first. Raises ValueError when `data` is not of that shape.
+    innermost first. A frame dumped with its locals gets their facts (debug_hang/facts.py;
+    `memory(pid)` adds those read from the process's memory, on its node) and keeps the locals
+    themselves only with `keep_locals`. Raises ValueError when `data` is not of that shape.
     """
     if not isinstance(data, list):
         raise ValueError("py-spy JSON must be a list of threads")  # noqa: TRY004 - one type for callers
@@ -155,25 +168,7 @@ def processes_from_pyspy_json(data: Any, default_pid: int | None = None) -> list
         proc = by_pid.get(pid)
         if proc is None:
             proc = by_pid[pid] = Process(pid=pid, source="py-spy-json")
-        frames = []
-        for f in raw.get("frames") or []:
-            name = str(f.get("name", "?"))
-            filename = str(f.get("filename") or "")
-            locals_ = f.get("locals")
-            frames.append(
-                Frame(
-                    function=name,
-                    file=filename,
-                    # py-spy writes line 0 for "no line" (native frames); its text omits it
-                    line=_line(f.get("line")),
-                    native=not filename.endswith(".py") and f.get("module") is not None,
-                    locals=(
-                        {str(v.get("name")): str(v.get("repr")) for v in locals_}
-                        if isinstance(locals_, list)
-                        else None
-                    ),
-                )
-            )
+        mem = memory(pid) if memory is not None else None
         proc.threads.append(
             Thread(
                 thread_id=None if raw.get("thread_id") is None else str(raw.get("thread_id")),
@@ -181,10 +176,32 @@ def processes_from_pyspy_json(data: Any, default_pid: int | None = None) -> list
                 name=raw.get("thread_name"),
                 active=raw.get("active"),
                 owns_gil=raw.get("owns_gil"),
-                frames=frames,
+                frames=[_frame(f, keep_locals, mem) for f in raw.get("frames") or []],
             )
         )
     return list(by_pid.values())
+
+
+def _frame(f: dict[str, Any], keep_locals: bool, memory: Memory | None) -> Frame:
+    filename = str(f.get("filename") or "")
+    raw_locals = f.get("locals")
+    shown = ({str(v.get("name")): str(v.get("repr")) for v in raw_locals if isinstance(v, dict)}
+             if isinstance(raw_locals, list) else None)
+    facts = None
+    if shown is not None:
+        facts = reduce_locals(shown)
+        if memory is not None:
+            add_memory_facts(facts, [v for v in raw_locals or [] if isinstance(v, dict)], memory,
+                             job_code=not LIBRARY_FILE.search(filename))
+    return Frame(
+        function=str(f.get("name", "?")),
+        file=filename,
+        # py-spy writes line 0 for "no line" (native frames); its text omits it
+        line=_line(f.get("line")),
+        native=not filename.endswith(".py") and f.get("module") is not None,
+        locals=shown if keep_locals else None,
+        facts=facts,
+    )
 
 
 def _line(value: Any) -> int | None:
@@ -223,9 +240,14 @@ def dump_pid(pid: int, options: DumpOptions, pyspy: str | None = None) -> DumpRe
         argv.append("--native")
     if nonblocking:
         argv.append("--nonblocking")
-    if options.locals:
+    if options.reads_locals:
         argv.append("--locals")
     result = _run_pyspy(argv, pid, options, pyspy, start)
+    left = options.timeout_s - (time.monotonic() - start)
+    if result.kind in (PYSPY_FAILED, BAD_OUTPUT) and options.facts and not options.locals and left > 0.5:
+        # Locals were read for facts only: a py-spy that fails on them still gives the stack.
+        plain = DumpOptions(native=options.native, nonblocking=nonblocking, timeout_s=left)
+        result = _run_pyspy([a for a in argv if a != "--locals"], pid, plain, pyspy, start)
     result.note, result.note_kind = note, note_kind
     if not was_stopped and (result.error or process_state(pid) in STOPPED_STATES):
         resumed = resume_if_stopped(pid)
@@ -292,11 +314,23 @@ def _run_pyspy_in_slot(argv: list[str], pid: int, options: DumpOptions, pyspy: s
     if proc.returncode != 0:
         kind, message = explain_failure(pid, proc.stderr)
         return DumpResult(pid, error=message, seconds=seconds, kind=kind)
+    memories: dict[int, Memory] = {}
+
+    def memory(of: int | None) -> Memory | None:
+        # Read right after the dump, while the waits it shows still hold their objects.
+        if not options.facts or of is None:
+            return None
+        return memories.setdefault(of, Memory(of))
+
     try:
-        processes = processes_from_pyspy_json(json.loads(proc.stdout), default_pid=pid)
+        processes = processes_from_pyspy_json(json.loads(proc.stdout), default_pid=pid,
+                                              keep_locals=options.locals, memory=memory)
     except (ValueError, json.JSONDecodeError) as exc:
         return DumpResult(pid, error=f"unreadable py-spy output: {exc}", seconds=seconds,
                           kind=BAD_OUTPUT)
+    finally:
+        for mem in memories.values():
+            mem.close()
     title = read_title(pid)
     for p in processes:
         p.title = read_title(p.pid) if p.pid != pid and p.pid is not None else title

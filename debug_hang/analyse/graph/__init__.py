@@ -10,6 +10,8 @@ the build's order, computed from the declarations (builder.pass_order).
 | model | GNode, Edge, WaitGraph, GraphInputs |
 | builder | the Builder every pass shares; pass and handler declarations; build_graph |
 | threads | what the threads of one process can do for each other |
+| inprocess | who in the same process releases a wait, by the identities of the objects waited on |
+| pools | thread pools whose every worker waits on work queued behind it |
 | processes | process and actor nodes, crash loops, running and queued calls |
 | raycalls | ray.get/ray.wait to the tasks submitted, streams, supervisors, Ray Train's barrier |
 | locks | lock order, self-deadlock, library locks held across a wait, OS file locks |
@@ -27,8 +29,10 @@ from debug_hang.analyse.graph import (  # noqa: F401 - imported for their declar
     collectives,
     edges,
     events,
+    inprocess,
     libraries,
     locks,
+    pools,
     processes,
     queues,
     raycalls,

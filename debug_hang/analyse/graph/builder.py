@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from debug_hang.analyse.graph.model import GNode, GraphInputs, TaskIndex, WaitGraph
 from debug_hang.analyse.pattern_ids import PatternId
@@ -11,6 +12,10 @@ from debug_hang.analyse.patterns import ProcessVerdict
 from debug_hang.model import ProcessRef
 from debug_hang.rows import ActorRow, TaskRow, calls_into_other_jobs
 from debug_hang.snapshot import DRIVER_TASK_PREFIX
+
+if TYPE_CHECKING:
+    from debug_hang.analyse.graph.inprocess import Resolution, ThreadGraph
+    from debug_hang.model import Thread
 
 
 @dataclass
@@ -29,6 +34,11 @@ class Builder:
     paused: dict[str, list[TaskRow]] = field(default_factory=dict)  # key -> RUNNING calls no thread shows
     file_lock_holders: dict[str, list[str]] = field(default_factory=dict)  # key -> paths of file locks others wait for
     task_loops: dict[str, GNode] = field(default_factory=dict)  # task id -> its crash loop's node (graphed when waited on)
+    # In-process waits by identity (inprocess.py): each process's thread graph, where its
+    # deciding thread's waits lead, and the thread whose reading now stands for the process.
+    thread_graphs: dict[str, ThreadGraph] = field(default_factory=dict)
+    in_process: dict[str, Resolution] = field(default_factory=dict)
+    deciding: dict[str, Thread] = field(default_factory=dict)
 
     @classmethod
     def start(cls, inp: GraphInputs) -> Builder:

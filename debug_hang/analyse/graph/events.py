@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from debug_hang.analyse.graph.builder import Builder, graph_pass
+from debug_hang.analyse.graph.inprocess import is_event_loop, loop_timer, name_of
 from debug_hang.analyse.graph.model import QUEUED_STATES, TaskIndex, WaitGraph
 from debug_hang.analyse.graph.raycalls import reads_stream
 from debug_hang.analyse.graph.threads import cannot_signal, deciding_thread, frame_text, other_threads_in_job_code, reachable_from
 from debug_hang.analyse.patterns import ProcessVerdict
 from debug_hang.rows import TaskRow
+from debug_hang.snapshot import POLLING_TASKS
 
 
 @graph_pass(after=("edges_supervisors",), decides=("async-await-stuck",))
@@ -37,9 +39,54 @@ def _detect_async_await(g: WaitGraph, key: str, verdict: ProcessVerdict, running
 def detect_event_waits(b: Builder) -> None:
     """Event/Condition waits that nothing can signal (event-setter-queued, event-never-set)."""
     for key, verdict in b.verdicts.items():
+        if key in b.in_process:
+            continue  # its threads' waits were followed by identity (inprocess.py)
+        if _detect_async_slots_taken(b, key, verdict):
+            continue
         _detect_event_wait(b.g, key, verdict, b.index, b.running)
         if b.g.nodes[key].pattern == "event-never-set":
             _event_set_by_paused_generator(b, key)
+
+
+def _detect_async_slots_taken(b: Builder, key: str, verdict: ProcessVerdict) -> bool:
+    """An async actor whose running calls all await in its event loop while calls to it are queued.
+
+    An async actor runs at most max_concurrency calls at once, awaiting ones included. When its
+    RUNNING calls show in no thread (coroutines suspended in await: py-spy has no frame for them),
+    wait on no Ray call, and calls to the same actor are queued behind them, those queued calls -
+    the only other code of the actor that could run and set what they await - cannot start until
+    one of them returns (event-setter-queued)."""
+    node = b.g.nodes[key]
+    running = [t for t in b.running.get(key, []) if t.name not in POLLING_TASKS]
+    loops = [t for t, _m in verdict.threads if is_event_loop(t)]
+    if node.pattern is not None or not running or not loops or b.g.out(key) or any(t.active for t in loops):
+        return False
+    if any(not is_event_loop(t) for t in other_threads_in_job_code(verdict, None)):
+        return False
+    queued = [t for t in b.index.of_actor(node.actor_id) if t.state in QUEUED_STATES and not t.worker_pid]
+    if not queued:
+        return False
+    node.pattern, node.state = "event-setter-queued", "blocked"
+    b.paused.pop(key, None)  # not a generator paused mid-stream: coroutines awaiting
+    doing = ", ".join(f"{n} x{c}" if c > 1 else n for n, c in _counted(running))
+    names = ", ".join(f"{n} x{c}" if c > 1 else n for n, c in _counted(queued))
+    node.evidence.append(
+        f"{len(running)} call(s) RUNNING here ({doing}) show in no thread: they are coroutines suspended in await "
+        "(py-spy shows no frame for an awaiting coroutine), and they wait on no Ray call")
+    timer = loop_timer(loops[0])
+    node.evidence.append(f"its event loop ({name_of(loops[0])}) is idle in its selector" + (f", {timer}" if timer else ""))
+    node.evidence.append(
+        f"{len(queued)} call(s) to this actor are queued behind them ({names}, {queued[0].state}): an async actor runs "
+        f"at most max_concurrency calls at once, awaiting ones included, so these - the only other code of this actor "
+        f"that could set what the {len(running)} running call(s) await - cannot start until one of them returns")
+    return True
+
+
+def _counted(tasks: list[TaskRow]) -> list[tuple[str, int]]:
+    counts: dict[str, int] = {}
+    for task in tasks:
+        counts[str(task.name)] = counts.get(str(task.name), 0) + 1
+    return sorted(counts.items())
 
 
 def _detect_event_wait(g: WaitGraph, key: str, verdict: ProcessVerdict, index: TaskIndex,

@@ -7,17 +7,19 @@ import re
 from typing import Any
 
 from debug_hang.analyse.graph.builder import Builder, follows, graph_pass
+from debug_hang.analyse.graph.inprocess import ThreadEdge, describe
 from debug_hang.analyse.graph.model import GNode, WaitGraph
 from debug_hang.analyse.graph.threads import deciding_thread, frame_text, other_threads_in_job_code
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, is_library
 from debug_hang.model import Frame, ProcessRef
 
 
-@graph_pass(after=("add_last_calls",), decides=("lock-order-deadlock", "logging-lock-deadlock", "lock-self-deadlock"))
+@graph_pass(after=("follow_threads",), decides=("lock-order-deadlock", "logging-lock-deadlock", "lock-self-deadlock"))
 def detect_lock_waits(b: Builder) -> None:
-    """Lock waits read across the threads of one process: lock order, or a lock nobody else holds."""
+    """Lock waits read across the threads of one process: by the lock's holder when the dump's
+    facts name it, else lock order, or a lock nobody else holds."""
     for key, verdict in b.verdicts.items():
-        if _detect_known_holder(b.g.nodes[key], verdict):
+        if _detect_lock_cycle(b, key) or _detect_known_holder(b.g.nodes[key], verdict):
             continue
         _detect_lock_order(b.g.nodes[key], verdict)
         _detect_lock_self(b.g.nodes[key], verdict)
@@ -27,6 +29,43 @@ def detect_lock_waits(b: Builder) -> None:
 def follow_lock_holder(b: Builder, key: str) -> None:
     """A wait for an OS file lock: to the process /proc/locks names as its holder (same node)."""
     _edges_file_locks_of(b, key)
+
+
+def _detect_lock_cycle(b: Builder, key: str) -> bool:
+    """Threads of one process that wait on each other round a lock whose holder the facts name
+    (inprocess.py): a thread taking a lock it holds itself (lock-self-deadlock), or a cycle of
+    waits with a lock in it (lock-order-deadlock: locks in opposite order, or a lock held across
+    a wait for a thread that must take it first)."""
+    found = b.in_process.get(key)
+    if found is None or found.end is not None or not any(e.kind == "lock" for e in found.cycle):
+        return False
+    graph = b.thread_graphs[key]
+    node = b.g.nodes[key]
+    own = next((e for e in found.cycle if e.kind == "lock" and e.src is e.dst), None)
+    edges = [own] if own is not None else _ring(found.cycle)
+    first = graph.waits.get(id(edges[0].src))
+    node.pattern, node.state = ("lock-self-deadlock" if own is not None else "lock-order-deadlock"), "blocked"
+    if first is not None:
+        node.frame = node.user_frame = first.where or first.frame
+    for edge in edges:
+        node.evidence.append(f"{describe(graph, edge.src)}; {edge.text}")
+    if own is None:
+        node.evidence.append("each of these threads waits for the next, the last for the first: none can go on")
+    return True
+
+
+def _ring(edges: list[ThreadEdge]) -> list[ThreadEdge]:
+    """The edges of one cycle among `edges`, in order (from a lock edge when there is one)."""
+    out: dict[int, list[ThreadEdge]] = {}
+    for edge in edges:
+        out.setdefault(id(edge.src), []).append(edge)
+    start = next((e for e in edges if e.kind == "lock"), edges[0])
+    ring, seen = [start], {id(start.src)}
+    while id(ring[-1].dst) not in seen and out.get(id(ring[-1].dst)):
+        seen.add(id(ring[-1].dst))
+        nxt = out[id(ring[-1].dst)]
+        ring.append(next((e for e in nxt if id(e.dst) in seen), nxt[0]))
+    return ring
 
 
 def _detect_known_holder(node: GNode, verdict: ProcessVerdict) -> bool:

@@ -11,6 +11,7 @@ from debug_hang.analyse.graph.model import PENDING_SCHED
 from debug_hang.analyse.graph.resources import pending_pg_of, pg_node, resource_node
 from debug_hang.analyse.graph.threads import deciding_thread, frame_text
 from debug_hang.analyse.patterns import catalog, is_library
+from debug_hang.facts import object_ids
 from debug_hang.libraries import LIBRARY_FILE
 from debug_hang.model import ProcessRef, Thread
 from debug_hang.rows import TaskRow
@@ -19,7 +20,10 @@ from debug_hang.snapshot import BARRIER_TASK, DONE_STATES, POLLING_TASKS, WORKER
 
 @follows("submitted-tasks")
 def follow_submitted(b: Builder, key: str) -> None:
-    """A thread in ray.get / ray.wait / an awaited call: the unfinished tasks it submitted."""
+    """A thread in ray.get / ray.wait / an awaited call: the tasks that create the objects it
+    waits on when the dump names them (their ids), else the unfinished tasks it submitted."""
+    if follow_object_ids(b, key):
+        return
     proc = b.verdicts[key].process
     found = edges_from_parents(b, key, b.own_calls(key))
     if not found and proc.actor_id:
@@ -51,6 +55,70 @@ def _get_from_library(b: Builder, key: str) -> bool:
 
 
 _RAY_CORE_FILE = re.compile(r"(^|/)ray/_private/")  # ray.get itself and its wrappers
+
+
+# Ray's own frames that hold the ObjectRefs a thread waits on (ray.get, ray.wait).
+_RAY_WAIT_FILE = re.compile(r"ray/_private/worker\.py$")
+_RAY_WAIT_FUNCTION = re.compile(r"^(Worker\.get_objects|get|wait)$")
+NIL_ACTOR_UNIQUE = "f" * 24  # a normal task's TaskID holds a dummy ActorID: nil unique bytes + the job id
+
+
+def waited_object_ids(b: Builder, key: str) -> list[str]:
+    """The ids of the objects the process's deciding thread waits on in ray.get / ray.wait (read
+    from its memory on the node: facts `ids(object_refs)`); [] when the dump does not say."""
+    verdict = b.verdicts[key]
+    thread = b.deciding.get(key) or deciding_thread(verdict)
+    found: list[str] = []
+    for frame in thread.frames if thread is not None else []:
+        if frame.native or not (_RAY_WAIT_FILE.search(frame.file) and _RAY_WAIT_FUNCTION.search(frame.function)):
+            continue
+        for oid in object_ids(frame.facts):
+            if oid not in found:
+                found.append(oid)
+    return found
+
+
+def follow_object_ids(b: Builder, key: str) -> bool:
+    """Exact edges of a ray.get / ray.wait: an ObjectID's first 24 bytes are the TaskID of the
+    task that creates the object (Ray's id_specification.md), and an actor task's TaskID holds
+    its ActorID. True when the wait's objects are known (edges made or not: no guess then)."""
+    ids = waited_object_ids(b, key)
+    if not ids:
+        return False
+    rows: dict[str, list[TaskRow]] = {}
+    for task in b.inp.tasks:
+        rows.setdefault(task.task_id, []).append(task)
+    node = b.g.nodes[key]
+    unknown: list[str] = []
+    done: list[str] = []
+    for oid in ids:
+        task_id = oid[:48]
+        attempts = sorted(rows.get(task_id, []), key=lambda t: t.attempt_number)
+        if attempts:
+            task = attempts[-1]
+            if task.state in DONE_STATES:
+                done.append(f"{task.name} {task.state}")
+                continue
+            dst = node_for_task(b, task)
+            if dst is not None and dst != key:
+                b.g.add_edge(key, dst, "ray-get-wait", f"waits for {task.name} ({task.state}), which creates object "
+                             f"{oid[:12]}.. it waits on (the object id holds its task id)")
+            continue
+        actor_id = task_id[16:48]
+        dst = b.actor_node.get(actor_id) if not actor_id.startswith(NIL_ACTOR_UNIQUE) else None
+        if dst is not None and dst != key:
+            b.g.add_edge(key, dst, "ray-get-wait", f"waits for object {oid[:12]}.. of a call to {b.g.nodes[dst].name} "
+                         "that the State API does not list (the object id holds the task id, the task id its actor)")
+        else:
+            unknown.append(oid[:12] + "..")
+    waited = f"waits on {len(ids)} object(s) whose ids the dump shows"
+    if done:
+        node.evidence.append(f"{waited}; created by finished tasks: {', '.join(sorted(set(done))[:3])}")
+    if unknown:
+        node.evidence.append(f"{waited}; {len(unknown)} of them ({', '.join(unknown[:3])}) created by no task or actor "
+                             "the State API lists (an object put by another process, a task of another job, or rows "
+                             "not reported yet): not guessed from the calls it made")
+    return True
 
 
 @follows("own-calls")
