@@ -252,3 +252,13 @@ def test_a_value_written_back_unchanged_advances_nothing() -> None:
     loop = next(w for w in diag.busy if w.thread == "merger").loop
     # THEN `self.pairs[best] = self.pairs[best]` changes nothing it tests: no self-advancing loop
     assert loop is not None and loop.kind == "unknown" and not loop.changes, loop
+
+
+def test_a_frame_of_a_generator_expression_in_the_loop_test_is_no_movement() -> None:
+    # GIVEN a spin whose loop test is `while any(... for ...)`: one sample caught the thread inside
+    # the generator expression, the other in the loop's body
+    diag = reanalyse(CAPTURES / "spin_test_in_a_genexpr")
+    work = next(w for w in diag.busy if w.thread == "merger")
+    # THEN the loop is the caller's, and nothing moved: the spin is not called work
+    assert work.function.endswith("_merge_loop") and not work.moved, work
+    assert diag.verdict != "no-hang", diag.summary

@@ -49,6 +49,7 @@ _NUMBERED = re.compile(r"^(\d+): ?(.*)$")
 _LOOP_HEAD = re.compile(r"^\s*(?:async\s+)?(?:while|for)\b")
 _BLOCK_HEAD = re.compile(r"^\s*(?:async\s+)?(?:def|class)\b")
 _IDENTITY = re.compile(r"^<.* at 0x[0-9a-f]+>$")
+_INLINE = re.compile(r"(^|\.)<(genexpr|listcomp|dictcomp|setcomp|lambda)>$")
 _IMPORTING = re.compile(r"<frozen importlib\._bootstrap(?:_external)?>|importlib/_bootstrap")
 MAX_VALUE_CHARS = 60
 
@@ -463,6 +464,9 @@ def _loop_index(frames: list[Frame]) -> int:
     job = [i for i, f in enumerate(frames) if not is_library(f)]
     if not job:
         return len(frames) - 1
+    # A generator expression, comprehension or lambda runs inside its caller's statement (a loop
+    # test `while any(... for ...)`): the loop is the caller's, whichever frame a sample caught.
+    job = [i for i in job if not _INLINE.search(frames[i].function)] or job
     return next((i for i in reversed(job[-(OUTER_LOOP_FRAMES + 1):]) if loop_shape(frames[i]) is not None), job[-1])
 
 
