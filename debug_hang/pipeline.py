@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from debug_hang.analyse import sampling
 from debug_hang.analyse.analysis import analyse
-from debug_hang.analyse.diagnosis import Diagnosis
+from debug_hang.analyse.diagnosis import Diagnosis as Diagnosis  # re-exported: the watcher reads it
 from debug_hang.analyse.flight_recorder import analyse as analyse_fr
 from debug_hang.analyse.fr_join import attach
 from debug_hang.analyse.patterns import settings
@@ -30,7 +31,14 @@ from debug_hang.collect.evidence import gather
 from debug_hang.collect.libraries import READ_TIMEOUT_S as LIBRARY_READ_S
 from debug_hang.collect.libraries import LibraryReader, replica_targets
 from debug_hang.collect.raytrain import worker_ranks
-from debug_hang.collect.stacks import MAX_TARGETS, Target, cap_targets, collect_stacks, select_targets
+from debug_hang.collect.stacks import (
+    MAX_TARGETS,
+    Target,
+    cap_targets,
+    collect_stacks,
+    select_targets,
+    take_window_starts,
+)
 from debug_hang.collect.state import (
     JOB_LISTS,
     DashboardClient,
@@ -54,6 +62,9 @@ from debug_hang.snapshot import Snapshot, running_jobs
 from debug_hang.timeouts import DEFAULT_DEADLINE_S, Deadline, PhaseTimer
 
 FRESH_TASK_S = 5.0  # a wait on a task younger than this is not yet evidence of a hang
+# A second round of samples is taken only with this much of the deadline left (its samples, the
+# second task listing, the evidence and the writing after it).
+EXTRA_ROUND_MIN_S = 12.0
 LIBRARY_JOIN_S = 1.0  # waited at most for a library reading once the progress window is read
 
 
@@ -122,11 +133,11 @@ def run(opts: Options) -> Diagnosis:
     serve = libs.read_serve(deadline.remaining(cap=LIBRARY_READ_S))
     own_targets = select_targets(job, snap.actors, snap.tasks, snap.nodes)
     targets, cut = cap_targets(own_targets + replica_targets(serve, own_targets), job, snap.tasks, opts.max_targets)
-    collection = collect_stacks(
-        addr, targets, DumpOptions(native=opts.native, nonblocking=opts.nonblocking, locals=opts.locals,
-                                   timeout_s=min(10.0, deadline.remaining()), facts=True),
-        deadline, samples=opts.samples, interval_s=opts.interval_s, serve_metrics=serve is not None,
-    )
+    dump_options = DumpOptions(native=opts.native, nonblocking=opts.nonblocking, locals=opts.locals,
+                               timeout_s=min(10.0, deadline.remaining()), facts=True)
+    collection = collect_stacks(addr, targets, dump_options, deadline, samples=opts.samples, interval_s=opts.interval_s,
+                                serve_metrics=serve is not None)
+    starts = take_window_starts(collection)  # where a second round of samples would read its window from
     history_read = own_rows.join(deadline.remaining(cap=10.0))
     if not history_read:
         snap.warnings.append("the job's own tasks and actors were not read in time: only its unfinished ones are used")
@@ -150,31 +161,49 @@ def run(opts: Options) -> Diagnosis:
         wait = min(FRESH_TASK_S - max(age, window), deadline.remaining() - 5.0)
         if wait > 0:
             time.sleep(wait)
-    client = DashboardClient(addr.dashboard_url, timeout_s=deadline.remaining(cap=10.0))
     # A job whose history passes the listing limit is read again by state and task id: a job-wide
     # listing would hold an arbitrary 10,000 of its rows and could miss the tasks that matter.
     # (A history not read in time or at all is as good as cut: a job-wide listing would be as slow.)
     history_cut = not history_read or "tasks_of_job" in snap.truncated or own_rows.tasks.error is not None
     libs.start_data(deadline.remaining(cap=LIBRARY_READ_S))  # the datasets' progress over the window
-    after = progress_reading(client, str(job.get("job_id")), snap.tasks, history_cut, deadline)
+    after = _progress_window(addr.dashboard_url, job, snap, history_cut, deadline)
     # The first reading has had the stacks' time; the second gets a second at most past the window.
     libs.join(deadline.remaining(cap=LIBRARY_JOIN_S))
     libs.store(snap)
-    if after.error:
-        errors.append(CollectionError(f"second task listing failed: {after.error}"))
-    if after.cut:  # a completion past the cut is not seen: progress may be missed
-        snap.truncated["tasks_after"] = after.cut
-    if after.mode == "by-id":
-        snap.warnings.append(
-            "the job has more task records than one State API answer holds: the progress window "
-            + ("listed its unfinished tasks and " if after.listed else "")
-            + f"read {after.read_by_id} tasks unfinished at the first reading again by task id "
-            f"({after.ended} ended since, {after.open_now} rows not finished)")
     snap.warnings += after.notes
-    after.rows = redact_obj(after.rows)
     timer.mark("progress_window")
-    diag = analyse(job, snap, collection, None if after.error else after.rows, addr.gcs, why, others,
-                   errors + [CollectionError(e) for e in snap.errors], started)
+
+    def analysed() -> Diagnosis:
+        failed = [CollectionError(f"second task listing failed: {after.error}")] if after.error else []
+        return analyse(job, snap, collection, None if after.error else after.rows, addr.gcs, why, others,
+                       errors + failed + [CollectionError(e) for e in snap.errors], started)
+
+    diag = analysed()
+    more = sampling.plan(diag, snap.taken_at)
+    rounds = 1
+    if more.refs:
+        # The answer turns on these processes: sample them again, within the deadline, and read
+        # the job's tasks once more over the longer window.
+        extra = [t for t in targets if t.ref in more.refs
+                 or any(collection.info.get(r, {}).get("child_of") == t.pid and r.node_id == t.node_id for r in more.refs)]
+        if extra and deadline.remaining() > EXTRA_ROUND_MIN_S:
+            second = collect_stacks(addr, extra, dump_options, deadline, samples=sampling.extra_samples(),
+                                    interval_s=opts.interval_s, since=starts)
+            take_window_starts(second)
+            merge_round(collection, second)
+            rounds = 2
+            timer.mark("more_samples")
+            snap.warnings = [w for w in snap.warnings if w not in after.notes]
+            libs.start_data(deadline.remaining(cap=LIBRARY_READ_S))  # and the datasets' progress
+            after = _progress_window(addr.dashboard_url, job, snap, history_cut, deadline)
+            libs.join(deadline.remaining(cap=LIBRARY_JOIN_S))
+            libs.store(snap)
+            snap.warnings += after.notes
+            diag = analysed()
+        else:
+            more.why.append(f"not taken: {deadline.remaining():.0f}s left of the deadline" if extra
+                            else "not taken: those processes were not dump targets")
+    diag.sampling = sampling.summary(collection, more.why, rounds)
     finish(diag, snap)
     timer.mark("analysis")
     if diag.causes and not deadline.expired:
@@ -191,6 +220,44 @@ def run(opts: Options) -> Diagnosis:
                       include_runtime_env=opts.include_runtime_env)
         timer.mark("write")
     return diag
+
+
+def _progress_window(dashboard_url: str, job: dict[str, Any], snap: Snapshot, history_cut: bool,
+                     deadline: Deadline) -> ProgressReading:
+    """The job's tasks read again, to compare with the first reading (progress_reading), and what
+    the reading itself says about its completeness (`notes`, and the cut on `snap.truncated`)."""
+    client = DashboardClient(dashboard_url, timeout_s=deadline.remaining(cap=10.0))
+    after = progress_reading(client, str(job.get("job_id")), snap.tasks, history_cut, deadline)
+    if after.cut:  # a completion past the cut is not seen: progress may be missed
+        snap.truncated["tasks_after"] = after.cut
+    notes = list(after.notes)
+    if after.mode == "by-id":
+        notes.append(
+            "the job has more task records than one State API answer holds: the progress window "
+            + ("listed its unfinished tasks and " if after.listed else "")
+            + f"read {after.read_by_id} tasks unfinished at the first reading again by task id "
+            f"({after.ended} ended since, {after.open_now} rows not finished)")
+    after.notes = notes
+    after.rows = redact_obj(after.rows)
+    return after
+
+
+def merge_round(collection: Collection, more: Collection) -> None:
+    """A second round of samples joins the first: its stacks numbered after the first round's,
+    its per-process readings (taken over both rounds) replacing the first round's, the times of
+    the samples of both kept, its failures added."""
+    offset = max((p.sample for p in collection.processes), default=-1) + 1
+    for proc in more.processes:
+        proc.sample += offset
+        collection.processes.append(proc)
+    for ref, info in more.info.items():
+        was = collection.info.get(ref, {})
+        collection.info[ref] = {**was, **info,
+                                "sampled_at": list(was.get("sampled_at") or []) + list(info.get("sampled_at") or [])}
+    collection.errors += more.errors
+    collection.seconds += more.seconds
+    for node_id, seconds in more.probe_seconds.items():
+        collection.probe_seconds[node_id] = collection.probe_seconds.get(node_id, 0.0) + seconds
 
 
 def _history(before: list[dict[str, Any]], after: ProgressReading) -> list[dict[str, Any]]:
@@ -343,6 +410,7 @@ def _without_state_api(opts: Options, addr: ClusterAddress, snap: Snapshot, dead
             collection.processes.append(proc)
         collection.errors += [CollectionError.from_dict(e, "local") for e in value.get("errors", [])]
         collection.info = {ProcessRef("local", int(k)): {"node_id": "local", **v} for k, v in (value.get("info") or {}).items()}
+        take_window_starts(collection)
         if isinstance(value.get("flight_recorder"), dict):
             collection.flight_recorder.append({**value["flight_recorder"], "node_id": "local"})
         collection.nodes = 1
@@ -350,6 +418,7 @@ def _without_state_api(opts: Options, addr: ClusterAddress, snap: Snapshot, dead
     diag = analyse({"job_id": None}, snap, collection, None, addr.gcs, "unknown: the State API is down", [],
                    errors, started)
     finish(diag, snap)
+    diag.sampling = sampling.summary(collection)
     # Without task state no wait can be followed: stacks alone are candidates, not a verdict.
     diag.verdict = "inconclusive"
     candidates = ", ".join(f"{c.pattern} in {c.culprits[0].label()}" for c in diag.causes[:3]) or "none"
@@ -413,6 +482,7 @@ def reanalyse(folder: Path, out: Path | None = None, force: bool = False) -> Dia
                    str(meta.get("job_choice") or ""), [j for j in snap.jobs if j is not job],
                    [CollectionError(e) for e in snap.errors], time.monotonic())
     diag.seconds = float(meta.get("diagnosis_seconds") or diag.seconds)
+    diag.sampling = dict(meta.get("sampling") or sampling.summary(cap.collection))
     finish(diag, snap)
     ev_path = folder / "evidence.json"
     if ev_path.exists():

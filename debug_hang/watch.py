@@ -24,12 +24,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from debug_hang.collect.address import parse_address, resolve_dashboard
 from debug_hang.collect.state import DashboardClient
 from debug_hang.errors import DebugHangError, NotFoundError, UnreachableError, UsageError
 from debug_hang.snapshot import BARRIER_TASK, POLLING_TASKS
+
+if TYPE_CHECKING:
+    from debug_hang.pipeline import Diagnosis
 
 # A State API summary or a log tail is served in milliseconds by a healthy head; 10 s covers a
 # loaded one without letting one slow answer stretch an interval much.
@@ -139,6 +142,22 @@ def safe_name(text: str) -> str:
 
 def fmt_s(seconds: float) -> str:
     return f"{seconds:.0f}s" if seconds < 120 else f"{seconds / 60:.1f}min"
+
+
+def not_a_hang(diag: Diagnosis) -> str:
+    """What a confirmation diagnosis saw that is no hang ("" when it fires): the job moving (a
+    no-hang: tasks finished, bytes written, a thread whose stack or loop state advanced), or a
+    culprit busy in a computation that is no spin (one long numpy call, a loop that advances by
+    itself): a false alarm on a healthy long computation costs more than a late one."""
+    if diag.verdict == "no-hang":
+        return "the job move: " + ("; ".join(str(p) for p in diag.progress[:2]) or str(diag.summary)[:300])
+    if diag.verdict != "inconclusive" or not diag.causes:
+        return ""
+    culprit = diag.causes[0].culprits[0]
+    work = next((w for w in diag.busy if w.ref == culprit.ref), None)
+    if culprit.state == "busy" and work is not None and work.state in ("no-spin", "advancing"):
+        return f"a computation, not a wait: {work.text()}"
+    return ""
 
 
 class Watcher:
@@ -443,9 +462,10 @@ class Watcher:
         self.say(diag.summary)
         for cause in diag.causes[:3]:
             self.say(f"  - {cause.pattern}: {', '.join(c.label() for c in cause.culprits)} (confidence {cause.confidence:.2f})")
-        if diag.verdict == "no-hang":
-            self.log(f"job {watch.label()}: the signals are silent but the diagnosis saw the job move (a long "
-                     f"checkpoint or evaluation?); not firing, the stall clock restarts")
+        moved = not_a_hang(diag)
+        if moved:
+            self.log(f"job {watch.label()}: the signals are silent but the diagnosis saw {moved}; not firing "
+                     "(a long computation is no hang), the stall clock restarts")
             watch.progress_at = self.clock()
             return "quiet"
         watch.fired = True

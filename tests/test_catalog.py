@@ -39,6 +39,7 @@ def test_catalog_loads_and_covers_the_required_patterns() -> None:
 # Every closed vocabulary the analysis writes as hyphenated string literals.
 def _vocabularies() -> set[str]:
     from debug_hang.analyse import flight_recorder
+    from debug_hang.analyse.busy import BusyState, LoopKind
     from debug_hang.analyse.diagnosis import Verdict
     from debug_hang.analyse.graph.model import EdgeReason
     from debug_hang.analyse.pattern_ids import PatternId
@@ -54,7 +55,8 @@ def _vocabularies() -> set[str]:
 
     mode = ProgressReading.__dataclass_fields__["mode"].type
     modes = set(re.findall(r"[\"']([a-z-]+)[\"']", str(mode)))
-    return (args(PatternId) | args(EdgeReason) | args(Verdict) | args(ErrorKind) | args(StackSource)
+    return (args(PatternId) | args(EdgeReason) | args(Verdict) | args(ErrorKind) | args(StackSource) | args(LoopKind)
+            | args(BusyState)
             | set(EDGES) | set(KINDS)
             | set(DETECTS) | set(flight_recorder.KINDS) | modes | {"utf-8", "debug-hang"})
 

@@ -137,7 +137,8 @@ def test_example_is_diagnosed(ray_cluster: LocalCluster, example: str, tmp_path:
         record(example, out)
     # THEN the verdict, the root-cause pattern and the culprits are the expected ones
     report = (out / "report.md").read_text()
-    assert diag["verdict"] == expected["verdict"], f"{diag['summary']}\n{report}"
+    # (a healthy job may declare every verdict that is no false alarm: no-hang, or inconclusive with what was seen)
+    assert diag["verdict"] in expected.get("verdicts", [expected["verdict"]]), f"{diag['summary']}\n{report}"
     for text in PROGRESS_SEEN.get(example, []):
         assert text in diag["summary"], f"{text!r} missing from the summary of {example}\n{report}"
     if expected["verdict"] != "hang":

@@ -152,10 +152,15 @@ def test_inconclusive_gives_a_command_whose_flags_exist(case: str) -> None:
     diag = reanalyse(CAPTURES / case)
     diag.verdict = "inconclusive"
     command, why = next_steps.next_command(diag)
-    # THEN the next command is the diagnosis again, for this job, with flags the script has
-    assert command and why and command.startswith(f"bash {next_steps.DIAGNOSE} ")
-    assert f"--job-id {diag.job_id}" in command
-    assert flags(command, next_steps.DIAGNOSE) <= known(diagnose_parser())
+    # THEN the next command is the diagnosis again, for this job, with flags the script has —
+    # or, for a culprit busy under one Python line, its native stacks on its node
+    assert command and why
+    if command.startswith(f"python3 {next_steps.NODE_RUNNER} "):
+        assert diag.busy and diag.busy[0].one_call and f"--dump {diag.busy[0].ref.pid} --native" in command
+        assert flags(command, next_steps.NODE_RUNNER) <= known(nodes_parser())
+    else:
+        assert command.startswith(f"bash {next_steps.DIAGNOSE} ") and f"--job-id {diag.job_id}" in command
+        assert flags(command, next_steps.DIAGNOSE) <= known(diagnose_parser())
     assert "next:" in "\n".join(summary_lines(diag)) and command in render_markdown(diag)
     # and when the State API was down, the per-node dump with flags run_on_each_ray_node.py has
     diag.errors.append(CollectionError(error="the State API did not answer", kind="state-api-down"))

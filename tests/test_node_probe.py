@@ -482,3 +482,64 @@ def test_samples_start_the_interval_apart_so_dump_time_is_not_added(target: subp
     # ... and no later: the round's dumps run inside the wait, so a gap is the interval plus only
     # the sleep's own lateness, whatever the dumps cost
     assert all(gap < 0.6 + 0.15 for gap in gaps), gaps
+
+
+# --- a busy thread: the loop it runs, how long it was runnable, one window over two rounds -------
+
+SPINNER = textwrap.dedent("""\
+    import sys
+    class Cache:
+        ready = False
+        def lookup(self):
+            print("READY", flush=True)
+            spins = 0
+            while not self.ready:
+                spins += 1
+            return spins
+    Cache().lookup()
+    """)
+
+
+@pytest.fixture
+def spinner(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+    script = tmp_path / "spinner.py"
+    script.write_text(SPINNER)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+@needs_pyspy
+def test_a_spinning_thread_brings_its_whole_loop_and_reads_busy_by_its_run_queue_time(
+        spinner: subprocess.Popen[str]) -> None:
+    # GIVEN a real process spinning in `while not self.ready: spins += 1` (on a machine other
+    # sessions load: its CPU share may be small)
+    # WHEN its node probe samples it twice
+    value = probe_node("local", [spinner.pid], DumpOptions().to_dict(), samples=2, interval_s=0.5, children=False)
+    info = value["info"][str(spinner.pid)]
+    # THEN the spinning frame carries the loop's source from its header to the line after it
+    frame = value["processes"][0]["threads"][0]["frames"][0]
+    assert frame["function"] == "Cache.lookup" and frame["line"] in (7, 8)
+    assert any(line.startswith("7:") and "while not self.ready" in line for line in frame["context"]), frame
+    assert any(line.startswith("9:") and "return spins" in line for line in frame["context"]), frame
+    # ... and its busiest thread was runnable (on a CPU or waiting for one) nearly all the window,
+    # whatever share of a CPU it got
+    assert info["runnable_percent"] >= 80, info
+    assert len(info["sampled_at"]) == 2 and info["sampled_at"][1] - info["sampled_at"][0] >= 0.45
+
+
+@needs_pyspy
+def test_a_second_round_reads_one_window_from_the_first_rounds_start(target: subprocess.Popen[str]) -> None:
+    # GIVEN a first round of samples, and the readings it took before its first sample
+    first = probe_node("local", [target.pid], {}, samples=2, interval_s=0.4, children=False)
+    start = first["info"][str(target.pid)]["window_start"]
+    time.sleep(0.3)
+    # WHEN a second round is given them
+    second = probe_node("local", [target.pid], {}, samples=2, interval_s=0.4, children=False,
+                        since={str(target.pid): start})
+    # THEN its progress window and CPU use run from the first round's start to its own end
+    window = second["info"][str(target.pid)]["progress"]["window_s"]
+    assert window >= 0.4 + 0.3 + 0.4 - 0.05, window
+    assert second["info"][str(target.pid)]["window_start"]["wall"] == start["wall"]

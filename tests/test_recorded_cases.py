@@ -35,7 +35,7 @@ def test_recorded_case_still_yields_its_root_cause(case: Path) -> None:
     doc = to_json(diag)
     # THEN it is a valid diagnosis naming the same verdict, pattern and culprits
     jsonschema.validate(doc, SCHEMA)
-    assert doc["verdict"] == expected["verdict"], doc["summary"]
+    assert doc["verdict"] in expected.get("verdicts", [expected["verdict"]]), doc["summary"]
     if expected["verdict"] != "hang":
         return
     top = doc["root_causes"][0]

@@ -144,6 +144,34 @@ def test_a_healthy_job_with_a_quiet_phase_fires_nothing_and_the_watch_ends_with_
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
 
+@pytest.mark.integration
+def test_a_silent_evaluation_after_logged_steps_is_confirmed_as_work_and_fires_nothing(
+        ray_cluster: LocalCluster, tmp_path: Path) -> None:
+    # GIVEN a job that logs 40 training steps, then evaluates for minutes in numpy without a line,
+    # watched with a 15 s stall and a command to run on a hang
+    sub, client = submit(ray_cluster, "python silent_numpy_eval.py", localcluster.EXAMPLES_DIR)
+    marker = tmp_path / "fired"
+    watch = WatchProcess(ray_cluster, ["--job-id", sub, "--stall", "15", "--interval", "1", "--out",
+                                       str(tmp_path / "out"), "--on-hang", f"touch {marker}"])
+    try:
+        # WHEN the evaluation has been silent for longer than the stall
+        wait_for(lambda: "step 39 loss" in client.get_job_logs(sub), 180, "the 40 logged steps", 0.5)  # type: ignore[attr-defined]
+        watch.wait_line("not firing", 150)
+    finally:
+        watch.stop()
+        stop_job(ray_cluster, localcluster.SubmittedJob(sub, None))
+    # THEN the watcher suspected a stall and diagnosed it, but the diagnosis saw the work: no alarm,
+    # and the watcher says what moved
+    out = watch.output()
+    assert "stall confirmed" in out and not marker.exists(), out
+    assert "verdict: hang" not in out, out
+    line = next(text for _, text in watch.lines if "not firing" in text)
+    assert "Trainer" in line and any(word in line for word in ("stack moved", "loop state advanced", "no spin")), line
+    (folder,) = list((tmp_path / "out").iterdir())
+    diag = json.loads((folder / "diagnosis.json").read_text())
+    assert diag["verdict"] in ("no-hang", "inconclusive"), diag["summary"]
+
+
 def dashboard_pid(cluster: LocalCluster) -> int:
     """The dashboard process of this test cluster only (by its temp dir and port)."""
     for entry in os.listdir("/proc"):

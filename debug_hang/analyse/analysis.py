@@ -9,13 +9,22 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from debug_hang.analyse.busy import busy_threads, paced_threads, standing_threads
 from debug_hang.analyse.diagnosis import Diagnosis
 from debug_hang.analyse.graph import GraphInputs, WaitGraph, build_graph
 from debug_hang.analyse.library_progress import library_progress, library_work
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, match_process, match_thread, settings
 from debug_hang.analyse.progress import ProcessProgress, assess, loop_moved, summary_text
 from debug_hang.analyse.rootcause import RootCause, chains, root_causes
-from debug_hang.analyse.verdict import blind_summary, busy_call_younger_than_before, decide, uninspected, weigh_confidence
+from debug_hang.analyse.verdict import (
+    at_work,
+    blind_summary,
+    busy_call_younger_than_before,
+    decide,
+    still_starting,
+    uninspected,
+    weigh_confidence,
+)
 from debug_hang.libraries import LibraryState
 from debug_hang.model import Collection, CollectionError, Process, ProcessRef
 from debug_hang.rows import JobRow, Rows, TaskRow, tasks_of
@@ -99,7 +108,14 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
     waiting = {id(v.process) for v in verdicts if v.verdict in ("blocked", "busy")}  # one pass, not one per process
     moving = [p for p in latest if not stuck.get(p.ref, True) and id(p) in waiting]
     signals = progress_signals(graph, causes, verdicts, collection)
-    verdict, summary = decide(inputs.job, causes, progress, moving, graph, verdicts, signals)
+    busy = busy_threads(verdicts, collection) + paced_threads(verdicts, collection)
+    busy += standing_threads(graph, verdicts, collection, {w.ref for w in busy})
+    # Culprits seen working between samples (and starved demands whose holders are) are no root causes.
+    working = [(c, text) for c in causes if (text := at_work(c, busy, rows.tasks))]
+    starting = [(c, text) for c in causes if (text := still_starting(c, busy))]
+    causes = [c for c in causes if all(c is not w for w, _ in working + starting)]
+    verdict, summary = decide(inputs.job, causes, progress, moving, graph, verdicts, signals, busy, rows.tasks,
+                              [text for _, text in working], [text for _, text in starting])
     if verdict == "hang":
         young = busy_call_younger_than_before(causes, rows.tasks, snap.taken_at * 1000.0)
         if young:
@@ -114,13 +130,16 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
         causes = []  # waits for work in flight are not root causes
         progress = progress + [f"{s.name} {summary_text(s.deciding('progress'))}" for s in signals
                                if s.strongest() == "progress"]
+        progress += [text for _, text in working]
     elif verdict == "hang":
         weigh_confidence(causes, signals, tasks_after is not None)
+        for cause in causes:
+            cause.evidence[:0] = [w.text() for w in busy if any(c.ref == w.ref for c in cause.culprits)]
     return Diagnosis(address=address, job_id=job.get("job_id"), job_choice=job_choice, other_jobs=other_jobs,
                      verdict=verdict, summary=summary, snapshot=snap, collection=collection,
                      verdicts=verdicts, graph=graph, causes=causes, progress=progress, errors=errors,
                      seconds=time.monotonic() - started, signals=signals, uninspected=blind, rows=rows,
-                     tasks_compared=tasks_after is not None)
+                     busy=busy, tasks_compared=tasks_after is not None)
 
 
 def progress_signals(graph: WaitGraph, causes: list[RootCause], verdicts: list[ProcessVerdict],
@@ -160,16 +179,27 @@ def _match_with_cpu(proc: Process, collection: Collection) -> ProcessVerdict:
     it, a reading that holds only when idle (DDP's wait inside backward) is re-read without that
     pattern when the process computes."""
     verdict = match_process(proc)
-    cpu = collection.info_of(proc).get("cpu_percent")
+    info = collection.info_of(proc)
+    cpu = info.get("cpu_percent")
     rule = catalog()[verdict.pattern].cpu if verdict.pattern in catalog() else None
     if cpu is None or rule is None:
         return verdict
     threshold = settings().busy_cpu_percent
+    # A spin on a loaded node gets a share of a CPU and waits in the run queue the rest: it is
+    # busy by the time its threads were runnable (on a CPU or ready for one), not by its share.
+    threads = info.get("threads")
+    runnable = info.get("runnable_percent") or max(
+        (float(t.get("runnable") or 0.0) for t in (threads.values() if isinstance(threads, dict) else ())
+         if isinstance(t, dict)), default=0.0)
+    demand = max(float(cpu), float(runnable))
     if rule == "idle" and cpu >= threshold:
         verdict = match_process(proc, [p for p in catalog().values() if p.cpu != "idle"])
-    elif rule == "busy" and cpu < threshold:
-        # Re-read as idle, on a copy: the recorded stacks keep what py-spy said.
-        idle = dataclasses.replace(proc, threads=[dataclasses.replace(t, active=False) for t in proc.threads])
+    elif rule == "busy" and demand < threshold:
+        # Re-read as idle, on a copy: the recorded stacks keep what py-spy said. A thread py-spy saw
+        # running does not become one that holds the GIL off the CPU (blocked in a C call that
+        # kept it): it was runnable, and a small share of a loaded CPU is no block.
+        idle = dataclasses.replace(proc, threads=[dataclasses.replace(t, active=False, owns_gil=t.owns_gil and not t.active)
+                                                  for t in proc.threads])
         verdict = match_process(idle)
         verdict.process = proc
     return verdict

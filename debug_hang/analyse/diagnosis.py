@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from debug_hang.analyse.busy import BusyWork
 from debug_hang.analyse.flight_recorder import FRAnalysis
 from debug_hang.analyse.graph import WaitGraph
 from debug_hang.analyse.patterns import ProcessVerdict
@@ -63,6 +64,10 @@ class Diagnosis:
     # What each root cause rests on, for the report to show (analyse/proof.py; set by the pipeline
     # once the evidence is in).
     proofs: list[Proof] = field(default_factory=list)
+    # Busy processes' deciding threads across their samples: a spin or work (analyse/busy.py).
+    busy: list[BusyWork] = field(default_factory=list)
+    # How the stacks were sampled: {"samples", "span_s", "rounds", "why": [...]} (pipeline.py).
+    sampling: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.chains:

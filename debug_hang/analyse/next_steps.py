@@ -26,6 +26,7 @@ from debug_hang.rows import TaskRow
 from debug_hang.snapshot import POLLING_TASKS
 
 if TYPE_CHECKING:
+    from debug_hang.analyse.busy import BusyWork
     from debug_hang.analyse.diagnosis import Diagnosis
 
 PATTERNS_DOC = "references/patterns.md"
@@ -285,8 +286,25 @@ def next_command(diag: Diagnosis) -> tuple[str | None, str | None]:
     if diag.causes and all(c.culprits[0].kind == "resource" and c.culprits[0].state == "pending" for c in diag.causes):
         # Only requests that free capacity can still satisfy: the scheduler has not placed them yet.
         return f"bash {DIAGNOSE} {addr}{job}", "the job was still starting: diagnose again in a few seconds"
+    busy = _busy_culprit(diag)
+    if busy is not None and busy.one_call:
+        node = shlex.quote(busy.ref.node_id or "NODE")
+        return (f"python3 {NODE_RUNNER} --address {addr} -n {node} --dump {busy.ref.pid} --native --samples 3 --interval 5",
+                f"{busy.label} is busy under one Python line: native frames show where in C it is, and whether "
+                "that moves over a longer window")
+    if busy is not None:
+        return (f"bash {DIAGNOSE} {addr}{job} --locals --samples 5 --interval 2",
+                f"{busy.label} is busy: its loop's locals over a longer window show whether its state advances")
     return (f"bash {DIAGNOSE} {addr}{job} --samples 5 --interval 2",
             "more samples over a longer window tell a wait from a slow step and follow waits two samples missed")
+
+
+def _busy_culprit(diag: Diagnosis) -> BusyWork | None:
+    """The top culprit's busy thread, when the verdict waits on whether it advances."""
+    if not diag.causes or diag.causes[0].culprits[0].state != "busy":
+        return None
+    ref = diag.causes[0].culprits[0].ref
+    return next((w for w in diag.busy if w.ref == ref and w.state in ("no-spin", "undecided")), None)
 
 
 # ---------------------------------------------------------------- all of it

@@ -60,6 +60,15 @@ class CrashLoopRules:
 
 
 @dataclass(frozen=True)
+class BusyRules:
+    spin_by_state_samples: int = 4
+    spin_by_state_span_s: float = 3.0
+    extra_samples: int = 4
+    young_wait_s: float = 10.0
+    paced_patterns: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Rules:
     signals: tuple[SignalRule, ...]
     logs: LogRules
@@ -70,6 +79,7 @@ class Rules:
     proven_stuck: frozenset[str] = frozenset()  # root causes that earlier activity does not make doubtful
     before_window_signals: frozenset[str] = frozenset()  # signals that read the log before the window
     proven_without_task_state: frozenset[str] = frozenset()  # root causes one process's stacks prove
+    busy: BusyRules = BusyRules()  # when a busy thread spins, and how many more samples to take
 
 
 def _compile(items: Any, where: str) -> tuple[re.Pattern[str], ...]:
@@ -116,7 +126,25 @@ def load_rules(path: Path | str = RULES_PATH) -> Rules:
         proven_stuck=frozenset(str(p) for p in doc.get("proven_stuck") or ()),
         before_window_signals=frozenset(str(p) for p in doc.get("before_window_signals") or ()),
         proven_without_task_state=frozenset(str(p) for p in doc.get("proven_without_task_state") or ()),
+        busy=_busy_rules(doc.get("busy") or {}, f"{path}: busy"),
     )
+
+
+def _busy_rules(raw: Any, where: str) -> BusyRules:
+    if not isinstance(raw, dict):
+        raise BadInputError(f"{where}: expected a mapping")
+    known = set(BusyRules.__dataclass_fields__)
+    if set(raw) - known:
+        raise BadInputError(f"{where}: unknown key(s) {sorted(set(raw) - known)}; known: {sorted(known)}")
+    d = BusyRules()
+    try:
+        return BusyRules(spin_by_state_samples=int(raw.get("spin_by_state_samples", d.spin_by_state_samples)),
+                         spin_by_state_span_s=float(raw.get("spin_by_state_span_s", d.spin_by_state_span_s)),
+                         extra_samples=int(raw.get("extra_samples", d.extra_samples)),
+                         young_wait_s=float(raw.get("young_wait_s", d.young_wait_s)),
+                         paced_patterns=tuple(str(x) for x in raw.get("paced_patterns") or ()))
+    except (TypeError, ValueError) as exc:
+        raise BadInputError(f"{where}: {exc}") from None
 
 
 @lru_cache(maxsize=1)

@@ -3,8 +3,10 @@ and how sure; processes that could not be looked into; crash loops' death reason
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from debug_hang.analyse.busy import BusyWork
 from debug_hang.analyse.crashloop import DEATH_PREFIX, DEATH_SOURCE, death_reason
 from debug_hang.analyse.diagnosis import Diagnosis, Verdict
 from debug_hang.analyse.graph import WaitGraph
@@ -145,9 +147,89 @@ def youngest_task_age_s(job_id: str | None, tasks: list[TaskRow], now_s: float) 
     return (now_s * 1000.0 - max(starts)) / 1000.0 if starts else None
 
 
+def holders_at_work(cause: RootCause, busy: list[BusyWork], tasks: list[TaskRow]) -> list[BusyWork]:
+    """For a demand starved of resources: the running calls that hold them and compute (their
+    threads run job code and are no spin). A demand waiting for calls that work waits for work."""
+    demand = cause.culprits[0]
+    if demand.kind != "resource" or demand.state != "starved":
+        return []
+    wanted = set(re.findall(r"([A-Za-z_][\w:]*): ", demand.name))
+    holders = {ProcessRef(t.node_id, t.worker_pid) for t in tasks if t.state == "RUNNING" and t.worker_pid
+               and any(float(t.required_resources.get(r, 0)) > 0 for r in wanted)}
+    return [w for w in busy if w.ref in holders and w.state in ("advancing", "no-spin")]
+
+
+def _culprit_work(cause: RootCause, busy: list[BusyWork]) -> BusyWork | None:
+    """The culprit's thread across its samples, when its reading is a busy thread (or an
+    unrecognised wait whose thread runs job code) or a sleep in a loop."""
+    culprit = cause.culprits[0]
+    work = next((w for w in busy if w.ref == culprit.ref), None)
+    if work is None or cause.cycle:
+        return None
+    if culprit.state == "busy" or (culprit.state == "unknown" and not work.sleeping):
+        return work
+    return work if work.sleeping and culprit.state == "blocked" else None
+
+
+def at_work(cause: RootCause, busy: list[BusyWork], tasks: list[TaskRow]) -> str:
+    """What shows a root cause's culprit working ("" when nothing does): its thread seen to advance
+    between samples, or, for a demand starved of resources, running calls that hold them and
+    advance. Such a cause is no root cause: what waits on it waits for work in flight."""
+    work = _culprit_work(cause, busy)
+    if work is not None and work.state == "advancing":
+        return work.text()
+    if cause.cycle:
+        return ""
+    holders = [w for w in holders_at_work(cause, busy, tasks) if w.state == "advancing"]
+    if holders:
+        return (f"{cause.culprits[0].label()} waits for resources that running calls hold while they compute "
+                f"({'; '.join(w.text() for w in holders[:2])}); it is scheduled when one of them ends")
+    return ""
+
+
+def still_starting(cause: RootCause, busy: list[BusyWork]) -> str:
+    """What shows a root cause's culprit still starting up ("" when nothing does): its busy thread
+    imports modules. Such a cause is no root cause yet: its work, or its wait, has not begun."""
+    work = _culprit_work(cause, busy)
+    return work.text() if work is not None and work.starting else ""
+
+
+def _busy_decision(job_id: str | None, top: RootCause, title: str, busy: list[BusyWork],
+                   tasks: list[TaskRow]) -> tuple[tuple[Verdict, str] | None, BusyWork | None]:
+    """A busy culprit is a hang only with positive evidence that it does not advance; a sleep in a
+    loop only when the loop polls a condition nothing in it changes; a demand starved of resources
+    held by busy calls only when they are seen not to advance. (Culprits seen to advance were set
+    aside before: `at_work`.) Returns the decision (None: go on) and the culprit's spin, if any."""
+    culprit = top.culprits[0]
+    names = ", ".join(c.label() for c in top.culprits)
+    work = _culprit_work(top, busy)
+    lead = f"Job {job_id} may be hung ({title[:1].lower() + title[1:]} — culprit {names}), but"
+    if work is not None and work.sleeping:
+        if work.state == "no-spin":
+            return ("inconclusive", f"{lead} {work.text()}. A hang needs a poll whose condition nothing changes."), None
+        return None, work if work.state == "spin" else None
+    if culprit.state == "busy" or work is not None:
+        if work is None or work.state != "spin":
+            seen = work.text() if work is not None else f"{names} is busy, and its thread could not be followed across samples"
+            return ("inconclusive", f"{lead} {seen}. A hang needs it seen not to advance: the same loop, its state "
+                                    "unchanged, nothing in it that can end it."), None
+        return None, work
+    holders = holders_at_work(top, busy, tasks)
+    if holders:
+        return ("inconclusive", f"Job {job_id}: {culprit.label()} waits for resources that running calls hold, and "
+                                f"they are busy: {'; '.join(w.text() for w in holders[:2])}. A hang needs them seen "
+                                "not to advance."), None
+    return None, None
+
+
 def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: list[Process],
              graph: WaitGraph, verdicts: list[ProcessVerdict],
-             signals: list[ProcessProgress] | None = None) -> tuple[Verdict, str]:
+             signals: list[ProcessProgress] | None = None, busy: list[BusyWork] | None = None,
+             tasks: list[TaskRow] | None = None, at_work_seen: list[str] | None = None,
+             starting_seen: list[str] | None = None) -> tuple[Verdict, str]:
+    """The verdict and its summary. `causes` are the root causes left once those whose culprit was
+    seen working (`at_work_seen`: what showed it, see `at_work`) or still starting (`starting_seen`,
+    see `still_starting`) were set aside."""
     job_id = job.job_id
     if job.ended:
         return "no-hang", (f"Job {job_id} is not running: its status is {job.status}"
@@ -166,12 +248,7 @@ def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: li
         return "no-hang", (f"Job {job_id} is progressing: {_signal_text(working, 'progress')}.{looked} "
                            f"(confidence {progress_confidence(working)}: {' and '.join(families)} agree)")
     if not causes:
-        blocked = [v for v in verdicts if v.verdict in ("blocked", "busy")]
-        if not blocked:
-            return "no-hang", (f"Job {job_id}: no process is blocked or busy in job code; "
-                               "nothing waits on anything (idle, or between steps).")
-        return "inconclusive", (f"Job {job_id}: {len(blocked)} process(es) wait, but the wait could not be "
-                                "followed to a cause; see the blocked-task table and collect with --samples 5.")
+        return _without_causes(job_id, verdicts, at_work_seen or [], starting_seen or [])
     top = causes[0]
     names = ", ".join(c.label() for c in top.culprits)
     if all(c.culprits[0].state == "restarting" and c.pattern != "crash-loop" for c in causes):
@@ -186,12 +263,17 @@ def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: li
         waiting = ", ".join(c.label() for c in top.culprits[1:]) or "a task or actor"
         return "inconclusive", (f"Job {job_id} is still starting: {waiting} is not created or scheduled yet, and "
                                 "the resources it needs are free, so nothing blocks it. Diagnose again in a few seconds.")
-    unfollowed = _unfollowed_end(job_id, top, names)
-    if unfollowed:
-        return "inconclusive", unfollowed
     moving_note = (f" Note: {len(moving)} process(es) changed stack between samples." if moving else "")
     title = (catalog()[top.pattern].title if top.pattern in catalog()
              else "A chain of waits ending in a process whose own wait is not recognised (see its evidence)")
+    # A busy culprit is read before the chain's end: it runs, it waits on nothing unseen; its spin
+    # (the same loop, state unchanged, nothing in it that can end it) is the positive evidence.
+    decided, spin = (None, None) if cycle else _busy_decision(job_id, top, title, busy or [], tasks or [])
+    if decided is not None:
+        return decided
+    unfollowed = "" if spin is not None else _unfollowed_end(job_id, top, names)
+    if unfollowed:
+        return "inconclusive", unfollowed
     # Activity that need not be work counts on the culprits only: a victim's own threads (a
     # driver forwarding logs) do not say that the culprit will release it.
     culprit_pids = {(c.node_id, c.pid) for cause in causes for c in cause.culprits}
@@ -206,13 +288,34 @@ def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: li
         return "inconclusive", (f"Job {job_id}: {names} {silent_reason}. Not called a hang on its stack alone: "
                                 "diagnose again with --samples 5 --interval 3, or watch its log and disk for a minute.")
     victims = len(top.victims)
-    busy_note = (" A long computation looks the same in two samples: if the same line still spins in a minute, "
-                 "it is a hang." if top.pattern == "busy-loop" else "")
+    busy_note = f" {spin.text()}." if spin is not None else ""
+    if spin is not None:  # a spin's line moves within its loop: that is no movement
+        moving = [p for p in moving if p.ref != spin.ref]
+        moving_note = f" Note: {len(moving)} process(es) changed stack between samples." if moving else ""
     loop = graph.crash_loops.get(top.culprits[0].actor_id or top.culprits[0].task_id or "")
     if top.pattern == "crash-loop" and loop is not None:
         busy_note = f" {loop.text()}."
     return "hang", (f"Job {job_id} is hung: {title[:1].lower() + title[1:]} — culprit {names}; "
                     f"{victims} process(es) wait on it.{moving_note}{busy_note}")
+
+
+def _without_causes(job_id: str | None, verdicts: list[ProcessVerdict], at_work_seen: list[str],
+                    starting_seen: list[str]) -> tuple[Verdict, str]:
+    """The verdict when no root cause is left: still starting, computing (causes set aside because
+    their culprits work), idle, or waits that could not be followed."""
+    if starting_seen:
+        return "inconclusive", (f"Job {job_id} is still starting: {starting_seen[0]}. Nothing else was found "
+                                "waiting; diagnose again in a few seconds.")
+    if at_work_seen:
+        return "no-hang", (f"Job {job_id} is computing, not hung: {at_work_seen[0]}"
+                           f"{f' (and {len(at_work_seen) - 1} more)' if len(at_work_seen) > 1 else ''}. "
+                           "What waits on it waits for work in flight.")
+    blocked = [v for v in verdicts if v.verdict in ("blocked", "busy")]
+    if not blocked:
+        return "no-hang", (f"Job {job_id}: no process is blocked or busy in job code; "
+                           "nothing waits on anything (idle, or between steps).")
+    return "inconclusive", (f"Job {job_id}: {len(blocked)} process(es) wait, but the wait could not be "
+                            "followed to a cause; see the blocked-task table and collect with --samples 5.")
 
 
 def _unfollowed_end(job_id: str | None, top: RootCause, names: str) -> str:

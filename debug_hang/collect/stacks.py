@@ -142,7 +142,8 @@ MAX_LOCAL_PROBES = 32
 def collect_stacks(address: ClusterAddress, targets: list[Target], options: DumpOptions,
                    deadline: Deadline, samples: int = 2, interval_s: float = 0.5,
                    children: bool = True, max_in_flight: int = MAX_NODES_IN_FLIGHT,
-                   serve_metrics: bool = False) -> Collection:
+                   serve_metrics: bool = False,
+                   since: dict[ProcessRef, dict[str, Any]] | None = None) -> Collection:
     """Dump every target on its own node; local nodes directly, remote ones by a helper task.
 
     One probe per node, at most `max_in_flight` remote ones (helper tasks) and MAX_LOCAL_PROBES
@@ -150,7 +151,9 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
     absolute deadline with what it has; a node that does not answer is an error row, the
     others' stacks are kept. The local probes' py-spy processes share this process's
     MAX_PARALLEL_DUMPS slots, so many local "nodes" (a loopback cluster) never oversubscribe
-    this machine. With `serve_metrics`, each probe also reads its node's Ray Serve counters.
+    this machine. With `serve_metrics`, each probe also reads its node's Ray Serve counters;
+    `since` (window_starts of an earlier round) makes this round's CPU use and progress readings
+    span both rounds.
     """
     start = time.monotonic()
     by_node: dict[str, list[Target]] = {}
@@ -172,8 +175,10 @@ def collect_stacks(address: ClusterAddress, targets: list[Target], options: Dump
     # ... and each probe's own budget from its start, so a slow node answers with what it has.
     budget = min(NODE_BUDGET_S, total)
     for node_id, node_targets in by_node.items():
+        starts = {str(t.pid): since[t.ref] for t in node_targets if since and t.ref in since}
         probe_options = {**options.to_dict(), **({"serve_metrics": True} if serve_metrics else {})}
-        args = (node_id, [t.pid for t in node_targets], probe_options, samples, interval_s, children, budget)
+        args = (node_id, [t.pid for t in node_targets], probe_options, samples, interval_s, children, budget,
+                starts or None)
         is_local = node_id in here
         coll.paths[node_id] = "local" if is_local else "ray-task"
         (local if is_local else remote)[node_id] = args
@@ -287,3 +292,9 @@ def _tag(proc: Process, targets: dict[ProcessRef, Target],
     env = pinfo.get("env") or {}
     if "RANK" in env and env["RANK"].isdigit():
         proc.rank = int(env["RANK"])
+
+
+def take_window_starts(coll: Collection) -> dict[ProcessRef, dict[str, Any]]:
+    """Remove and return each process's readings from before its first sample (node_probe's
+    `window_start`): what a later round needs to read one window over both, never written out."""
+    return {ref: start for ref, info in coll.info.items() if isinstance(start := info.pop("window_start", None), dict)}

@@ -293,7 +293,9 @@ def dump_document(pids: list[int], chosen: list[NodeInfo], runs: dict[str, NodeR
         entry.update(processes=[], info={}, errors=[])
         if run is not None and run.error is None and isinstance(run.value, dict):
             value = run.value
-            entry.update(processes=value.get("processes", []), info=value.get("info", {}),
+            info = {pid: {k: v for k, v in row.items() if k != "window_start"} if isinstance(row, dict) else row
+                    for pid, row in (value.get("info") or {}).items()}  # a later round's input, not a finding
+            entry.update(processes=value.get("processes", []), info=info,
                          errors=value.get("errors", []), hostname=value.get("hostname"),
                          pid_namespace=value.get("pid_namespace"), pyspy=value.get("pyspy"))
             # The node answered; it failed if nothing at all could be dumped there.

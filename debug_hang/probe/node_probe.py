@@ -73,6 +73,8 @@ SOCKET_PEERS_FAILED = "socket-peers-failed"
 # Source lines are read for the innermost frames only: the deciding frame is almost always there.
 SOURCE_DEPTH = 12
 CONTEXT_LINES = 3  # lines kept above and below the job's innermost frame
+LOOP_LINES = 24  # ... or the whole loop it runs in, when the loop is at most this long
+OUTER_LOOP_FRAMES = 2  # the job's callers of that frame whose loop is kept too
 WITH_DEPTH = 40  # frames whose enclosing `with` blocks are read (a lock holder can wait deep below)
 # Ray's own log files (a worker's output, a submitted driver's): their folder is the session's logs.
 _RAY_LOG_NAME = re.compile(r"^(worker-[0-9a-f]+-[0-9a-f]+-\d+\.(out|err)|job-driver-.+\.log|python-core-.+\.log)$")
@@ -235,22 +237,70 @@ def add_source_lines(proc: Process, depth: int = SOURCE_DEPTH, redactor: Redacto
     redacted before they are cut (a cut token is no longer recognisable).
     """
     clean = (redactor or Redactor()).redact
+
+    def numbered(path: str, first: int, last: int) -> list[str]:
+        return [f"{n}: {clean(linecache.getline(path, n).rstrip())[:160]}"
+                for n in range(first, last + 1) if linecache.getline(path, n)]
+
     for thread in proc.threads:
         _add_with_facts(thread.frames, clean)
-        user_seen = False
+        job_frames = 0
         for frame in thread.frames[:depth]:
             if frame.native or not frame.line or not frame.file.endswith(".py"):
                 continue
             line = linecache.getline(frame.file, frame.line)
             if line:
                 frame.code = clean(line.strip())[:200]
-            if not user_seen and not _LIBRARY_PATH.search(frame.file):
-                # The job's innermost frame: keep the lines around it (the loop, the condition).
-                user_seen = True
-                first = max(1, frame.line - CONTEXT_LINES)
-                frame.context = [f"{n}: {clean(linecache.getline(frame.file, n).rstrip())[:160]}"
-                                 for n in range(first, frame.line + CONTEXT_LINES + 1)
-                                 if linecache.getline(frame.file, n)]
+            if _LIBRARY_PATH.search(frame.file) or job_frames > OUTER_LOOP_FRAMES:
+                continue
+            job_frames += 1
+            first, last = loop_span(frame.file, frame.line)
+            if job_frames == 1:
+                # The job's innermost frame: keep the lines around it and the whole loop it runs
+                # in, when short (the analysis reads what the loop tests and what it changes).
+                frame.context = numbered(frame.file, max(1, min(first, frame.line - CONTEXT_LINES)),
+                                         max(last, frame.line + CONTEXT_LINES))
+            elif (first, last) != (frame.line, frame.line):
+                # A caller of it that loops (a sleep in a helper called once per item): its loop.
+                frame.context = numbered(frame.file, first, last)
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip(" \t"))
+
+
+_LOOP_HEAD = re.compile(r"^\s*(?:async\s+)?(?:while|for)\b")
+_BLOCK_HEAD = re.compile(r"^\s*(?:async\s+)?(?:def|class)\b")
+
+
+def loop_span(path: str, line: int) -> tuple[int, int]:
+    """(first, last) line of the innermost `while`/`for` loop around `line` when the whole loop
+    fits in LOOP_LINES lines; (line, line) when there is none or it is longer. A text scan by
+    indentation on the node's copy of the file (no parse: a frame line is all it has)."""
+    text = linecache.getline(path, line)
+    if not text.strip():
+        return line, line
+    head, indent = None, _indent(text) + (1 if _LOOP_HEAD.match(text) else 0)
+    for n in range(line, max(0, line - LOOP_LINES), -1):
+        cur = linecache.getline(path, n)
+        if not cur.strip() or cur.lstrip().startswith("#") or _indent(cur) >= indent:
+            continue
+        if _LOOP_HEAD.match(cur):
+            head = n
+            break
+        if _BLOCK_HEAD.match(cur):
+            break
+        indent = _indent(cur)  # an enclosing if/with/try: look further out
+    if head is None:
+        return line, line
+    base = _indent(linecache.getline(path, head))
+    for n in range(head + 1, head + LOOP_LINES + 1):
+        cur = linecache.getline(path, n)
+        if not cur:
+            return head, n - 1  # the file ends inside the loop
+        if cur.strip() and not cur.lstrip().startswith("#") and _indent(cur) <= base:
+            return head, n  # the first line after the loop, so that the reader sees it end
+    return line, line
 
 
 def _add_with_facts(frames: list[Frame], clean: Callable[[str], str]) -> None:
@@ -274,7 +324,8 @@ def pid_namespace() -> str | None:
 
 def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: int = 2,
                interval_s: float = 0.5, children: bool = True,
-               budget_s: float | None = None, deadline_epoch: float | None = None) -> dict[str, Any]:
+               budget_s: float | None = None, since: dict[str, Any] | None = None,
+               deadline_epoch: float | None = None) -> dict[str, Any]:
     """Dump `pids` (and their children) on this node `samples` times; return JSON-able data.
 
     Result: {"node_id", "hostname", "pid_namespace", "pyspy", "processes": [stacks/v1 process
@@ -291,6 +342,10 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     `budget_s`, later samples are skipped and dumps cut short so that the probe returns in time;
     `deadline_epoch` (wall clock, time.time()) is the caller's absolute end: a probe that started
     late (a helper waiting for a worker on a loaded node) still answers by then, with what it has.
+    Each process's info also holds `sampled_at` (wall clock of each of its samples) and
+    `window_start` (its readings before the first sample); a later round of samples given those
+    as `since` ({pid: window_start}) reads its CPU use and progress from the first round's start,
+    so that the two rounds are one window.
     """
     start = time.monotonic()
     budget = _budget(budget_s, deadline_epoch)
@@ -306,14 +361,12 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
                        "error": pyspy_missing_message()})
     is_log = child_log_rule(node_id, [pid for pid in all_pids if info[pid]["child_of"] is None])
     log_rule = {pid: None if info[pid]["child_of"] is None else is_log for pid in all_pids}
-    points = {pid: progress.read_point(pid, log_rule[pid]) for pid in all_pids}
-    ticks_before = {pid: cpu_ticks(pid) for pid in all_pids}
-    threads_before = {pid: schedstat.thread_times(pid) for pid in all_pids}
-    t_before = time.monotonic()
+    _window_starts(all_pids, info, log_rule, since)
     rounds = _Rounds(node_id, all_pids, info, errors, redactor)
     rounds.run(opts, max(1, samples) if pyspy else 0, interval_s, start, budget)
-    _window_facts(all_pids, info, points, (ticks_before, threads_before), max(time.monotonic() - t_before, 1e-3),
-                  rounds.taken > 1, redactor, log_rule)
+    # More than one moment: several samples here, or one after an earlier round's start.
+    _window_facts(all_pids, info, lambda pid: rounds.taken > 1 or (rounds.taken == 1 and str(pid) in (since or {})),
+                  redactor, log_rule)
     add_kernel_waits(info, all_pids, errors)
     add_socket_peers(info, all_pids, errors)
 
@@ -435,7 +488,8 @@ class _Rounds:
             self._round(sample, sample_opts)
 
     def _round(self, sample: int, opts: DumpOptions) -> None:
-        errors = self.errors
+        errors, info = self.errors, self.info
+        wall = round(time.time(), 3)
         for result in dump_pids(self.pids, opts):
             if result.note and not any(e["pid"] == result.pid and e["kind"] == result.note_kind for e in errors):
                 errors.append({"pid": result.pid, "error": result.note, "kind": result.note_kind, "sample": sample})
@@ -448,6 +502,8 @@ class _Rounds:
                     errors.append({"pid": result.pid, "error": result.error, "kind": result.kind,
                                    "sample": sample})
                 continue
+            if result.processes and result.pid in info:
+                info[result.pid]["sampled_at"].append(wall)
             for proc in result.processes:
                 proc.sample = sample
                 proc.node_id = self.node_id
@@ -455,24 +511,45 @@ class _Rounds:
                 self.processes.append(self.redactor.redact_obj(process_to_dict(proc)))
 
 
-def _window_facts(all_pids: list[int], info: dict[int, dict[str, Any]], points: dict[int, Any],
-                  before: tuple[dict[int, int | None], dict[int, dict[int, tuple[int, int]]]], window: float,
-                  several: bool, redactor: Redactor,
-                  log_rule: dict[int, Callable[[dict[str, Any]], bool] | None]) -> None:
-    """Per process, over the sampling window: CPU use (the process's, and each thread's time on a
-    CPU or queued for one), and (with several samples) what moved."""
-    ticks_before, threads_before = before
+def _window_starts(all_pids: list[int], info: dict[int, dict[str, Any]],
+                   log_rule: dict[int, Callable[[dict[str, Any]], bool] | None], since: dict[str, Any] | None) -> None:
+    """Per process, the readings its window starts from (`window_start`: progress point, CPU
+    ticks, each thread's time on a CPU and queued for one, wall clock): taken now, or an earlier
+    round's (`since`), so that two rounds are one window (same process: the rounds are seconds
+    apart, and a pid reused meanwhile would have another start time)."""
+    now = time.time()
     for pid in all_pids:
-        ticks0, ticks1 = ticks_before.get(pid), cpu_ticks(pid)
+        start = {"point": progress.read_point(pid, log_rule[pid]), "ticks": cpu_ticks(pid),
+                 "threads": schedstat.thread_times(pid), "wall": now}
+        earlier = (since or {}).get(str(pid))
+        if isinstance(earlier, dict) and isinstance(earlier.get("point"), dict):
+            start = earlier
+        info[pid]["window_start"] = start
+        info[pid]["sampled_at"] = []
+
+
+def _window_facts(all_pids: list[int], info: dict[int, dict[str, Any]], spans: Callable[[int], bool],
+                  redactor: Redactor, log_rule: dict[int, Callable[[dict[str, Any]], bool] | None]) -> None:
+    """Per process, over its window (from `window_start`): CPU use (the process's, and each
+    thread's time on a CPU or queued for one; `runnable_percent` the busiest thread's) and, when
+    the window `spans` more than one moment, what moved."""
+    for pid in all_pids:
+        start = info[pid]["window_start"]
+        window = max(time.time() - float(start.get("wall") or time.time()), 1e-3)
+        ticks0, ticks1 = start.get("ticks"), cpu_ticks(pid)
         if ticks0 is not None and ticks1 is not None:
             info[pid]["cpu_percent"] = round(100.0 * (ticks1 - ticks0) / CLOCK_TICKS / window, 1)
-        threads = schedstat.runnable(threads_before.get(pid, {}), schedstat.thread_times(pid), window)
+        # (an earlier round's start may have come through JSON: thread ids as strings, pairs as lists)
+        before = {int(tid): (int(t[0]), int(t[1])) for tid, t in (start.get("threads") or {}).items()}
+        threads = schedstat.runnable(before, schedstat.thread_times(pid), window)
         if threads:
             info[pid]["threads"] = threads  # {tid: {"cpu", "runnable"}}: a spin is ~100 % runnable at any load
-        if several and os.path.exists(f"/proc/{pid}"):
-            info[pid]["progress"] = progress.window(points[pid], progress.read_point(pid, log_rule[pid]),
+            # A spin on a loaded node gets a share of a CPU and waits in the run queue the rest.
+            info[pid]["runnable_percent"] = max(t["runnable"] for t in threads.values())
+        if spans(pid) and os.path.exists(f"/proc/{pid}"):
+            info[pid]["progress"] = progress.window(start["point"], progress.read_point(pid, log_rule[pid]),
                                                     clean=redactor.redact)
-        elif several:
+        elif spans(pid):
             info[pid]["progress"] = {"exited": True, "errors": ["exited during the sampling window"]}
 
 

@@ -13,8 +13,8 @@ from debug_hang.analyse.progress import progress_confidence
 DIAGNOSIS_SCHEMA = "debug-hang/diagnosis/v1"
 # Additive revisions of v1 (new optional fields only): 2 adds root_causes[].next, job_code,
 # next_step and references_root; 3 actor_name; 4 tool_problem (the summary then starts with its
-# headline) and root_causes[].proof.
-SCHEMA_REVISION = 4
+# headline) and root_causes[].proof; 5 collection.sampling and progress.busy.
+SCHEMA_REVISION = 5
 
 
 def to_json(diag: Diagnosis) -> dict[str, Any]:
@@ -75,9 +75,13 @@ def to_json(diag: Diagnosis) -> dict[str, Any]:
         doc["tool_problem"] = problem.to_json()
     if diag.truncated:
         doc["collection"]["truncated"] = diag.truncated
-    if diag.signals:
+    if diag.sampling:
+        doc["collection"]["sampling"] = diag.sampling
+    if diag.signals or diag.busy:
         doc["progress"] = {"processes": [s.to_dict() for s in diag.signals],
                            "confidence": progress_confidence(diag.signals) if diag.verdict == "no-hang" else None}
+        if diag.busy:
+            doc["progress"]["busy"] = [w.to_dict() for w in diag.busy]
     if diag.flight_recorder is not None or diag.fr_notes:
         fr = diag.flight_recorder.to_json() if diag.flight_recorder is not None else {
             "ranks_dumped": [], "culprit_ranks": [], "groups": [], "errors": [], "torch_check": None}

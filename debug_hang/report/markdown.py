@@ -351,6 +351,15 @@ def _cluster_summary(diag: Diagnosis) -> Iterator[str]:
     coll = diag.collection
     yield (f"- Collection: {len({p.ref for p in coll.processes})} processes on {coll.nodes} node(s), "
            f"{len(coll.processes)} stacks in {coll.seconds:.1f}s; whole diagnosis {diag.seconds:.1f}s")
+    sampled = diag.sampling
+    if sampled.get("samples"):
+        span = f" over {sampled['span_s']:.1f}s" if sampled.get("span_s") else ""
+        rounds = (f", in {sampled['rounds']} rounds: more were taken because {md_inline('; '.join(sampled.get('why') or []))[:600]}"
+                if int(sampled.get("rounds") or 1) > 1 else
+                f" (more were needed: {md_inline('; '.join(sampled['why']))[:400]})" if sampled.get("why") else "")
+        yield f"- Samples: up to {sampled['samples']} per process{span}{rounds}"
+    for work in diag.busy:
+        yield f"- {'Thread sleeping in a loop' if work.sleeping else 'Busy thread'}: {md_inline(work.text())[:600]}"
     if diag.progress:
         yield f"- Progress seen: {md_inline('; '.join(diag.progress[:3]))}"
     yield ""

@@ -258,7 +258,8 @@ def _write_all(folder: OutputFolder, diag: Diagnosis, tasks_after: list[dict[str
             "targets": diag.collection.targets, "seconds": diag.collection.seconds,
             "paths": diag.collection.paths, "probe_seconds": diag.collection.probe_seconds,
             "job_choice": diag.job_choice, "address": diag.address,
-            "diagnosis_seconds": diag.seconds, "library_metrics": diag.collection.library_metrics}
+            "diagnosis_seconds": diag.seconds, "sampling": diag.sampling,
+            "library_metrics": diag.collection.library_metrics}
     folder.json("stacks.json", stacks_to_dict(diag.collection.processes, meta))
     if tasks_after is not None:
         dropped = () if include_runtime_env else ("runtime_env_info",)

@@ -276,7 +276,11 @@ def _follow_holders(b: Builder, key: str, held: list[Claim], never: dict[str, Ho
         note = f" (placed {late:.{0 if late >= 10 else 1}f} s after this request began waiting)" if late >= 0.1 else ""
         amounts = h.amounts(wanted)
         if h.frees:
-            g.add_edge(key, h.key, "held-by", f"{target.name} holds {amounts}; it {h.how}: may free them when done{note}")
+            # A holder that computes (busy, or unread) is work in flight: named in the evidence, and
+            # the request stays the chain's end (the verdict weighs its holders' work); one that
+            # waits is followed, as what it waits for may never come.
+            if target.state == "blocked":
+                g.add_edge(key, h.key, "held-by", f"{target.name} holds {amounts}; it {h.how}: may free them when done{note}")
         elif target.state in ("blocked", "busy", "unknown") and target.kind != "placement_group":
             g.add_edge(key, h.key, "resource-starvation", f"{target.name} holds {amounts}{note}")
         elif target.kind == "placement_group" and target.state == "blocked":
