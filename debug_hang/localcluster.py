@@ -150,8 +150,9 @@ def wait_for(predicate: Callable[[], T], timeout_s: float, what: str, interval_s
 
 
 def examples() -> list[str]:
-    """Names of the examples/ scenarios (files that declare EXPECTED)."""
-    return sorted(p.stem for p in EXAMPLES_DIR.glob("*.py") if "EXPECTED" in p.read_text())
+    """Names of the examples/ scenarios (files that declare EXPECTED; a module named _* is a
+    helper a scenario starts, never a scenario)."""
+    return sorted(p.stem for p in EXAMPLES_DIR.glob("*.py") if not p.stem.startswith("_") and "EXPECTED" in p.read_text())
 
 
 def expected_of(example: str) -> dict[str, Any]:

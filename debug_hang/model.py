@@ -27,7 +27,7 @@ ErrorKind = Literal[
     "pyspy-failed", "uninterruptible", "target-resumed", "dumped-nonblocking",
     "command-not-found", "command-timeout", "command-failed-to-start", "locks-truncated",
     "node-dead", "node-unknown", "not-scheduled", "helper-crashed", "helper-failed", "helper-error", "version-mismatch",
-    "targets-capped", "deadline", "state-api-down",
+    "targets-capped", "deadline", "state-api-down", "socket-peers-failed",
 ]
 ERROR_KINDS: frozenset[str] = frozenset(get_args(ErrorKind))
 

@@ -195,6 +195,7 @@ class PlacementGroupRow:
     state: PlacementGroupState
     creator_job_id: str | None
     bundles: tuple[dict[str, float], ...]  # each bundle's unit_resources
+    bundle_nodes: tuple[str | None, ...]  # the node each bundle is reserved on (None while unplaced)
     scheduling_state: str | None
     created_ns: str | None  # stats.creation_request_received_ns
     strategy: str | None
@@ -207,6 +208,7 @@ class PlacementGroupRow:
             placement_group_id=str(row.get("placement_group_id") or ""), name=_id(row.get("name")),
             state=cast(PlacementGroupState, str(row.get("state") or "")), creator_job_id=_id(row.get("creator_job_id")),
             bundles=tuple(_resources(b.get("unit_resources")) for b in row.get("bundles") or [] if isinstance(b, dict)),
+            bundle_nodes=tuple(_id(b.get("node_id")) for b in row.get("bundles") or [] if isinstance(b, dict)),
             scheduling_state=_id((stats or {}).get("scheduling_state")),
             created_ns=_id((stats or {}).get("creation_request_received_ns")),
             strategy=_id(row.get("strategy")), is_detached=bool(row.get("is_detached")),

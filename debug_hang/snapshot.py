@@ -126,6 +126,18 @@ def resource_usage(snap: Snapshot) -> dict[str, tuple[float, float]]:
     return out
 
 
+def usage_by_node(snap: Snapshot) -> dict[str, dict[str, tuple[float, float]]]:
+    """{node_id: {resource: (used, total)}} from the autoscaler's load report, per node (names as
+    the report spells them: camel-cased, `CPUGroup0<Id>` for CPU_group_0_<id>)."""
+    nodes = (snap.cluster_status.get("loadMetricsReport") or {}).get("usageByNode") or {}
+    out: dict[str, dict[str, tuple[float, float]]] = {}
+    for node_id, usage in nodes.items() if isinstance(nodes, dict) else ():
+        if isinstance(usage, dict):
+            out[str(node_id)] = {k: (float(p[0]), float(p[1])) for k, p in usage.items()
+                                 if isinstance(p, list) and len(p) == 2}
+    return out
+
+
 def node_totals(snap: Snapshot) -> list[dict[str, float]]:
     """resources_total of every alive node."""
     return [dict(n.get("resources_total") or {}) for n in snap.nodes if n.get("state") == "ALIVE"]
@@ -154,10 +166,39 @@ def rank_env(actor: dict[str, Any]) -> dict[str, str]:
     return {k: str(env[k]) for k in RANK_VARS if isinstance(env, dict) and k in env}
 
 
-def public_rows(snap: Snapshot, job_id: str | None, include_runtime_env: bool = False) -> Snapshot:
+# What is kept of another job's actor or task that holds resources (a pending demand of the
+# diagnosed job may wait for it): who it is and what it holds, nothing of its environment.
+HOLDER_ACTOR_FIELDS = ("actor_id", "class_name", "state", "job_id", "name", "pid", "node_id", "required_resources",
+                       "is_detached", "placement_group_id", "num_restarts")
+HOLDER_TASK_FIELDS = ("task_id", "attempt_number", "name", "state", "type", "job_id", "actor_id", "func_or_class_name",
+                      "parent_task_id", "node_id", "worker_pid", "start_time_ms", "end_time_ms", "creation_time_ms",
+                      "required_resources", "placement_group_id")
+
+
+def other_holders(snap: Snapshot, job_id: str, kept_actors: set[Any], kept_tasks: set[tuple[Any, Any]]
+                   ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Other jobs' ALIVE actors and RUNNING tasks that hold resources, and the unfinished calls on
+    those actors (whether anything uses them), in HOLDER_*_FIELDS only: what the diagnosis weighed
+    when a demand waited for resources, so that the saved folder re-analyses to the same answer."""
+    def holds(row: dict[str, Any]) -> bool:
+        return any(isinstance(v, int | float) and v > 0 for v in (row.get("required_resources") or {}).values())
+
+    actors = [{k: a.get(k) for k in HOLDER_ACTOR_FIELDS} for a in snap.actors
+              if a.get("job_id") != job_id and a.get("actor_id") not in kept_actors and a.get("state") == "ALIVE" and holds(a)]
+    ids = {a["actor_id"] for a in actors}
+    tasks = [{k: t.get(k) for k in HOLDER_TASK_FIELDS} for t in snap.tasks
+             if t.get("job_id") != job_id and (t.get("task_id"), t.get("attempt_number")) not in kept_tasks
+             and t.get("state") not in DONE_STATES
+             and (t.get("actor_id") in ids or (t.get("state") == "RUNNING" and holds(t)))]
+    return actors, tasks
+
+
+def public_rows(snap: Snapshot, job_id: str | None, include_runtime_env: bool = False,
+                named: frozenset[str] = frozenset()) -> Snapshot:
     """What of a snapshot is written: the diagnosed job's rows (and the other jobs' actors it
-    calls), other jobs as id, status and entrypoint head; runtime_env, metadata,
-    serialized_runtime_env and runtime_env_info dropped unless `include_runtime_env`."""
+    calls or the diagnosis names, `named`: actor ids), other jobs as id, status and entrypoint
+    head; runtime_env, metadata, serialized_runtime_env and runtime_env_info dropped unless
+    `include_runtime_env`."""
     foreign = calls_into_other_jobs(job_id, snap.tasks)
     called = {t.get("actor_id") for t in foreign}
 
@@ -174,5 +215,13 @@ def public_rows(snap: Snapshot, job_id: str | None, include_runtime_env: bool = 
             {k: (str(j.get(k) or "")[:ENTRYPOINT_HEAD] if k == "entrypoint" else j.get(k)) for k in OTHER_JOB_FIELDS}
             for j in snap.jobs]
     actors = [strip(a) for a in snap.actors if job_id is None or a.get("job_id") == job_id or a.get("actor_id") in called]
+    kept = {a.get("actor_id") for a in actors}
+    actors += [{k: a.get(k) for k in HOLDER_ACTOR_FIELDS} for a in snap.actors
+               if a.get("actor_id") in named and a.get("actor_id") not in kept]
     tasks = [strip(t) for t in [*(t for t in snap.tasks if job_id is None or t.get("job_id") == job_id), *foreign]]
+    if job_id is not None:
+        more_actors, more_tasks = other_holders(snap, job_id, {a.get("actor_id") for a in actors},
+                                                 {(t.get("task_id"), t.get("attempt_number")) for t in tasks})
+        actors += more_actors
+        tasks += more_tasks
     return Snapshot(**{**snap.__dict__, "jobs": jobs, "actors": actors, "tasks": tasks})

@@ -49,7 +49,8 @@ def read_json(path: Path) -> Any:
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[LocalCluster]:
     port = int(os.environ.get("DEBUG_HANG_TEST_PORT", "6400"))
-    cluster = localcluster.start(port, num_cpus=4)
+    # a custom resource stands in for GPUs (examples that hold or wait for accelerators)
+    cluster = localcluster.start(port, num_cpus=4, extra=["--resources", '{"accelerator": 2}'])
     try:
         yield cluster
     finally:

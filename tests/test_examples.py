@@ -17,7 +17,7 @@ import pytest
 from conftest import ROOT, LocalCluster, culprit_matches, expected_of, read_json, run_script, stop_job, submit_example
 
 from debug_hang import localcluster
-from debug_hang.snapshot import calls_into_other_jobs
+from debug_hang.snapshot import Snapshot, calls_into_other_jobs, other_holders
 
 pytestmark = pytest.mark.integration
 
@@ -75,13 +75,20 @@ def trim_capture(folder: Path) -> None:
     """Keep a recorded snapshot to the diagnosed job's own actors and tasks (the test cluster
     also holds every earlier example's), without the fields the analysis never reads."""
     snap_path = folder / "snapshot.json"
-    job_id = json.loads((folder / "diagnosis.json").read_text())["job_id"]
+    diag = json.loads((folder / "diagnosis.json").read_text())
+    job_id = diag["job_id"]
     snap = json.loads(snap_path.read_text())
     foreign = calls_into_other_jobs(job_id, snap["tasks"])  # calls into other jobs' actors stay
     called = {t.get("actor_id") for t in foreign}
-    snap["actors"] = [a for a in snap["actors"] if a.get("job_id") == job_id or a.get("actor_id") in called]
-    snap["tasks"] = [{k: v for k, v in t.items() if k not in UNUSED_TASK_FIELDS}
-                     for t in [*(t for t in snap["tasks"] if t.get("job_id") == job_id), *foreign]]
+    # and other jobs' actors the diagnosis names (a member of a process group outside the job)
+    called |= {c.get("actor_id") for cause in diag["root_causes"] for c in cause["culprits"] if c.get("actor_id")}
+    actors = [a for a in snap["actors"] if a.get("job_id") == job_id or a.get("actor_id") in called]
+    tasks = [*(t for t in snap["tasks"] if t.get("job_id") == job_id), *foreign]
+    # other jobs' actors and tasks that hold resources stay (a pending demand may wait for them)
+    holders, holder_tasks = other_holders(Snapshot.from_dict(snap), job_id, {a.get("actor_id") for a in actors},
+                                          {(t.get("task_id"), t.get("attempt_number")) for t in tasks})
+    snap["actors"] = actors + holders
+    snap["tasks"] = [{k: v for k, v in t.items() if k not in UNUSED_TASK_FIELDS} for t in tasks + holder_tasks]
     snap_path.write_text(json.dumps(snap))
     after = folder / "tasks_after.json"
     if after.exists():

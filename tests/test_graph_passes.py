@@ -21,7 +21,7 @@ from debug_hang.analyse.graph.events import detect_async_await, detect_event_wai
 from debug_hang.analyse.graph.locks import detect_file_lock_waits, detect_lock_waits
 from debug_hang.analyse.graph.processes import add_actor_nodes, add_process_nodes, index_running_tasks, note_queued_calls
 from debug_hang.analyse.graph.raycalls import edges_supervisors, edges_train_barrier, follow_own_calls
-from debug_hang.analyse.graph.resources import edges_pending_actors, edges_resource_holders, edges_starved_resources
+from debug_hang.analyse.graph.resources import edges_pending_actors, edges_resource_holders
 from debug_hang.analyse.patterns import EDGES, catalog
 from debug_hang.pipeline import load_capture
 
@@ -164,12 +164,13 @@ def test_edges_pending_actors_lead_to_the_infeasible_request() -> None:
     assert res and res[0].state == "infeasible" and b.g.into(res[0].key)
 
 
-def test_edges_starved_resources_lead_to_the_holders() -> None:
-    b = run_before(builder("starvation"), edges_starved_resources)
+def test_edges_resource_holders_lead_the_starved_request_to_the_blocked_holders() -> None:
+    b = run_before(builder("starvation"), edges_resource_holders)
     before = len(b.g.edges)
-    edges_starved_resources(b)
+    edges_resource_holders(b)
     added = b.g.edges[before:]
     assert added and all(e.why == "resource-starvation" and b.g.nodes[e.src].kind == "resource" for e in added)
+    assert {b.g.nodes[e.dst].class_name for e in added} == {"ShardLoader"}
 
 
 def test_edges_train_barrier_names_the_rank_that_never_reported() -> None:

@@ -179,7 +179,10 @@ def test_holders_of_an_ended_job_are_left_to_ray_unless_detached(tmp_path: Path)
 def test_a_request_with_free_capacity_is_not_held_up_by_idle_actors(tmp_path: Path) -> None:
     # GIVEN the evaluators' capture, but the load report saying 3 of 4 CPUs are free
     def free(doc: dict[str, Any]) -> None:
-        doc["cluster_status"]["loadMetricsReport"]["usage"]["CPU"] = [1.0, 4.0]
+        report = doc["cluster_status"]["loadMetricsReport"]
+        report["usage"]["CPU"] = [1.0, 4.0]
+        for usage in report["usageByNode"].values():
+            usage["CPU"] = [1.0, 4.0]
     diag = reanalyse(variant(EVALUATORS, tmp_path, free))
     # THEN the task is merely not placed yet: the idle actors are not blamed
     assert all(c.pattern != "idle-actor-holds-resources" for c in diag.causes)

@@ -52,6 +52,7 @@ EDGE_TEXT = {
     "child-process": "the child processes (dumped too)",
     "train-barrier": "the Ray Train ranks that have not reached the barrier",
     "lock-holder": "the process holding the OS file lock (by PID in /proc/locks, read on the node)",
+    "socket-peer": "the one process at the other end of its TCP connections on its node that no Ray call explains (/proc)",
     "serve-replicas": "the replicas of the Serve deployment it has requests in flight at (Serve controller state, Serve metrics)",
     "dataset-operators": "the Ray Data operator whose output stopped and the actors and tasks running its work (dashboard Ray Data endpoint)",
     "none": "nowhere: the chain ends here (lock and event holders are read from the same process's other threads)",

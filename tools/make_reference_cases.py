@@ -182,10 +182,21 @@ def _decisive(diag: dict[str, Any], snap: dict[str, Any], processes: list[Proces
             yield f'Thread {thread.os_thread_id or thread.thread_id} ({state}): "{thread.name or ""}"   [{pattern}]'
             yield from _frames_shown(thread)
         yield "```"
+    yield from _unread_culprit(top, first, found=proc is not None or bool(queued))
     if queued:
         yield ""
         yield "Queued on it (`ray list tasks`): " + ", ".join(
             f"{_cell(t.get('name'))} {t.get('state')} (no worker_pid)" for t in queued[:3])
+
+
+def _unread_culprit(top: dict[str, Any], first: dict[str, Any], found: bool) -> Iterator[str]:
+    """A culprit whose stack was not read (not a process of the job), when nothing else was
+    `found`: the evidence that named it."""
+    if found or not first.get("pid"):
+        return
+    yield "Root-cause evidence (diagnosis.json):"
+    yield ""
+    yield from (f"- {_cell(str(e))[:400]}" for e in (top.get("evidence") or [])[-2:])
 
 
 def _chain_lines(diag: dict[str, Any], processes: list[Process]) -> Iterator[str]:

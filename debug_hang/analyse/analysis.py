@@ -28,7 +28,7 @@ from debug_hang.analyse.verdict import (
 from debug_hang.libraries import LibraryState
 from debug_hang.model import Collection, CollectionError, Process, ProcessRef
 from debug_hang.rows import JobRow, Rows, TaskRow, tasks_of
-from debug_hang.snapshot import POLLING_TASKS, Snapshot, available_resources, node_totals, resource_usage
+from debug_hang.snapshot import POLLING_TASKS, Snapshot, available_resources, node_totals, resource_usage, usage_by_node
 
 
 def detect_progress(before: list[TaskRow], after: list[TaskRow], since_ms: float,
@@ -84,7 +84,7 @@ def graph_inputs(job: dict[str, Any], snap: Snapshot, collection: Collection, ro
     return GraphInputs(job=JobRow.of(job), actors=rows.actors, tasks=rows.tasks, placement_groups=rows.placement_groups,
                        node_totals=node_totals(snap), verdicts=verdicts, info=collection.info,
                        available=available_resources(snap), jobs=rows.jobs, now_s=snap.taken_at,
-                       usage=resource_usage(snap), status_text=snap.cluster_status_text,
+                       usage=resource_usage(snap), usage_by_node=usage_by_node(snap), status_text=snap.cluster_status_text,
                        libraries=LibraryState.of(snap.libraries, collection.library_metrics))
 
 

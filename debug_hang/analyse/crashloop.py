@@ -75,7 +75,11 @@ def find_crash_loops(actors: list[ActorRow], tasks: list[TaskRow], r: CrashLoopR
             if restarts == 0:
                 continue  # never restarted: the process that runs is the first one (or none yet)
         loop = _loop("actor", actor.actor_id, str(actor.class_name), restarts, deaths, actor.death_cause)
-        loop.confirmed = restarts >= r.min_restarts or len(deaths) >= r.min_failed_attempts
+        # An actor dies no more often than it is restarted: calls that fail while it is being
+        # restarted ("The actor is restarting") are refused, not deaths. Its restarts decide,
+        # where Ray reports them (not 2.9 or 2.31: there the attempts that died are all there is).
+        loop.confirmed = (restarts >= r.min_restarts if actor.num_restarts is not None
+                          else len(deaths) >= r.min_failed_attempts)
         if loop.confirmed or actor.state != "ALIVE":  # restarted once and alive: it recovered
             found[loop.id] = loop
     for task_id, attempts in by_task.items():

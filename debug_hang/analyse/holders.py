@@ -38,6 +38,7 @@ class Holder:
     node_id: str | None = None
     pid: int | None = None
     used: bool = False  # a group that had actors or tasks (now all gone), not one never used yet
+    orphaned: bool = False  # a group requested by a task attempt that has since failed
     evidence: list[str] = field(default_factory=list)
 
     def holds_any(self, wanted: set[str]) -> bool:
@@ -105,16 +106,22 @@ def leaked_placement_groups(pgs: list[PlacementGroupRow], actors: list[ActorRow]
         members = [a for a in actors_in.get(pg_id, []) if isinstance(a, ActorRow)]
         pg_tasks = [t for t in tasks_in.get(pg_id, []) if isinstance(t, TaskRow)]
         live = [a for a in members if a.state != "DEAD"]
-        busy = [t for t in pg_tasks if not t.done]
+        # A dead actor's calls (its creation task too) can stay RUNNING or PENDING in the State API
+        # when their owner died with it (no final event arrives): they run nothing.
+        dead = {a.actor_id for a in actors if a.state == "DEAD"}
+        busy = [t for t in pg_tasks if not t.done and t.actor_id not in dead]
         if live or busy:
             continue
         created = pg.created_ns or ""
         age = now_s - int(created) / 1e9 if created.isdigit() and int(created) > 0 else None
         classes = sorted({a.class_name for a in members if a.class_name})
         name = pg.name or pg_id[:12]
+        creator = _failed_attempt_creating(pg, tasks)
         holder = Holder(kind="placement_group", id=pg_id, name=f"placement group {name}",
                         pattern="placement-group-leaked", job_id=pg.creator_job_id,
-                        class_name=name, held=pg.total, age_s=age, used=bool(members or pg_tasks))
+                        # an unnamed group is known by the code that made it, when that is known
+                        class_name=pg.name or (creator[0].label if creator else name), held=pg.total, age_s=age,
+                        used=bool(members or pg_tasks), orphaned=creator is not None)
         holder.evidence.append(
             f"CREATED {_ago(age)} ago by {_creator(pg.creator_job_id, jobs)}"
             + (", detached" if pg.is_detached else "")
@@ -131,14 +138,41 @@ def leaked_placement_groups(pgs: list[PlacementGroupRow], actors: list[ActorRow]
             holder.evidence.append("no live user: no actor or task was ever placed in it; nothing removed it")
         for res, (used, reserved) in sorted(_reserved_usage(pg_id, usage or {}).items()):
             holder.evidence.append(f"{used:g} {res} used of {reserved:g} reserved in it (the autoscaler's load report)")
+        if creator is not None:
+            holder.evidence.append(creator[1])
         found.append(holder)
     return found
+
+
+def _failed_attempt_creating(pg: PlacementGroupRow, tasks: list[TaskRow]) -> tuple[TaskRow, str] | None:
+    """A task attempt of the group's job that was running when the group was requested and then
+    FAILED: the group is probably its leftover. A group outlives the worker that created it (it
+    lives until its job ends or it is removed), so each retry of that task reserves another."""
+    stamp = pg.created_ns or ""
+    if not stamp.isdigit():
+        return None
+    made = int(stamp) / 1e6
+    for t in tasks:
+        if (t.job_id == pg.creator_job_id and t.state == "FAILED" and t.start_time_ms and t.end_time_ms
+                and t.start_time_ms <= made <= t.end_time_ms):
+            retried = [r for r in tasks if r.task_id == t.task_id and r.attempt_number > t.attempt_number and not r.done]
+            return t, (f"requested while attempt {t.attempt_number} of {t.label} ran, which then FAILED ({t.error_type}) "
+                    f"{(t.end_time_ms - made) / 1000.0:.1f} s later: probably its leftover (a group outlives the worker "
+                    "that created it)" + (f"; {t.label} is being retried (attempt {retried[0].attempt_number}, "
+                                          f"{retried[0].state}) and asks again" if retried else ""))
+    return None
 
 
 def plain_resources(required: dict[str, float] | None) -> dict[str, float]:
     """An actor's resources taken from the cluster itself (not from a placement group's bundles)."""
     return {k: float(v) for k, v in (required or {}).items()
             if not _GROUP_RESOURCE.search(k) and float(v) > 0 and k not in ("memory", "object_store_memory")}
+
+
+def group_resources(required: dict[str, float] | None) -> dict[str, float]:
+    """An actor's resources taken from its placement group's bundles (CPU_group_<i>_<id>, ...)."""
+    return {k: float(v) for k, v in (required or {}).items()
+            if _GROUP_RESOURCE.search(k) and not k.startswith("bundle_group_") and float(v) > 0}
 
 
 def idle_actors(actors: list[ActorRow], tasks: list[TaskRow], jobs: dict[str, JobRow],
@@ -163,7 +197,8 @@ def idle_actors(actors: list[ActorRow], tasks: list[TaskRow], jobs: dict[str, Jo
     found: list[Holder] = []
     for actor in actors:
         aid = actor.actor_id
-        held = plain_resources(actor.required_resources)
+        # What it takes from the cluster, or, placed in a group, from the group's bundles.
+        held = plain_resources(actor.required_resources) or group_resources(actor.required_resources)
         if actor.state != "ALIVE" or aid in active or not held or reaped_by_ray(actor, actor.job_id, jobs):
             continue
         idle_for = now_s - last_end[aid] / 1000.0 if last_end.get(aid) else None

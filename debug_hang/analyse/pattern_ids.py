@@ -38,6 +38,7 @@ PatternId = Literal[
     "collective-skipped",
     "train-barrier-skipped",
     "collective-mismatch",
+    "collective-incomplete",
     "peer-rank-dead",
     "infeasible-resource",
     "resource-starvation",

@@ -28,7 +28,8 @@ CATALOG_SCHEMA = "debug-hang/patterns/v1"
 KINDS = ("symptom", "root-cause", "benign")
 DETECTS = ("stack", "state", "graph")
 EDGES = ("submitted-tasks", "own-calls", "collective-peers", "placement-group",
-         "queue-producers", "child-process", "train-barrier", "lock-holder", "serve-replicas", "dataset-operators", "none")
+         "queue-producers", "child-process", "train-barrier", "lock-holder", "serve-replicas", "dataset-operators",
+         "socket-peer", "none")
 # cpu: how real CPU use (read on the node over the sampling window) bears on a stack reading.
 CPU_RULES = ("busy", "idle")
 # Files of the Python runtime and installed packages: never the job's own code.

@@ -45,6 +45,7 @@ from debug_hang.probe.pyspy import (
     resume_if_stopped,
     validate_pid,
 )
+from debug_hang.probe.socket_peers import socket_peers
 from debug_hang.probe.withblocks import with_facts
 from debug_hang.redact import SECRET_NAME, Redactor
 from debug_hang.snapshot import RANK_VARS
@@ -68,6 +69,7 @@ COMMAND_TIMEOUT = "command-timeout"
 COMMAND_FAILED_TO_START = "command-failed-to-start"
 # The node's /proc/locks was longer than file_locks.MAX_LOCKS_BYTES: locks past the cut are unseen.
 LOCKS_TRUNCATED = "locks-truncated"
+SOCKET_PEERS_FAILED = "socket-peers-failed"
 # Source lines are read for the innermost frames only: the deciding frame is almost always there.
 SOURCE_DEPTH = 12
 CONTEXT_LINES = 3  # lines kept above and below the job's innermost frame
@@ -366,6 +368,7 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     _window_facts(all_pids, info, lambda pid: rounds.taken > 1 or (rounds.taken == 1 and str(pid) in (since or {})),
                   redactor, log_rule)
     add_kernel_waits(info, all_pids, errors)
+    add_socket_peers(info, all_pids, errors)
 
     out: dict[str, Any] = {
         "node_id": node_id,
@@ -548,6 +551,16 @@ def _window_facts(all_pids: list[int], info: dict[int, dict[str, Any]], spans: C
                                                     clean=redactor.redact)
         elif spans(pid):
             info[pid]["progress"] = {"exited": True, "errors": ["exited during the sampling window"]}
+
+
+def add_socket_peers(info: dict[int, dict[str, Any]], pids: list[int], errors: list[dict[str, Any]]) -> None:
+    """Per process, the local processes at the other end of its TCP connections (`socket_peers`,
+    probe/socket_peers.py): the members of a rank's process groups on this node, whoever started them."""
+    try:
+        for pid, peers in socket_peers(pids).items():
+            info[pid]["socket_peers"] = peers
+    except Exception as exc:  # noqa: BLE001 - a /proc oddity costs this fact, never the probe
+        errors.append({"pid": None, "kind": SOCKET_PEERS_FAILED, "sample": 0, "error": f"socket peers not read: {exc}"})
 
 
 def add_kernel_waits(info: dict[int, dict[str, Any]], pids: list[int], errors: list[dict[str, Any]]) -> None:

@@ -245,7 +245,8 @@ def _write_all(folder: OutputFolder, diag: Diagnosis, tasks_after: list[dict[str
                include_runtime_env: bool) -> None:
     snap = diag.snapshot
     if snap is not None:
-        public = public_rows(snap, diag.job_id, include_runtime_env)
+        named = frozenset(n.actor_id for n in diag.graph.nodes.values() if n.actor_id)
+        public = public_rows(snap, diag.job_id, include_runtime_env, named)
         folder.text("01_cluster.txt", (snap.cluster_status_text or "(cluster status unavailable)") + "\n")
         folder.json("02_jobs.json", public.jobs, indent=1)
         folder.json("03_tasks.json", [t for t in public.tasks if t.get("job_id") == diag.job_id], indent=1)

@@ -17,7 +17,8 @@ the build's order, computed from the declarations (builder.pass_order).
 | locks | lock order, self-deadlock, library locks held across a wait, OS file locks |
 | events | Event/Condition/asyncio waits: who could set them |
 | queues | in-process queues and ray.util.queue |
-| collectives | ranks in collectives: skipped, dead, mismatched peers |
+| collectives | ranks in collectives: skipped, dead, mismatched peers, members outside the job |
+| sockets | socket reads to the process at the other end of the connection (TCP peers on the node) |
 | resources | pending and infeasible demands, placement groups, holders |
 | children | child processes, pools, pipes |
 | libraries | Ray Serve handles to their replicas, stuck replicas, Ray Data consumers to the stalled operator |
@@ -37,6 +38,7 @@ from debug_hang.analyse.graph import (  # noqa: F401 - imported for their declar
     queues,
     raycalls,
     resources,
+    sockets,
 )
 from debug_hang.analyse.graph.builder import DECLARED, HANDLERS, Builder, GraphPass, build_graph, pass_order
 from debug_hang.analyse.graph.model import Edge, GNode, GraphInputs, TaskIndex, WaitGraph

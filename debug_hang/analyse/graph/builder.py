@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from debug_hang.analyse.capacity import Capacity
 from debug_hang.analyse.graph.model import GNode, GraphInputs, TaskIndex, WaitGraph
 from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.analyse.patterns import ProcessVerdict
@@ -34,6 +35,8 @@ class Builder:
     paused: dict[str, list[TaskRow]] = field(default_factory=dict)  # key -> RUNNING calls no thread shows
     file_lock_holders: dict[str, list[str]] = field(default_factory=dict)  # key -> paths of file locks others wait for
     task_loops: dict[str, GNode] = field(default_factory=dict)  # task id -> its crash loop's node (graphed when waited on)
+    capacity: Capacity | None = None  # what the nodes and groups have and have free (resources.capacity_of)
+    demand_since: dict[str, float] = field(default_factory=dict)  # demand key -> when its first request was made (ms)
     # In-process waits by identity (inprocess.py): each process's thread graph, where its
     # deciding thread's waits lead, and the thread whose reading now stands for the process.
     thread_graphs: dict[str, ThreadGraph] = field(default_factory=dict)

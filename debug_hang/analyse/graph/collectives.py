@@ -3,10 +3,14 @@ in another collective."""
 
 from __future__ import annotations
 
+import re
+
 from debug_hang.analyse.graph.builder import Builder, graph_pass
 from debug_hang.analyse.graph.model import GNode, WaitGraph
+from debug_hang.analyse.graph.sockets import ray_linked, socket_peers_of
 from debug_hang.analyse.graph.threads import frame_text
 from debug_hang.analyse.patterns import catalog
+from debug_hang.model import ProcessRef
 
 
 def _in_collective(node: GNode) -> bool:
@@ -28,7 +32,8 @@ def _collective_group(b: Builder) -> dict[str, list[str]]:
     return groups
 
 
-@graph_pass(after=("mark_file_lock_holders",), decides=("peer-rank-dead", "collective-skipped", "collective-mismatch"))
+@graph_pass(after=("mark_file_lock_holders",),
+            decides=("peer-rank-dead", "collective-skipped", "collective-mismatch", "collective-incomplete"))
 def edges_collectives(b: Builder) -> None:
     """Ranks in a collective wait on the peers that are not in it: dead ones first (a dead rank
     explains everything, and peers it took down are collateral), then idle or busy ones."""
@@ -59,24 +64,188 @@ def edges_collectives(b: Builder) -> None:
                 g.add_edge(w, peer, g.nodes[w].pattern or "collective-wait",
                            f"in {frame.function if frame is not None else 'a collective'}; "
                            f"{node.name}{'' if node.rank is None else f' rank {node.rank}'} {why}")
-        if not others and len(waiting) > 1:
-            _mark_mismatch(g, waiting)
+        if not others and waiting and not _link_members_by_socket(b, waiting, _missing_members(b, waiting)[1]) \
+                and not (len(waiting) > 1 and _mark_mismatch(g, waiting)):
+            _mark_incomplete(b, _cls, waiting)
 
 
-def _mark_mismatch(g: WaitGraph, waiting: list[str]) -> None:
-    """All ranks are in collectives: the minority deciding line is the odd one out.
+def _where(g: WaitGraph, k: str) -> tuple[str, int | None, str]:
+    """The collective a rank is in: the torch frame's function and line, and the job line that called it."""
+    node = g.nodes[k]
+    frame, user = node.frame, node.user_frame
+    return ((frame.function, frame.line) if frame else ("?", None)) + (frame_text(user) if user else "",)
+
+
+def _text(g: WaitGraph, k: str) -> str:
+    fn, _line, caller = _where(g, k)
+    return f"{fn}" + (f" called from {caller}" if caller else "")
+
+
+def _world_sizes(b: Builder, keys: list[str]) -> set[int]:
+    """The WORLD_SIZE the ranks' processes were started with (their environment, read on the node)."""
+    sizes: set[int] = set()
+    for k in keys:
+        env = b.inp.info.get(b.g.nodes[k].ref, {}).get("env") or {}
+        if str(env.get("WORLD_SIZE", "")).isdigit():
+            sizes.add(int(env["WORLD_SIZE"]))
+    return sizes
+
+
+def _missing_members(b: Builder, waiting: list[str]) -> tuple[list[int] | None, str]:
+    """Members of the group that are not among the job's processes, from what the ranks say of
+    themselves: their WORLD_SIZE beyond the ranks present, or gaps in their rank numbers. (None
+    when nothing shows a member missing; a list of rank numbers, empty when only a count is known.)"""
+    g = b.g
+    ranks = [g.nodes[k].rank for k in waiting]
+    known = sorted(r for r in ranks if r is not None) if all(r is not None for r in ranks) else None
+    sizes = _world_sizes(b, waiting)
+    world = max(sizes) if sizes else None
+    if world is not None and world > len(waiting):
+        missing = sorted(set(range(world)) - set(known)) if known is not None else []
+        return missing, (f"their WORLD_SIZE is {world}, but the job has {len(waiting)} of them"
+                         + (f" (rank(s) {', '.join(map(str, known))})" if known else ""))
+    if known is not None and known != list(range(len(known))):
+        missing = sorted(set(range(max(known) + 1)) - set(known))
+        return missing, f"the job's ranks are {', '.join(map(str, known))}: rank(s) {', '.join(map(str, missing))} are not among them"
+    return None, ""
+
+
+def _mark_incomplete(b: Builder, cls: str, waiting: list[str]) -> None:
+    """Every rank of the job waits in one collective, at one line, and none is elsewhere: nothing
+    in the job can complete it. When the ranks themselves show that a member is not among the
+    job's processes (their WORLD_SIZE, their rank numbers), the collective is the culprit, with the
+    members it misses; otherwise each rank says what the stacks cannot tell apart (a member outside
+    the job, a rank that never joined, ranks in different process groups at this line)."""
+    g = b.g
+    missing, why = _missing_members(b, waiting)
+    first = waiting[0]
+    where = _text(g, first)
+    if missing is None:
+        note = (f"every one of the job's {len(waiting)} {cls} process(es) waits in this collective ({where}) and "
+                "none is elsewhere: nothing in the job can complete it. A member outside the job (another job's "
+                "process, one started outside Ray), a rank that never joined, or ranks in different process groups "
+                "at this line would explain it; the stacks cannot tell which (the Flight Recorder's group ids, the "
+                "ranks' WORLD_SIZE, the other members' stacks would)")
+        for k in waiting:
+            if note not in g.nodes[k].evidence:
+                g.nodes[k].evidence.append(note)
+        return
+    absent = f"rank(s) {', '.join(map(str, missing))}" if missing else "member(s)"
+    key = f"collective:{cls}"
+    g.nodes[key] = GNode(key=key, kind="collective", name=f"{_where(g, first)[0]} of {cls} ranks, {absent} missing",
+                         state="blocked", pattern="collective-incomplete",
+                         evidence=[f"every one of the job's {len(waiting)} {cls} process(es) waits in {where} and none "
+                                   f"is elsewhere; {why}: {absent} of the group are not processes of this job (another "
+                                   "job's, started outside Ray, or never started), and the collective cannot complete "
+                                   "without them"])
+    for k in waiting:
+        frame = g.nodes[k].frame
+        g.add_edge(k, key, "collective-wait", f"in {frame.function if frame is not None else 'a collective'} with "
+                   f"{len(waiting) - 1} other process(es) of the job; {absent} of its group not among them")
+
+
+_RAY_DAEMON = re.compile(r"raylet|gcs_server|dashboard|log_monitor|monitor\.py|runtime_env|ray_client_server|ray::IDLE",
+                         re.IGNORECASE)
+_RAY_TITLE = re.compile(r"^ray::([A-Za-z_]\w*)")
+
+
+def _socket_members(b: Builder, waiting: list[str]) -> dict[ProcessRef, tuple[str, int]]:
+    """Processes connected by TCP to every rank waiting on their node (gloo pairs every two
+    members of a group by a TCP connection; peers are read per node), that are not the ranks
+    themselves, nor the driver, nor linked to them by a Ray call (those talk over gRPC):
+    {process: (title, connections)}."""
+    g = b.g
+    on_node: dict[str | None, list[str]] = {}
+    for k in waiting:
+        on_node.setdefault(g.nodes[k].node_id, []).append(k)
+    related = ray_linked(b, waiting)
+    out: dict[ProcessRef, tuple[str, int]] = {}
+    for node_id, here in on_node.items():
+        seen: dict[int, list[tuple[str, int]]] = {}
+        for k in here:
+            for peer in socket_peers_of(b, k):
+                seen.setdefault(peer["pid"], []).append((str(peer.get("title") or ""), int(peer.get("connections") or 0)))
+        ranks = {g.nodes[k].pid for k in here}
+        for pid, hits in seen.items():
+            ref = ProcessRef(node_id, pid)
+            key = b.by_pid.get(ref)
+            if len(hits) < len(here) or pid in ranks or ref in related or (key is not None and g.nodes[key].kind == "driver"):
+                continue
+            if _RAY_DAEMON.search(hits[0][0]):
+                continue  # Ray's own processes talk to every worker
+            out[ref] = (hits[0][0], min(n for _t, n in hits))
+    return out
+
+
+def _link_members_by_socket(b: Builder, waiting: list[str], why: str) -> bool:
+    """The group's other members, found by TCP: a process of the job elsewhere (its own stack
+    judges it) or one outside the job (named from the State API, or by its command line). True
+    when one was found and linked."""
+    g = b.g
+    members = _socket_members(b, waiting)
+    for ref, (title, conns) in sorted(members.items(), key=lambda kv: (str(kv[0].node_id), kv[0].pid or 0)):
+        node_id, pid = ref.node_id, int(ref.pid or 0)
+        key = b.by_pid.get(ref)
+        facts = (f"connected by TCP to every one of the {len(waiting)} process(es) waiting in {_text(g, waiting[0])} "
+                 f"({conns} connection(s) each; gloo pairs the members of a group by TCP), and no Ray call links it "
+                 "to them: a member of their process group" + (f"; {why}" if why else ""))
+        if key is None:
+            key = _outside_member(b, node_id, pid, title)
+            g.nodes[key].evidence.append(facts)
+        else:
+            node = g.nodes[key]
+            node.evidence.append(facts)
+            if _in_collective(node):
+                continue  # in a collective of its own: a mismatch across classes, not decided here
+            if node.state == "idle" or node.pattern in (None, "idle-worker"):
+                node.pattern = "collective-skipped"
+                node.evidence.append("not in any collective while the other members of its group are")
+        for w in waiting:
+            frame = g.nodes[w].frame
+            g.add_edge(w, key, "collective-wait", f"in {frame.function if frame is not None else 'a collective'}; "
+                       f"{g.nodes[key].name} (pid {pid}), a member of its group connected to it by TCP, is not in it")
+    return bool(members)
+
+
+def _outside_member(b: Builder, node_id: str | None, pid: int, title: str) -> str:
+    """A node for a member of the group that is not a process of the job (not dumped): the
+    State API's actor on that node and pid, if any (another job's), else its command line."""
+    actor = next((a for a in b.inp.actors if a.pid == pid and a.node_id == node_id and a.state != "DEAD"), None)
+    key = f"peer:{node_id}:{pid}"
+    if actor is not None:
+        job = next((j for j in b.inp.jobs if j.job_id == actor.job_id), None)
+        node = GNode(key=key, kind="actor", name=str(actor.class_name), state="unknown", pid=pid, node_id=node_id,
+                     actor_id=actor.actor_id, class_name=actor.class_name, actor_name=actor.name,
+                     pattern="collective-incomplete")
+        node.evidence.append(f"not a process of this job: an actor of job {actor.job_id}"
+                             + (f" ({job.status})" if job is not None and job.status else "")
+                             + (", detached" if actor.is_detached else "")
+                             + "; its stack was not read (it is not one of the job's processes)")
+    else:
+        # A Ray worker's title is `ray::<Class>.<method>` (or `ray::<Class>` between calls)
+        worker = _RAY_TITLE.match(title)
+        cls = worker.group(1) if worker else None
+        node = GNode(key=key, kind="actor" if cls else "process", name=cls or title[:60] or f"pid {pid}", state="unknown",
+                     pid=pid, node_id=node_id, class_name=cls, pattern="collective-incomplete")
+        node.evidence.append(f"not a process of this job (`{title[:100]}`): "
+                             + ("a Ray worker the State API rows at hand do not list (another job's?)" if cls else
+                                "started outside Ray?") + "; its stack was not read")
+    b.g.nodes.setdefault(key, node)
+    return key
+
+
+def _mark_mismatch(g: WaitGraph, waiting: list[str]) -> bool:
+    """All ranks are in collectives: the minority deciding line is the odd one out (True when one
+    was named).
 
     Ranks are grouped by the collective they are in (function and line of the torch frame) and
     the job line that called it. A strict majority names the odd ranks; a tie names every group.
     """
     def where(k: str) -> tuple[str, int | None, str]:
-        node = g.nodes[k]
-        frame, user = node.frame, node.user_frame
-        return ((frame.function, frame.line) if frame else ("?", None)) + (frame_text(user) if user else "",)
+        return _where(g, k)
 
     def text(k: str) -> str:
-        fn, _line, caller = where(k)
-        return f"{fn}" + (f" called from {caller}" if caller else "")
+        return _text(g, k)
 
     def ranks(keys: list[str]) -> str:
         known = sorted(r for r in (g.nodes[k].rank for k in keys) if r is not None)
@@ -88,7 +257,7 @@ def _mark_mismatch(g: WaitGraph, waiting: list[str]) -> None:
     for k in waiting:
         groups.setdefault(where(k), []).append(k)
     if len(groups) < 2:
-        return
+        return False
     sizes = sorted((len(v) for v in groups.values()), reverse=True)
     majority = max(groups.values(), key=len) if sizes[0] > sizes[1] else None
     if majority is None:
@@ -114,3 +283,4 @@ def _mark_mismatch(g: WaitGraph, waiting: list[str]) -> None:
                            f"in {frame.function if frame is not None else 'a collective'}; "
                            f"{g.nodes[odd].name}{'' if g.nodes[odd].rank is None else f' rank {g.nodes[odd].rank}'} "
                            f"is in {where(odd)[0]} instead")
+    return True

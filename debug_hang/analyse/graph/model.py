@@ -29,7 +29,7 @@ QUEUED_STATES: frozenset[TaskState] = frozenset({"SUBMITTED_TO_WORKER", "PENDING
 # it created, Ray Train's barrier and the ranks missing from it, a demand and what holds it, a
 # full queue and the creator that never read it).
 EdgeReason = PatternId | Literal["supervises", "train-barrier", "held-by", "never-read"]
-NodeKind = Literal["actor", "task", "driver", "process", "rank", "placement_group", "resource"]
+NodeKind = Literal["actor", "task", "driver", "process", "rank", "placement_group", "resource", "collective"]
 
 
 NodeState = Literal["blocked", "busy", "idle", "dead", "pending", "restarting", "infeasible", "starved", "unknown"]
@@ -158,5 +158,6 @@ class GraphInputs:
     jobs: list[JobRow] = field(default_factory=list)  # every job (creators of resource holders)
     now_s: float = 0.0  # when the state was read (epoch seconds): ages of holders
     usage: dict[str, tuple[float, float]] = field(default_factory=dict)  # {resource: (used, total)}, ray status's
+    usage_by_node: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)  # the same, per node id
     status_text: str | None = None  # `ray status` as text
     libraries: LibraryState = field(default_factory=LibraryState)  # Ray Serve's and Ray Data's own state

@@ -199,8 +199,8 @@ def node_for_task(b: Builder, task: TaskRow) -> str | None:
             if g.nodes[key].class_name is None:
                 g.nodes[key].class_name = str(task.func_or_class_name or task.name)
             return key
-        return resource_node(g, task.required_resources or {}, node_totals,
-                              f"task {task.name}", b.inp.available, requester=str(task.func_or_class_name or task.name))
+        return resource_node(b, task.required_resources or {}, f"task {task.name}",
+                             requester=str(task.func_or_class_name or task.name), since_ms=task.creation_time_ms)
     return None
 
 

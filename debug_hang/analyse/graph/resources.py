@@ -4,7 +4,9 @@ who holds what they need (blocked holders, leaked groups, idle actors)."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
+from debug_hang.analyse.capacity import Capacity, Claim, claims, describe, fits, group_fits, group_of, norm
 from debug_hang.analyse.graph.builder import Builder, follows, graph_pass
 from debug_hang.analyse.graph.model import GNode, NodeKind, NodeState, WaitGraph
 from debug_hang.analyse.holders import Holder, idle_actors, leaked_placement_groups, status_reserved_line
@@ -43,25 +45,41 @@ def _amount(resource: str, value: float) -> str:
     return f"{value:g}"
 
 
-def resource_node(g: WaitGraph, demand: dict[str, float], node_totals: list[dict[str, float]], who: str,
-                   available: dict[str, float] | None = None, requester: str | None = None) -> str:
-    """The node for a pending resource demand: infeasible (no node has it), starved (all of it is
-    held), or pending (free capacity exists: the scheduler has simply not placed it yet)."""
+def capacity_of(b: Builder) -> Capacity:
+    """What every node (and every placed group's bundles) has and has free, read once per build."""
+    if b.capacity is None:
+        inp = b.inp
+        b.capacity = Capacity.of(inp.node_totals, inp.usage_by_node, inp.available, inp.placement_groups)
+    return b.capacity
+
+
+def resource_node(b: Builder, demand: dict[str, float], who: str, requester: str | None = None,
+                  since_ms: float | None = None) -> str:
+    """The node for a pending resource demand: infeasible (no node, or no bundle of its placement
+    group, could ever hold it), starved (no node has room for it now), or pending (one has: the
+    scheduler has simply not placed it yet)."""
+    g, cap = b.g, capacity_of(b)
     demand = {k: float(v) for k, v in demand.items() if float(v) > 0}
-    text = ", ".join(f"{k}: {_amount(k, v)}" for k, v in sorted(demand.items())) or "no resources"
+    text = describe(demand, _amount) if demand else "{no resources}"
     key = f"resource:{text}"
-    feasible = any(all(totals.get(k, 0.0) >= v for k, v in demand.items()) for totals in node_totals)
-    exhausted = available is None or any(available.get(k, 0.0) < v for k, v in demand.items())
-    state: NodeState = "infeasible" if not feasible else ("starved" if exhausted else "pending")
+    feasible = cap.feasible(demand)
+    state: NodeState = "infeasible" if not feasible else ("pending" if cap.placeable_now(demand) else "starved")
     if key not in g.nodes:
-        g.nodes[key] = GNode(key=key, kind="resource", name=f"{{{text}}}", state=state, demand=demand)
-        largest = max(node_totals, key=lambda t: t.get("CPU", 0.0), default={})
-        shown = {k: v for k, v in largest.items() if k in ("CPU", "GPU") or k in demand}
-        g.nodes[key].evidence.append(
-            f"{'feasible' if feasible else 'no node can satisfy'} {{{text}}}; largest node has {shown}")
+        g.nodes[key] = GNode(key=key, kind="resource", name=text, state=state, demand=demand)
+        if group_of(demand):
+            g.nodes[key].evidence.append(
+                f"{'a bundle can hold' if feasible else 'no bundle of the group can hold'} {text} (it is scheduled into "
+                "the group: only the group's bundles count, and what its own members hold of them)")
+        else:
+            largest = max(b.inp.node_totals, key=lambda t: t.get("CPU", 0.0), default={})
+            shown = {k: v for k, v in largest.items() if k in ("CPU", "GPU") or k in demand}
+            g.nodes[key].evidence.append(
+                f"{'feasible' if feasible else 'no node can satisfy'} {text}; largest node has {shown}")
     g.nodes[key].evidence.append(f"requested by {who}")
     if g.nodes[key].class_name is None and requester:
         g.nodes[key].class_name = requester
+    if since_ms:
+        b.demand_since[key] = min(b.demand_since.get(key, since_ms), since_ms)
     return key
 
 
@@ -83,21 +101,36 @@ def pg_node(g: WaitGraph, pg: PlacementGroupRow, node_totals: list[dict[str, flo
 
 @graph_pass(after=("edges_collectives",))  # its edges follow the ranks'
 def edges_pending_actors(b: Builder) -> None:
-    """A pending actor waits for the resources it asks for."""
+    """A pending actor waits for the resources it asks for; so does an actor being restarted,
+    which asks for them again (its old worker is gone: the State API keeps its old pid), when no
+    node has room for it now (with room, the restart is simply under way)."""
     g = b.g
     for actor_id, actor in b.actors.items():
         key = b.actor_node.get(actor_id)
-        if key is None or g.nodes[key].state != "pending":
+        if key is None or g.nodes[key].state not in ("pending", "restarting"):
             continue
+        if actor.state == "ALIVE":
+            continue  # placed: it holds what it asked for (a crash loop's node is "restarting" even then)
+        restarting = g.nodes[key].state == "restarting" or actor.state == "RESTARTING"
         demand = dict(actor.required_resources or {})
         creation = next((t for t in b.index.of_actor(actor_id) if t.type == "ACTOR_CREATION_TASK"), None)
         if creation and creation.required_resources:
             demand = dict(creation.required_resources)
-        if _edge_to_pending_group(b, key, actor, creation):
+        if not restarting and _edge_to_pending_group(b, key, actor, creation):
             continue
-        res = resource_node(g, demand, b.inp.node_totals, f"actor {actor.class_name}", b.inp.available,
-                             requester=actor.class_name)
-        g.add_edge(key, res, "infeasible-resource", "waits to be scheduled")
+        if restarting and (capacity_of(b).free is None or capacity_of(b).placeable_now(demand)):
+            continue  # room for it (or no load report to tell): the restart is under way
+        since = _last_call_end(b, actor_id) if restarting else (creation.creation_time_ms if creation else None)
+        res = resource_node(b, demand, f"actor {actor.class_name}" + (" (being restarted)" if restarting else ""),
+                            requester=actor.class_name, since_ms=since)
+        g.add_edge(key, res, "infeasible-resource",
+                   "is being restarted and waits to be placed again" if restarting else "waits to be scheduled")
+
+
+def _last_call_end(b: Builder, actor_id: str) -> float | None:
+    """When an actor last finished a call (it died after that)."""
+    ends = [t.end_time_ms for t in b.index.of_actor(actor_id) if t.state == "FINISHED" and t.end_time_ms]
+    return max(ends) if ends else None
 
 
 # What a demand's state makes it, by node kind: a request no node can hold, one whose resources are
@@ -118,27 +151,6 @@ def classify_demands(b: Builder) -> None:
             node.pattern = _DEMAND_PATTERNS.get((node.kind, node.state))
 
 
-@graph_pass(after=("classify_demands",))
-def edges_starved_resources(b: Builder) -> None:
-    """A starved resource demand waits for the blocked or busy processes that hold it."""
-    g = b.g
-    for key, node in list(g.nodes.items()):
-        if node.kind != "resource" or node.state != "starved":
-            continue
-        wanted = set(re.findall(r"([A-Za-z_][\w:]*): ", node.name))
-        for holder_key, holder in g.nodes.items():
-            if holder.kind == "resource" or holder.state not in ("blocked", "busy"):
-                continue
-            holder_actor = b.actors.get(holder.actor_id or "")
-            held = dict(holder_actor.required_resources) if holder_actor else {}
-            for task in b.running.get(holder_key, []):
-                if task.type == "NORMAL_TASK":
-                    held.update(task.required_resources or {})
-            if any(float(held.get(r, 0)) > 0 for r in wanted):
-                g.add_edge(key, holder_key, "resource-starvation",
-                           f"{holder.name} holds {{{', '.join(f'{r}: {held[r]:g}' for r in wanted if r in held)}}}")
-
-
 def _edge_to_pending_group(b: Builder, key: str, actor: ActorRow, creation: TaskRow | None) -> bool:
     """A pending actor to be placed in a PENDING placement group waits for the group (its
     resources are the group's CPU_group_<i>_<id> names, which no node has until it is placed)."""
@@ -156,32 +168,203 @@ def _edge_to_pending_group(b: Builder, key: str, actor: ActorRow, creation: Task
     return True
 
 
-@graph_pass(after=("edges_starved_resources",), decides=("placement-group-leaked", "idle-actor-holds-resources"))
+@graph_pass(after=("classify_demands",), decides=("placement-group-leaked", "idle-actor-holds-resources"))
 def edges_resource_holders(b: Builder) -> None:
-    """A feasible request unmet for lack of resources (a starved task or actor, a PENDING group)
-    waits for whoever holds what it needs and uses none of it: placement groups with no live user
-    and idle actors, of this job or any other (blocked holders are edges_starved_resources')."""
-    inp, g = b.inp, b.g
-    demands = [k for k in g.nodes if _unmet_for_lack_of_resources(b, k)]
+    """Every unmet demand has holders. A feasible request that waits for lack of room (a starved
+    task or actor, a PENDING group, an actor to restart, work scheduled into a full group) waits
+    for whoever holds what it needs, of this job or any other: ALIVE actors, RUNNING tasks,
+    CREATED groups (capacity.py). Each holder either never frees it (an idle actor, a group with
+    no live user, a holder that itself waits for this demand: a cycle) or may (busy, running a
+    call, waiting on something else). When some node would have room once those that may free it
+    do, the request waits on them (their own state decides); when none would, it waits on those
+    that never will: they are the culprits."""
+    demands = [k for k in b.g.nodes if _unmet_for_lack_of_resources(b, k)]
     if not demands:
         return
+    inp = b.inp
     jobs = {str(j.job_id): j for j in inp.jobs}
-    holders = [h for h in leaked_placement_groups(inp.placement_groups, inp.actors, inp.tasks, jobs, inp.now_s, inp.usage)
-               if h.used or h.age_s is None or h.age_s >= _threshold("placement-group-leaked", "min_age_never_used_s")]
-    holders += [h for h in idle_actors(inp.actors, inp.tasks, jobs, inp.now_s)
-                if h.age_s is None or h.age_s >= _threshold("idle-actor-holds-resources", "min_idle_s")]
+    never: dict[str, Holder] = {
+        h.id: h for h in leaked_placement_groups(inp.placement_groups, inp.actors, inp.tasks, jobs, inp.now_s, inp.usage)
+        if h.used or h.orphaned or h.age_s is None or h.age_s >= _threshold("placement-group-leaked", "min_age_never_used_s")}
+    never |= {h.id: h for h in idle_actors(inp.actors, inp.tasks, jobs, inp.now_s)
+              if h.age_s is None or h.age_s >= _threshold("idle-actor-holds-resources", "min_idle_s")}
+    held = claims(inp.actors, inp.tasks, inp.placement_groups, _cpu_released(b))
     reserved = status_reserved_line(inp.status_text)
     for key in demands:
-        need = g.nodes[key].demand
-        wanted = {r for r in need if r not in ("memory", "object_store_memory")}
-        for holder in holders:
-            if not holder.holds_any(wanted) or key == f"pg:{holder.id}":
-                continue
-            holder_key = _holder_node(b, holder, reserved)
-            if holder_key is not None:
-                g.add_edge(key, holder_key, "held-by",
-                           f"needs {{{', '.join(f'{r}: {need[r]:g}' for r in sorted(wanted))}}}; {holder.name} holds "
-                           f"{holder.held_text(wanted)} and nothing uses it")
+        _follow_holders(b, key, held, never, reserved)
+
+
+def _cpu_released(b: Builder) -> set[str]:
+    """Normal tasks whose stack is inside ray.get / ray.wait: Ray lends their CPUs out meanwhile."""
+    out: set[str] = set()
+    for key, running in b.running.items():
+        if b.g.nodes[key].pattern == "ray-get-wait":
+            out |= {t.task_id for t in running if t.type == "NORMAL_TASK"}
+    return out
+
+
+@dataclass
+class _Held:
+    """One holder of what a demand needs: its claims (one per node), its graph node (None: not in
+    the graph, only named), and whether it can ever free what it holds."""
+
+    claims: list[Claim]
+    key: str | None
+    frees: bool  # may release it (False: idle, leaked, or waits for the demand itself)
+    how: str  # its state, as said in the evidence
+
+    def amounts(self, wanted: set[str]) -> str:
+        keys = {norm(w) for w in wanted}
+        total: dict[str, float] = {}
+        for c in self.claims:
+            for k, v in c.held.items():
+                if norm(k) in keys:
+                    total[k] = total.get(k, 0.0) + v
+        return describe(total)
+
+    def text(self, wanted: set[str]) -> str:
+        return f"{self.claims[0].name} {self.amounts(wanted)} ({self.how})"
+
+
+def _demand_of(b: Builder, key: str) -> tuple[dict[str, float], PlacementGroupRow | None]:
+    """What an unmet demand needs, and the PENDING group it is (None: a task or actor request)."""
+    node = b.g.nodes[key]
+    pg = next((p for p in b.inp.placement_groups if f"pg:{p.placement_group_id}" == key), None)
+    return dict(node.demand), pg
+
+
+def _follow_holders(b: Builder, key: str, held: list[Claim], never: dict[str, Holder], reserved: str | None) -> None:
+    g, cap = b.g, capacity_of(b)
+    need, pg = _demand_of(b, key)
+    wanted = {r for r in need if r not in ("memory", "object_store_memory") and need[r] > 0}
+    pool = group_of(need) if pg is None else None
+    mine = [c for c in held if c.pool == pool and c.holds_any(wanted) and not (pg and c.id == pg.placement_group_id)]
+    holders: dict[str, _Held] = {}
+    for claim in mine:
+        if claim.id in holders:
+            holders[claim.id].claims.append(claim)
+            continue
+        holders[claim.id] = _resolve(b, claim, key, never, reserved)
+    maybe = [c for h in holders.values() if h.frees for c in h.claims]
+    maybe += cap.unlisted([c for c in held if c.pool == pool], wanted)
+    room = cap.room_after(maybe)
+    later = group_fits(pg.bundles, pg.strategy, room) if pg is not None else fits(need, room)
+    lead = [h for h in holders.values() if h.frees == later and h.key is not None]
+    node = g.nodes[key]
+    listed = sorted(holders.values(), key=lambda h: (h.frees != later, h.claims[0].name))
+    if listed:
+        shown = "; ".join(h.text(wanted) for h in listed[:6]) + (f"; and {len(listed) - 6} more" if len(listed) > 6 else "")
+        node.evidence.append(f"held by: {shown}")
+    unlisted = [c for c in maybe if c.kind == "unlisted"]
+    if unlisted:
+        node.evidence.append("the load report counts " + ", ".join(c.text() for c in unlisted)
+                             + " as used that no listed actor, task or group holds (a listing cut short or lagging?)")
+    if later:
+        node.evidence.append("it gets room once holders that may still finish release theirs: it waits on them, "
+                             "not a hang by itself")
+    elif listed:
+        stuck = ", ".join(sorted({h.claims[0].name for h in holders.values() if not h.frees}))
+        node.evidence.append(f"no node gets room for it even if every holder that may finish released its share: "
+                             f"only {stuck} could free it, and {'it never will' if stuck else 'nothing will'}")
+    since = b.demand_since.get(key)
+    for h in lead:
+        assert h.key is not None
+        target = g.nodes[h.key]
+        # only what never frees: those took what this request waits for, for good
+        after = [c.since_ms - since for c in h.claims if c.since_ms and since and c.since_ms > since and not h.frees]
+        late = min(after) / 1000.0 if after else 0.0
+        note = f" (placed {late:.{0 if late >= 10 else 1}f} s after this request began waiting)" if late >= 0.1 else ""
+        amounts = h.amounts(wanted)
+        if h.frees:
+            # A holder that computes (busy, or unread) is work in flight: named in the evidence, and
+            # the request stays the chain's end (the verdict weighs its holders' work); one that
+            # waits is followed, as what it waits for may never come.
+            if target.state == "blocked":
+                g.add_edge(key, h.key, "held-by", f"{target.name} holds {amounts}; it {h.how}: may free them when done{note}")
+        elif target.state in ("blocked", "busy", "unknown") and target.kind != "placement_group":
+            g.add_edge(key, h.key, "resource-starvation", f"{target.name} holds {amounts}{note}")
+        elif target.kind == "placement_group" and target.state == "blocked":
+            g.add_edge(key, h.key, "resource-starvation", f"{target.name} reserves {amounts} for its members{note}")
+        else:
+            g.add_edge(key, h.key, "held-by", f"needs {describe({r: need[r] for r in wanted})}; "
+                       f"{target.name} holds {amounts} and nothing uses it{note}")
+
+
+def _reaches(b: Builder, src: str, dst: str, budget: int = 5000) -> bool:
+    """`src` waits, through the graph's edges so far, on `dst`."""
+    seen, todo = {src}, [src]
+    while todo and budget > 0:
+        budget -= 1
+        for edge in b.g.out(todo.pop()):
+            if edge.dst == dst:
+                return True
+            if edge.dst not in seen:
+                seen.add(edge.dst)
+                todo.append(edge.dst)
+    return False
+
+
+def _resolve(b: Builder, claim: Claim, demand: str, never: dict[str, Holder], reserved: str | None) -> _Held:
+    """A holder's graph node and whether it can ever free what it holds."""
+    g = b.g
+    if claim.kind == "placement_group" and claim.id not in never:
+        return _group_in_use(b, claim, demand)
+    key: str | None = None
+    if claim.kind == "actor":
+        key = b.actor_node.get(claim.id)
+    elif claim.kind == "task":
+        task = next((t for t in b.inp.tasks if t.task_id == claim.id and t.state == "RUNNING"), None)
+        key = b.by_pid.get(task.worker) if task is not None and task.worker is not None else None
+    if key is not None and _reaches(b, key, demand):
+        return _Held([claim], key, False, f"{g.nodes[key].state}, waiting for this very request")
+    if claim.id in never and (key is None or g.nodes[key].state == "idle"):
+        return _Held([claim], _holder_node(b, never[claim.id], reserved), False,
+                     "nothing uses it" if claim.kind == "placement_group" else "idle")
+    if key is not None and g.nodes[key].state in ("blocked", "busy", "unknown"):
+        node = g.nodes[key]
+        calls = ", ".join(sorted({t.name for t in b.running.get(key, [])}))
+        doing = f"runs {calls} ({node.state})" if calls else f"{node.state}" + (f", {node.pattern}" if node.pattern else "")
+        return _Held([claim], key, True, doing)
+    # Not followed (only named): not in the graph (another job's, not dumped), or idle by its
+    # stack but young or running a call the State API lists (an idle node would end the chain
+    # as if it were the cause).
+    return _Held([claim], None, True, _unseen_state(b, claim, key))
+
+
+def _unseen_state(b: Builder, claim: Claim, key: str | None) -> str:
+    """What the State API says a holder is doing whose stack does not decide it (another job's
+    process, not dumped; or idle between calls)."""
+    calls = sorted({t.name for t in b.inp.tasks if t.actor_id == claim.id and not t.done}) if claim.kind == "actor" else []
+    seen = "idle in its stack" if key is not None else "not dumped"
+    own = f"job {claim.job_id}" + (", this job" if claim.job_id == b.job_id else "")
+    if claim.kind == "actor":
+        return (f"runs {', '.join(calls[:3])}" if calls else "between calls") + f"; {own}, {seen}"
+    return f"RUNNING; {own}, {seen}"
+
+
+def _group_in_use(b: Builder, claim: Claim, demand: str) -> _Held:
+    """A CREATED group with live users holds its reservation until removed: it frees it no sooner
+    than its members finish. Graphed (group → members) when a member's process is in the graph."""
+    g = b.g
+    gid = claim.id
+    members = [b.actor_node[a.actor_id] for a in b.inp.actors
+               if a.placement_group_id == gid and a.state == "ALIVE" and a.actor_id in b.actor_node]
+    members += [k for t in b.inp.tasks if t.placement_group_id == gid and t.state == "RUNNING" and t.worker
+                and (k := b.by_pid.get(t.worker)) is not None]
+    members = list(dict.fromkeys(members))
+    if not members:
+        return _Held([claim], None, True, f"in use by job {claim.job_id}'s actors or tasks")
+    cyclic = all(_reaches(b, m, demand) for m in members)
+    key = f"pg:{gid}"
+    if key not in g.nodes:
+        pg = next(p for p in b.inp.placement_groups if p.placement_group_id == gid)
+        g.nodes[key] = GNode(key=key, kind="placement_group", name=claim.name, state="blocked",
+                             class_name=pg.name or gid[:12],
+                             evidence=[f"CREATED, reserves {pg.total} in {len(pg.bundles)} bundle(s); in use by its members"])
+    for m in members:
+        g.add_edge(key, m, "held-by", f"reserved for {g.nodes[m].label()}, which runs in it (freed when the group is removed)")
+    names = ", ".join(g.nodes[m].name for m in members[:3])
+    return _Held([claim], key, not cyclic, f"in use by {names}" + (", which wait for this very request" if cyclic else ""))
 
 
 def _unmet_for_lack_of_resources(b: Builder, key: str) -> bool:

@@ -1,0 +1,68 @@
+"""Waits that cross a TCP connection on one node: a thread blocked reading a socket waits for the
+process at the other end, when the probe found exactly one such process (`socket_peers`, read
+from /proc on the node) that no Ray call links to the reader. Ray's own connections (a caller's
+gRPC channel to its callee, an actor's to the driver that owns it) carry no such wait."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from debug_hang.analyse.graph.builder import Builder, follows
+from debug_hang.model import ProcessRef
+from debug_hang.snapshot import DRIVER_TASK_PREFIX
+
+# A socket *read* (a reply awaited from the other end); accept/connect/sendall and file locks
+# wait for no one process at the end of an established connection.
+_READ = re.compile(r"\b(recv\w*|readinto|read|_read_status|begin|getresponse|readline)\b")
+
+
+def ray_linked(b: Builder, keys: list[str]) -> set[ProcessRef]:
+    """The processes linked to those of `keys` by a Ray call in any state (Ray keeps a caller's
+    gRPC channel to its callee open after the call): the callers of the calls they ran (the
+    driver, for the calls and actors it made), and the processes that ran calls they made."""
+    procs = {b.g.nodes[k].ref for k in keys}
+    ran = [t for t in b.inp.tasks if t.worker is not None and t.worker in procs]
+    ran += [t for k in keys for t in b.running.get(k, [])]
+    mine = {t.task_id for t in ran}
+    parents = {t.parent_task_id for t in ran if t.parent_task_id}
+    called = {t.actor_id for t in b.inp.tasks if t.parent_task_id in mine and t.actor_id}
+    refs = {t.worker for t in b.inp.tasks if t.worker is not None and (t.task_id in parents or t.parent_task_id in mine)}
+    refs |= {ProcessRef(a.node_id, a.pid) for a in b.inp.actors if a.pid and a.actor_id in called}
+    if any(p.startswith(DRIVER_TASK_PREFIX) for p in parents):
+        refs |= {n.ref for n in b.g.nodes.values() if n.kind == "driver"}
+    return refs
+
+
+def socket_peers_of(b: Builder, key: str) -> list[dict[str, Any]]:
+    """The probe's TCP peers of one node's process (pid, title, connections), well-formed only."""
+    peers = b.inp.info.get(b.g.nodes[key].ref, {}).get("socket_peers") or []
+    return [p for p in peers if isinstance(p, dict) and isinstance(p.get("pid"), int)]
+
+
+@follows("socket-peer")
+def follow_socket_peer(b: Builder, key: str) -> None:
+    """A socket read waits for the one process on its node at the other end of its connections
+    that no Ray call explains: a process of the job (its own stack judges it) is followed; another
+    process is named in the evidence only (its stack was not read)."""
+    g = b.g
+    node = g.nodes[key]
+    if not any(f is not None and _READ.search(f"{f.function} {f.code or ''}") for f in (node.frame, node.user_frame)):
+        return
+    linked = ray_linked(b, [key])
+    peers = [p for p in socket_peers_of(b, key)
+             if p["pid"] != node.pid and ProcessRef(node.node_id, p["pid"]) not in linked]
+    if len(peers) != 1:
+        if peers:
+            node.evidence.append("TCP peers on its node that no Ray call explains: " + ", ".join(
+                f"pid {p['pid']} `{str(p.get('title') or '')[:60]}`" for p in peers[:4]) + " (which one it reads is not known)")
+        return
+    peer = peers[0]
+    dst = b.by_pid.get(ProcessRef(node.node_id, peer["pid"]))
+    title = str(peer.get("title") or "")[:100]
+    if dst is None or dst == key:
+        node.evidence.append(f"the other end of its TCP connection on this node is pid {peer['pid']} `{title}`, "
+                             "not a process of the job (its stack was not read)")
+        return
+    g.add_edge(key, dst, "io-wait", f"reads a TCP connection whose other end is {g.nodes[dst].name} (pid {peer['pid']}), "
+               "its only peer on the node that no Ray call links to it")

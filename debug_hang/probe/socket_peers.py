@@ -1,0 +1,126 @@
+"""The local processes at the other end of a process's TCP connections, read from /proc (node
+side, stdlib only).
+
+gloo pairs every two ranks of a process group by a TCP connection, NCCL bootstraps over TCP, a
+TCPStore is a TCP server: a rank's TCP peers on its node include the other members of its groups
+that run there, whoever started them. A member that is not a process of the job (another job's
+detached actor, a process started outside Ray) shows up only this way. This module lists, for
+each target, the processes on this node holding the other end of its ESTABLISHED TCP connections,
+and how many; what they mean is for the analysis. Only /proc entries are read (fd links,
+/proc/PID/net/tcp{,6}); every scan is bounded (descriptors per process, rows, a time budget).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+MAX_FDS = 4096  # descriptors read per process
+MAX_ROWS = 50_000  # rows read per /proc/net/tcp table
+MAX_PEERS = 16  # peers kept per target (the most connected first)
+SCAN_BUDGET_S = 0.3  # the node-wide search for the owners of the far ends
+_ESTABLISHED = "01"
+# Ray's own processes, which every worker talks to: never a peer worth naming.
+_SYSTEM = ("raylet", "gcs_server", "dashboard", "log_monitor", "monitor.py", "runtime_env", "ray_client_server",
+           "ray::idle", "--worker-type=idle")
+
+
+def _system(title: str) -> bool:
+    low = title.lower()
+    return any(mark in low for mark in _SYSTEM)
+
+
+def socket_inodes(pid: int, max_fds: int = MAX_FDS) -> set[int]:
+    """The inodes of `pid`'s sockets, from its /proc/PID/fd links (`socket:[inode]`)."""
+    found: set[int] = set()
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")[:max_fds]
+    except OSError:
+        return found
+    for fd in fds:
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:[") and link.endswith("]") and link[8:-1].isdigit():
+            found.add(int(link[8:-1]))
+    return found
+
+
+def tcp_table(pid: int, max_rows: int = MAX_ROWS) -> dict[int, tuple[str, str]]:
+    """{inode: (local, remote)} of the ESTABLISHED TCP sockets in `pid`'s network namespace,
+    addresses as the kernel prints them (hex ip:port; the same form on both ends)."""
+    table: dict[int, tuple[str, str]] = {}
+    for name in ("tcp", "tcp6"):
+        try:
+            with open(f"/proc/{pid}/net/{name}", encoding="ascii", errors="replace") as fh:
+                next(fh, None)  # header
+                for n, line in enumerate(fh):
+                    if n >= max_rows:
+                        break
+                    cols = line.split()
+                    if len(cols) > 9 and cols[3] == _ESTABLISHED and cols[9].isdigit() and cols[9] != "0":
+                        table[int(cols[9])] = (cols[1], cols[2])
+        except OSError:
+            continue
+    return table
+
+
+def _owners(wanted: set[int], skip: set[int], budget_s: float) -> dict[int, int]:
+    """{inode: pid} for the sockets `wanted`, searching every process's fd links once, within
+    `budget_s` (what is not found by then stays unknown)."""
+    found: dict[int, int] = {}
+    end = time.monotonic() + budget_s
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return found
+    for pid in pids:
+        if len(found) == len(wanted) or time.monotonic() > end:
+            break
+        if pid in skip or _system(_title(pid)):
+            continue  # Ray's daemons hold thousands of sockets: never the peer looked for
+        for inode in socket_inodes(pid) & wanted:
+            found[inode] = pid
+    return found
+
+
+def _title(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read(300).replace(b"\0", b" ").decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+
+
+def socket_peers(pids: list[int], budget_s: float = SCAN_BUDGET_S) -> dict[int, list[dict[str, Any]]]:
+    """{target pid: [{"pid", "title", "connections"}]}: the processes on this node at the far end
+    of each target's ESTABLISHED TCP connections (not the target itself, not Ray's own daemons,
+    not idle pool workers), most connections first."""
+    if not pids:
+        return {}
+    table = tcp_table(pids[0])
+    by_ends = {ends: inode for inode, ends in table.items()}
+    mine: dict[int, list[int]] = {}  # target -> far-end inodes
+    for pid in pids:
+        ends = [table[inode] for inode in socket_inodes(pid) if inode in table]
+        mine[pid] = [by_ends[(remote, local)] for local, remote in ends if (remote, local) in by_ends]
+    owner = _owners({i for far in mine.values() for i in far}, set(), budget_s)
+    out: dict[int, list[dict[str, Any]]] = {}
+    titles: dict[int, str] = {}
+    for pid, far in mine.items():
+        counts: dict[int, int] = {}
+        for inode in far:
+            peer = owner.get(inode)
+            if peer is not None and peer != pid:
+                counts[peer] = counts.get(peer, 0) + 1
+        peers = []
+        for peer, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+            title = titles.setdefault(peer, _title(peer))
+            if _system(title):
+                continue
+            peers.append({"pid": peer, "title": title[:160], "connections": n})
+        if peers:
+            out[pid] = peers[:MAX_PEERS]
+    return out
