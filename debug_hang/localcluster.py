@@ -66,6 +66,10 @@ def loopback_env() -> dict[str, str]:
     env = dict(os.environ)
     env["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     env.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # Ray runs async actors on uvloop when it is installed (ray[serve] brings it): their idle
+    # event loops then show no Python frame, which the idle-loop readings do not yet take for an
+    # idle loop. The local clusters (tests, demo) keep asyncio's own loop, as a default install has.
+    env.setdefault("RAY_USE_UVLOOP", "0")
     return env
 
 

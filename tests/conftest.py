@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # keep Ray on 127.0.0.1
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+os.environ.setdefault("RAY_USE_UVLOOP", "0")  # asyncio's own loop in async actors (see localcluster.loopback_env)
 
 from debug_hang import localcluster  # noqa: E402
 from debug_hang.localcluster import (  # noqa: E402,F401 - re-exported for the tests

@@ -111,6 +111,9 @@ def _signature_lines(raw: dict[str, Any]) -> Iterator[str]:
             yield f"  - {_rule_words({**rule, '_native_pattern': native})}"
         for rule in stack.get("requires") or []:
             yield f"  - and the stack also holds a frame: {_rule_words(rule)}"
+        if stack.get("requires_any"):
+            yield ("  - and the stack also holds a frame of one of these kinds: "
+                   + "; or ".join(_rule_words(rule) for rule in stack["requires_any"]))
         for rule in stack.get("excludes") or []:
             yield f"  - and no frame of the stack is: {_rule_words(rule)}"
         if native:

@@ -94,6 +94,9 @@ class Pattern:
     states: tuple[str, ...] = ()
     frames: tuple[FrameRule, ...] = ()
     requires: tuple[FrameRule, ...] = ()
+    # At least one of these is on the stack too (two ways the same fact shows: asyncio's loop in
+    # Python, or a coroutine awaiting its callee under a loop written in C such as uvloop).
+    requires_any: tuple[FrameRule, ...] = ()
     excludes: tuple[FrameRule, ...] = ()
     innermost: bool = False
     active: bool | None = None
@@ -259,6 +262,7 @@ def load_catalog(path: Path | str = CATALOG_PATH) -> list[Pattern]:
             references=tuple(raw.get("references") or ()), states=tuple(raw.get("states") or ()),
             frames=tuple(_rule(r, where) for r in stack.get("frames") or ()),
             requires=tuple(_rule(r, where) for r in stack.get("requires") or ()),
+            requires_any=tuple(_rule(r, where) for r in stack.get("requires_any") or ()),
             excludes=tuple(_rule(r, where) for r in stack.get("excludes") or ()),
             innermost=bool(stack.get("innermost", False)),
             active=stack.get("active"),
@@ -414,6 +418,8 @@ def _match_thread(thread: Thread, patterns: list[Pattern], single: bool = False,
             continue  # a busy pattern needs a dumper that saw the thread run (py-spy's state)
         if pattern.requires and not all(_on_stack(r, frames, natives) for r in pattern.requires):
             continue
+        if pattern.requires_any and not any(_on_stack(r, frames, natives) for r in pattern.requires_any):
+            continue
         if pattern.excludes and any(_on_stack(r, frames, natives) for r in pattern.excludes):
             continue
         found = _deciding_frame(pattern, thread, frames, natives)
@@ -497,7 +503,7 @@ def _confidence(pattern: Pattern, thread: Thread, frames: list[tuple[int, Frame]
         score -= 0.3  # decided by a function name alone (a pasted arrow chain)
     if pattern.active is not None and thread.active is not None:
         score += 0.1
-    if pattern.requires:
+    if pattern.requires or pattern.requires_any:
         score += 0.15  # the more specific signature (async-loop-blocked over ray-get-wait)
     if pattern.kind == "benign":
         score = 0.98  # Ray's own machinery (only tried when no job code is on the stack)

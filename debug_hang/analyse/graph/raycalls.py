@@ -100,13 +100,13 @@ def follow_object_ids(b: Builder, key: str) -> bool:
                 done.append(f"{task.name} {task.state}")
                 continue
             dst = node_for_task(b, task)
-            if dst is not None and dst != key:
+            if dst is not None:  # its own actor too: a call queued behind the one that waits on it
                 b.g.add_edge(key, dst, "ray-get-wait", f"waits for {task.name} ({task.state}), which creates object "
                              f"{oid[:12]}.. it waits on (the object id holds its task id)")
             continue
         actor_id = task_id[16:48]
         dst = b.actor_node.get(actor_id) if not actor_id.startswith(NIL_ACTOR_UNIQUE) else None
-        if dst is not None and dst != key:
+        if dst is not None:
             b.g.add_edge(key, dst, "ray-get-wait", f"waits for object {oid[:12]}.. of a call to {b.g.nodes[dst].name} "
                          "that the State API does not list (the object id holds the task id, the task id its actor)")
         else:
