@@ -32,6 +32,8 @@ import ray
 
 EXPECTED = {
     "verdict": "inconclusive",
+    # no false alarm either way: a second round of samples may see the next episode (no-hang)
+    "verdicts": ["inconclusive", "no-hang"],
     "pattern": None,
     "culprits": [],
     "notes": "healthy: simulate_episodes (streaming) yields an episode every ~7 s; the driver iterates "

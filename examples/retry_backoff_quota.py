@@ -31,6 +31,8 @@ import ray
 
 EXPECTED = {
     "verdict": "inconclusive",
+    # no false alarm either way: a second round of samples may see the attempt counter advance (no-hang)
+    "verdicts": ["inconclusive", "no-hang"],
     "pattern": None,
     "culprits": [],
     "notes": "healthy: Fetcher.fetch_manifest retries a rate-limited API with a fixed 3 s sleep, "

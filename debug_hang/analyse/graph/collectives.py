@@ -64,8 +64,11 @@ def edges_collectives(b: Builder) -> None:
                 g.add_edge(w, peer, g.nodes[w].pattern or "collective-wait",
                            f"in {frame.function if frame is not None else 'a collective'}; "
                            f"{node.name}{'' if node.rank is None else f' rank {node.rank}'} {why}")
-        if not others and waiting and not _link_members_by_socket(b, waiting, _missing_members(b, waiting)[1]) \
-                and not (len(waiting) > 1 and _mark_mismatch(g, waiting)):
+        # Ranks in different collectives explain the hang themselves (a mismatch); a member outside
+        # the job is looked for only when they all wait in the same one (Ray's own gRPC links a
+        # Train controller to every rank too).
+        if not others and waiting and not (len(waiting) > 1 and _mark_mismatch(g, waiting)) \
+                and not _link_members_by_socket(b, waiting, _missing_members(b, waiting)[1]):
             _mark_incomplete(b, _cls, waiting)
 
 
