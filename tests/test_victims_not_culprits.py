@@ -38,3 +38,17 @@ def test_a_ctypes_sem_wait_is_a_native_wait_not_a_lock_the_waiter_holds() -> Non
     bench_node = next(n for n in diag.graph.nodes.values() if n.task_name == "benchmark")
     assert any("another process holds it" in e for e in bench_node.evidence), bench_node.evidence
     assert all(e.guessed for e in diag.graph.edges if e.why == "native-wait-holder-died")
+
+
+def test_a_gil_owner_seen_in_one_sample_only_is_no_culprit() -> None:
+    # GIVEN RolloutWorker 11116 whose Serve metrics thread py-spy marked owning the GIL in its last
+    # sample only (mid-call setting a gauge), its main thread waiting on the Tokenizer replica like
+    # its siblings'
+    folder = CAPTURES / "gil_owner_caught_once"
+    diag = reanalyse(folder)
+    found = _culprits(diag)
+    # THEN the replica is the one cause, and the worker waits on it with the others
+    assert [p for p, _ in found] == ["serve-replica-stuck"], found
+    worker = next(n for n in diag.graph.nodes.values() if n.pid == 11116)
+    assert worker.pattern != "gil-holder-blocked"
+    assert any(e.src == worker.key for e in diag.graph.edges)
