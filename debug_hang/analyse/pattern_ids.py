@@ -47,6 +47,7 @@ PatternId = Literal[
     "lock-order-deadlock",
     "logging-lock-deadlock",
     "lock-self-deadlock",
+    "native-wait-holder-died",
     "fork-inherited-lock",
     "event-setter-queued",
     "executor-self-wait",
