@@ -235,7 +235,9 @@ def _match_with_cpu(proc: Process, collection: Collection) -> ProcessVerdict:
     runnable = info.get("runnable_percent") or max(
         (float(t.get("runnable") or 0.0) for t in (threads.values() if isinstance(threads, dict) else ())
          if isinstance(t, dict)), default=0.0)
-    demand = max(float(cpu), float(runnable))
+    # (runnable only counts when the thread barely ever slept: a thread that wakes often on a
+    # loaded node waits in the queue too, and is no spin)
+    demand = max(float(cpu), float(runnable) if runnable >= settings().spin_runnable_percent else 0.0)
     if rule == "idle" and cpu >= threshold:
         verdict = match_process(proc, [p for p in catalog().values() if p.cpu != "idle"])
     elif rule == "busy" and demand < threshold:
