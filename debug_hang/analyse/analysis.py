@@ -82,11 +82,14 @@ def graph_inputs(job: dict[str, Any], snap: Snapshot, collection: Collection, ro
     """What the wait-for graph is built from: the job's state and each process's latest stack, matched."""
     rows = rows or Rows.of(snap)
     verdicts = [_match_with_cpu(p, collection) for p in collection.latest()]
+    samples: dict[ProcessRef, list[Process]] = {}
+    for proc in sorted(collection.processes, key=lambda p: p.sample):
+        samples.setdefault(proc.ref, []).append(proc)
     return GraphInputs(job=JobRow.of(job), actors=rows.actors, tasks=rows.tasks, placement_groups=rows.placement_groups,
                        node_totals=node_totals(snap), verdicts=verdicts, info=collection.info,
                        available=available_resources(snap), jobs=rows.jobs, now_s=snap.taken_at,
                        usage=resource_usage(snap), usage_by_node=usage_by_node(snap), status_text=snap.cluster_status_text,
-                       libraries=LibraryState.of(snap.libraries, collection.library_metrics))
+                       libraries=LibraryState.of(snap.libraries, collection.library_metrics), samples=samples)
 
 
 def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_after: list[dict[str, Any]] | None,
