@@ -6,11 +6,14 @@
   nobody alive feeds that one, and the producer filled the other one and finished (producer-gone).
 - cf_future_never_set: a live thread that only sleeps and re-checks a guard nothing can change is
   no setter (event-never-set), proven only across samples.
+- tp_layout_mixed_nodes: ranks whose layout lines list one group with two member lists are named
+  together, from their own logs.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 from conftest import ROOT
@@ -18,6 +21,7 @@ from conftest import ROOT
 from debug_hang.analyse.analysis import analyse
 from debug_hang.analyse.busy import release_guard
 from debug_hang.analyse.diagnosis import Diagnosis
+from debug_hang.analyse.group_layout import disagreement
 from debug_hang.model import Frame
 from debug_hang.pipeline import Capture, load_capture, reanalyse
 
@@ -106,3 +110,27 @@ def test_the_release_guard_is_read_from_the_loop_source() -> None:
 ])
 def test_a_loop_that_may_act_has_no_release_guard(old: str, new: str) -> None:
     assert release_guard(_with_line(_flusher_frame(), old, new)) is None
+
+
+def test_ranks_whose_layout_lines_list_one_group_two_ways_are_named_together() -> None:
+    # GIVEN the 4 ranks that built their dp group from a per-node TP_SIZE, and their logs
+    diag = reanalyse(CASES / "tp_layout_mixed_nodes")
+    top = diag.causes[0]
+    # THEN the disagreement leads the finding, and every rank of it is named (not rank 1 alone)
+    assert top.pattern == "collective-mismatch" and len(top.culprits) == 4, top.culprits
+    assert "[0, 2] and [0, 1, 2, 3] share rank(s) 0, 2" in top.evidence[0], top.evidence[0]
+    assert "different members" in diag.summary
+
+
+def test_layout_lines_that_partition_the_ranks_are_no_disagreement() -> None:
+    # GIVEN the same ranks' real logs, each line rewritten to a consistent layout: two dp groups
+    ev = reanalyse(CASES / "tp_layout_mixed_nodes").evidence
+    assert ev is not None
+    logs = {key: found.logs.get("out", "") for key, found in ev.per_node.items() if "dp_group" in found.logs.get("out", "")}
+    assert len(logs) == 4
+    assert disagreement(logs) is not None
+    fixed = {key: re.sub(r"rank (\d+): tp=\d dp_group=\[[^\]]*\]",
+                         lambda m: f"rank {m[1]}: tp=2 dp_group={[0, 2] if int(m[1]) % 2 == 0 else [1, 3]}", text)
+             for key, text in logs.items()}
+    # THEN equal or disjoint member lists are one layout: nothing to name
+    assert disagreement(fixed) is None
