@@ -134,3 +134,11 @@ def test_layout_lines_that_partition_the_ranks_are_no_disagreement() -> None:
              for key, text in logs.items()}
     # THEN equal or disjoint member lists are one layout: nothing to name
     assert disagreement(fixed) is None
+
+
+def test_the_rounds_of_a_poll_whose_target_works_stay_progress() -> None:
+    # GIVEN a monitor polling Indexer.progress while the indexer's own thread advances the count
+    diag = reanalyse(CASES / "healthy_poll_while_actor_works")
+    # THEN the finished progress() rounds may carry the answer's change: no hang
+    assert diag.verdict == "no-hang", diag.summary
+    assert any("Indexer.progress finished" in p for p in diag.progress), diag.progress

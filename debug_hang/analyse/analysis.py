@@ -119,8 +119,11 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
     work = library_work(inputs)
     busy = busy_threads(verdicts, collection) + paced_threads(verdicts, collection)
     busy += standing_threads(graph, verdicts, collection, {w.ref for w in busy})
-    # A call a sleeping loop repeats, staying at its line, is a round of its poll: no progress.
-    is_round = poll_rounds(rows.tasks + (after or []), busy)
+    # A call a sleeping loop repeats, staying at its line, to a process idle in every sample, is a
+    # round of its poll: no progress.
+    stuck = stuck_processes(collection)
+    quiet = {v.process.ref for v in verdicts if v.verdict == "idle" and stuck.get(v.process.ref, False)}
+    is_round = poll_rounds(rows.tasks + (after or []), busy, quiet)
 
     def not_progress(task: TaskRow) -> bool:
         return work.not_progress(task) or is_round(task)
@@ -128,7 +131,6 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
     progress = (detect_progress(first.tasks, after, since_ms, not_progress, inputs.job.job_id)
                 if after is not None else [])
     progress += library_progress(inputs, work, {p.ref: p.label for p in latest})
-    stuck = stuck_processes(collection)
     waiting = {id(v.process) for v in verdicts if v.verdict in ("blocked", "busy")}  # one pass, not one per process
     moving = [p for p in latest if not stuck.get(p.ref, True) and id(p) in waiting]
     signals = progress_signals(graph, causes, verdicts, collection)
