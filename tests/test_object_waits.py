@@ -142,3 +142,11 @@ def test_the_rounds_of_a_poll_whose_target_works_stay_progress() -> None:
     # THEN the finished progress() rounds may carry the answer's change: no hang
     assert diag.verdict == "no-hang", diag.summary
     assert any("Indexer.progress finished" in p for p in diag.progress), diag.progress
+
+
+def test_a_sleeping_poll_flagged_active_by_py_spy_is_read_by_the_node_cpu() -> None:
+    # GIVEN a live capture where py-spy flagged the sleeping flusher active in one sample (the
+    # node saw it runnable 8.9% of the window; tests/data/captures/README.md)
+    diag = reanalyse(ROOT / "tests" / "data" / "captures" / "future_setter_flagged_active")
+    # THEN it is still the poll that cannot act, not a running setter
+    assert diag.verdict == "hang" and diag.causes[0].pattern == "event-never-set", diag.summary

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from debug_hang.analyse.graph.builder import Builder, graph_pass
-from debug_hang.analyse.graph.inprocess import is_event_loop, loop_timer, name_of, owners
+from debug_hang.analyse.graph.inprocess import is_event_loop, loop_timer, name_of, owners, runs
 from debug_hang.analyse.graph.model import QUEUED_STATES, WaitGraph
 from debug_hang.analyse.graph.raycalls import reads_stream
 from debug_hang.analyse.graph.threads import (
@@ -185,8 +185,8 @@ def _poll_cannot_act(b: Builder, key: str, thread: Thread, waiter: Thread | None
 
     frame = job_frame(thread)
     sleep = SLEEP_CALL.search(frame.code or "") if frame is not None else None
-    if frame is None or thread.active or waiter is None or sleep is None:
-        return ""
+    if frame is None or waiter is None or sleep is None or runs(thread, b.inp.info.get(b.g.nodes[key].ref)):
+        return ""  # (py-spy's active flag flickers under load: runs() weighs it with the node's reading)
     guard = release_guard(frame)
     me = (frame.facts or {}).get("self")
     if guard is None or not isinstance(me, str) or not all(r.startswith("self.") for r in guard.reads):
