@@ -55,6 +55,9 @@ class Coordinator:
 
 @ray.remote(num_cpus=0.1)
 class Trainer:
+    def started(self):
+        return True
+
     def run(self, coord):
         while not ray.get(coord.ready.remote()):
             time.sleep(0.5)
@@ -70,8 +73,11 @@ def main():
     except ray.exceptions.RayActorError:
         print("coordinator died; Ray restarts it", flush=True)
     trainer = Trainer.remote()
+    ray.get(trainer.started.remote())  # created and placed before the wait begins (a loaded node is slow to)
+    done = trainer.run.remote(coord)
+    time.sleep(2.0)  # a few rounds of the poll
     print("READY: Trainer.run polls Coordinator.ready; registrations were lost in the restart", flush=True)
-    print(ray.get(trainer.run.remote(coord)))
+    print(ray.get(done))
 
 
 if __name__ == "__main__":
