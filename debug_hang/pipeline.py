@@ -21,6 +21,8 @@ from debug_hang.analyse.analysis import analyse
 from debug_hang.analyse.diagnosis import Diagnosis as Diagnosis  # re-exported: the watcher reads it
 from debug_hang.analyse.flight_recorder import analyse as analyse_fr
 from debug_hang.analyse.fr_join import attach
+from debug_hang.analyse.group_layout import PATTERNS as LAYOUT_PATTERNS
+from debug_hang.analyse.group_layout import name_group_disagreement
 from debug_hang.analyse.patterns import settings
 from debug_hang.analyse.progress import rules
 from debug_hang.analyse.proof import prove
@@ -209,7 +211,7 @@ def run(opts: Options) -> Diagnosis:
     if diag.causes and not deadline.expired:
         try:
             add_evidence(diag, gather(DashboardClient(addr.dashboard_url, timeout_s=deadline.remaining(cap=8.0)),
-                                      diag.graph, diag.chain_keys(), _history(snap.tasks, after), job))
+                                      diag.graph, diag.chain_keys() + _collective_ranks(diag), _history(snap.tasks, after), job))
         except Exception as exc:  # noqa: BLE001 - evidence is a bonus: report and go on
             diag.errors.append(CollectionError(f"evidence gathering failed: {exc}"))
     timer.mark("evidence")
@@ -299,11 +301,19 @@ def _settle_unread_state(diag: Diagnosis, snap: Snapshot) -> None:
                         "(the dashboard's /api/v0/tasks and /api/v0/actors) and diagnose again.")
 
 
+def _collective_ranks(diag: Diagnosis) -> list[str]:
+    """The ranks waiting in a collective cause (not all are on a reported chain): their logs hold
+    the layout each rank built (group_layout.py)."""
+    return [k for c in diag.causes if c.pattern in LAYOUT_PATTERNS for k in c.victims
+            if (n := diag.graph.nodes.get(k)) is not None and n.pid and n.kind != "driver"]
+
+
 def add_evidence(diag: Diagnosis, evidence: Evidence) -> None:
     """The log and history evidence of the chains (read live, or from a saved folder), and what it
     says of each crash loop's deaths."""
     diag.evidence = evidence
     quote_deaths(diag)
+    name_group_disagreement(diag)  # the ranks' own layout lines, just read
     diag.proofs = prove(diag)  # the failed call's traceback is in the logs just read
 
 
@@ -522,6 +532,7 @@ def read_saved_logs(folder: Path, diag: Diagnosis, raw: dict[str, Any]) -> None:
         for suffix, name in pairs:
             if name in names:
                 node_ev.logs.setdefault(suffix, _read_bounded(logs / name))
+    name_group_disagreement(diag)
     diag.proofs = prove(diag)
 
 

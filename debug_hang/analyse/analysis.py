@@ -14,6 +14,7 @@ from debug_hang.analyse.diagnosis import Diagnosis
 from debug_hang.analyse.graph import GraphInputs, WaitGraph, build_graph
 from debug_hang.analyse.library_progress import library_progress, library_work
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, match_process, match_thread, settings
+from debug_hang.analyse.polls import poll_rounds
 from debug_hang.analyse.progress import ProcessProgress, assess, loop_moved, summary_text
 from debug_hang.analyse.rootcause import RootCause, chains, root_causes
 from debug_hang.analyse.verdict import (
@@ -92,11 +93,14 @@ def graph_inputs(job: dict[str, Any], snap: Snapshot, collection: Collection, ro
     """What the wait-for graph is built from: the job's state and each process's latest stack, matched."""
     rows = rows or Rows.of(snap)
     verdicts = [_gil_held_across_samples(_match_with_cpu(p, collection), collection) for p in collection.latest()]
+    samples: dict[ProcessRef, list[Process]] = {}
+    for proc in sorted(collection.processes, key=lambda p: p.sample):
+        samples.setdefault(proc.ref, []).append(proc)
     return GraphInputs(job=JobRow.of(job), actors=rows.actors, tasks=rows.tasks, placement_groups=rows.placement_groups,
                        node_totals=node_totals(snap), verdicts=verdicts, info=collection.info,
                        available=available_resources(snap), jobs=rows.jobs, now_s=snap.taken_at,
                        usage=resource_usage(snap), usage_by_node=usage_by_node(snap), status_text=snap.cluster_status_text,
-                       libraries=LibraryState.of(snap.libraries, collection.library_metrics))
+                       libraries=LibraryState.of(snap.libraries, collection.library_metrics), samples=samples)
 
 
 def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_after: list[dict[str, Any]] | None,
@@ -113,15 +117,23 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
     causes = root_causes(graph)
     since_ms = snap.taken_at * 1000.0
     work = library_work(inputs)
-    progress = (detect_progress(first.tasks, after, since_ms, work.not_progress, inputs.job.job_id)
+    busy = busy_threads(verdicts, collection) + paced_threads(verdicts, collection)
+    busy += standing_threads(graph, verdicts, collection, {w.ref for w in busy})
+    # A call a sleeping loop repeats, staying at its line, to a process idle in every sample, is a
+    # round of its poll: no progress.
+    stuck = stuck_processes(collection)
+    quiet = {v.process.ref for v in verdicts if v.verdict == "idle" and stuck.get(v.process.ref, False)}
+    is_round = poll_rounds(rows.tasks + (after or []), busy, quiet)
+
+    def not_progress(task: TaskRow) -> bool:
+        return work.not_progress(task) or is_round(task)
+
+    progress = (detect_progress(first.tasks, after, since_ms, not_progress, inputs.job.job_id)
                 if after is not None else [])
     progress += library_progress(inputs, work, {p.ref: p.label for p in latest})
-    stuck = stuck_processes(collection)
     waiting = {id(v.process) for v in verdicts if v.verdict in ("blocked", "busy")}  # one pass, not one per process
     moving = [p for p in latest if not stuck.get(p.ref, True) and id(p) in waiting]
     signals = progress_signals(graph, causes, verdicts, collection)
-    busy = busy_threads(verdicts, collection) + paced_threads(verdicts, collection)
-    busy += standing_threads(graph, verdicts, collection, {w.ref for w in busy})
     # Culprits seen working between samples (and starved demands whose holders are) are no root causes.
     working = [(c, text) for c in causes if (text := at_work(c, busy, rows.tasks))]
     starting = [(c, text) for c in causes if (text := still_starting(c, busy))]

@@ -168,6 +168,82 @@ def loop_shape(frame: Frame) -> LoopShape | None:
     return _classify(node, header, end, text)
 
 
+@dataclass(frozen=True)
+class ReleaseGuard:
+    """A sleeping loop whose every call that could change anything runs only under `if` tests:
+    what those tests read decides whether it ever acts (sets a result, notifies)."""
+
+    header: str  # the loop's header, stripped
+    tests: tuple[str, ...]  # the guarding tests, as written
+    reads: tuple[str, ...]  # the dotted names they read (`self.pending`)
+
+
+def release_guard(frame: Frame) -> ReleaseGuard | None:
+    """The loop around a sleeping frame's line, when each call in it that is not pure (a
+    `set_result`, a `notify`, a `put`) sits under an `if` whose test calls nothing but pure
+    builtins (`len`): the names those tests read are then all that decides whether the loop
+    acts. None without its whole source, with a call no test guards (it may act any round), or a
+    guard that calls out (it may read anything)."""
+    src = _numbered(frame.context)
+    span = _loop_lines(src, frame.line) if frame.line else None
+    if span is None:
+        return None
+    header, end = span
+    base = _indent(src[header])
+    block = "\n".join(src[n][base:] if _indent(src[n]) >= base else src[n].lstrip() for n in range(header, end))
+    try:
+        tree = ast.parse(block)
+    except SyntaxError:
+        return None
+    loop = tree.body[0] if tree.body else None
+    if not isinstance(loop, ast.While) or _impure_calls(loop.test):
+        return None
+    guards: list[ast.expr] = []
+    written: set[str] = set()
+    if not _all_guarded(loop.body, [], guards, written) or not guards:
+        return None
+    reads = sorted(set().union(*(_reads(t) for t in guards)))
+    if any(_related(r, w) for r in reads for w in written):
+        return None  # the loop itself changes what its tests read, every round
+    return ReleaseGuard(src[header].strip()[:120], tuple(ast.unparse(t)[:120] for t in guards), tuple(reads))
+
+
+def _impure_calls(node: ast.AST) -> list[str]:
+    return [_call_name(c) for c in ast.walk(node) if isinstance(c, ast.Call) and not _is_pure(_call_name(c))]
+
+
+def _all_guarded(stmts: list[ast.stmt], within: list[ast.expr], guards: list[ast.expr], written: set[str]) -> bool:
+    """Every impure call of `stmts` runs under one of the `if` tests `within` (collected into
+    `guards`); no test calls out; a `with` takes only a name (`with self.lock:`). What the
+    statements no test guards write goes into `written`."""
+    for stmt in stmts:
+        if isinstance(stmt, ast.If):
+            if _impure_calls(stmt.test):
+                return False
+            if not (_all_guarded(stmt.body, [*within, stmt.test], guards, written)
+                    and _all_guarded(stmt.orelse, [*within, stmt.test], guards, written)):
+                return False
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            if any(_impure_calls(item.context_expr) for item in stmt.items) \
+                    or not _all_guarded(stmt.body, within, guards, written):
+                return False
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return False
+        elif _impure_calls(stmt):
+            if not within:
+                return False  # a call every round may act (or change what a test reads)
+            guards.extend(t for t in within if all(t is not g for g in guards))
+        elif not within:
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Assign):
+                    written.update(t for target in node.targets for t in _targets(target))
+                elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr)):
+                    written.update(_targets(node.target))
+                else:
+                    written.update(_advanced_by(node, stmt))
+    return True
+
+
 def _dotted(node: ast.AST) -> str | None:
     if isinstance(node, ast.Name):
         return node.id

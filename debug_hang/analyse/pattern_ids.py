@@ -65,6 +65,7 @@ PatternId = Literal[
     "generator-backpressure",
     "pool-task-lost",
     "stream-paced-producer",
+    "actor-restart-lost-state",
     "idle-no-work",
     "placement-group-leaked",
     "idle-actor-holds-resources",

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import re
+
 from debug_hang.analyse.graph.builder import Builder, graph_pass
-from debug_hang.analyse.graph.inprocess import is_event_loop, loop_timer, name_of
-from debug_hang.analyse.graph.model import QUEUED_STATES, TaskIndex, WaitGraph
+from debug_hang.analyse.graph.inprocess import is_event_loop, loop_timer, name_of, owners, runs
+from debug_hang.analyse.graph.model import QUEUED_STATES, WaitGraph
 from debug_hang.analyse.graph.raycalls import reads_stream
-from debug_hang.analyse.graph.threads import cannot_signal, deciding_thread, frame_text, other_threads_in_job_code, reachable_from
+from debug_hang.analyse.graph.threads import (
+    cannot_signal,
+    deciding_thread,
+    frame_text,
+    job_frame,
+    other_threads_in_job_code,
+    reachable_from,
+)
 from debug_hang.analyse.patterns import ProcessVerdict
+from debug_hang.model import Frame, Thread
 from debug_hang.rows import TaskRow
-from debug_hang.snapshot import POLLING_TASKS
+from debug_hang.snapshot import DONE_STATES, POLLING_TASKS
 
 
 @graph_pass(after=("edges_supervisors",), decides=("async-await-stuck",))
@@ -43,7 +53,7 @@ def detect_event_waits(b: Builder) -> None:
             continue  # its threads' waits were followed by identity (inprocess.py)
         if _detect_async_slots_taken(b, key, verdict):
             continue
-        _detect_event_wait(b.g, key, verdict, b.index, b.running)
+        _detect_event_wait(b, key, verdict)
         if b.g.nodes[key].pattern == "event-never-set":
             _event_set_by_paused_generator(b, key)
 
@@ -89,14 +99,14 @@ def _counted(tasks: list[TaskRow]) -> list[tuple[str, int]]:
     return sorted(counts.items())
 
 
-def _detect_event_wait(g: WaitGraph, key: str, verdict: ProcessVerdict, index: TaskIndex,
-                       running: dict[str, list[TaskRow]]) -> None:
+def _detect_event_wait(b: Builder, key: str, verdict: ProcessVerdict) -> None:
     """A thread in Event.wait / Condition.wait that waits on no Ray work: who could signal it?
 
     Calls queued on the same actor behind the waiting method cannot run before it returns
     (event-setter-queued); with no queued call and no other thread in job code, nothing in the
     process will set it (event-never-set). A live thread in job code may still: left a symptom.
     """
+    g, index, running = b.g, b.index, b.running
     node = g.nodes[key]
     if node.pattern != "event-wait" or verdict.main is None or g.out(key):
         return
@@ -111,9 +121,15 @@ def _detect_event_wait(g: WaitGraph, key: str, verdict: ProcessVerdict, index: T
         return
     waiter = deciding_thread(verdict)
     others = [t for t in other_threads_in_job_code(verdict, waiter) if not cannot_signal(t, verdict.main.user_frame)]
-    if others:
+    idle_pollers = [text for t in others if (text := _poll_cannot_act(b, key, t, waiter, others))]
+    if len(idle_pollers) < len(others):
         return
     node.pattern, node.state = "event-never-set", "blocked"
+    if idle_pollers:
+        node.evidence.append(f"waits at {where} inside {doing}; no call to it is queued and it waits on no Ray task; "
+                             "the only other thread of this process in job code cannot set it:")
+        node.evidence.extend(f"  {text}" for text in idle_pollers)
+        return
     node.evidence.append(f"waits at {where} inside {doing}; no other thread of this process runs job code, no call to it "
                          "is queued and it waits on no Ray task: nothing here will set it (a setter thread that died "
                          "leaves its traceback in this worker's .err log)")
@@ -156,3 +172,60 @@ def _event_set_by_paused_generator(b: Builder, key: str) -> None:
             g.add_edge(gen_key, consumer, "generator-backpressure",
                        f"paused mid-stream until {g.nodes[consumer].label()} reads the next item (it waits at {where})")
             return
+
+
+def _poll_cannot_act(b: Builder, key: str, thread: Thread, waiter: Thread | None, others: list[Thread]) -> str:
+    """Why a live thread of job code cannot set what `waiter` waits on ("" when it may): it sleeps
+    in a loop whose every call that could act runs only under `if` tests that read nothing but the
+    state of one object (`len(self.pending) >= 8`), seen at the same line in every sample while the
+    waiter stayed in its wait, and nothing else can change that state: no other thread of the
+    process works on it (the waiter is blocked), no call to this actor is queued or running beside
+    the waiting one, and every other process of the job waits on this one (none is free to call it)."""
+    from debug_hang.analyse.busy import release_guard  # busy reads the graph's types: imported here
+
+    frame = job_frame(thread)
+    sleep = SLEEP_CALL.search(frame.code or "") if frame is not None else None
+    if frame is None or waiter is None or sleep is None or runs(thread, b.inp.info.get(b.g.nodes[key].ref)):
+        return ""  # (py-spy's active flag flickers under load: runs() weighs it with the node's reading)
+    guard = release_guard(frame)
+    me = (frame.facts or {}).get("self")
+    if guard is None or not isinstance(me, str) or not all(r.startswith("self.") for r in guard.reads):
+        return ""
+    if any(t is not thread and me in owners(t) for t in others):
+        return ""  # another thread works on the same object: it may change what the tests read
+    seen, span = _same_line_in_every_sample(b, key, thread, frame)
+    if not seen or not _same_line_in_every_sample(b, key, waiter, None)[0] or span < float(sleep.group(1)):
+        return ""  # not seen to go round (a sleep as long as the samples' span) while the waiter waited
+    node = b.g.nodes[key]
+    mine = {t.key for t in b.running.get(key, [])}
+    if any(t.state not in DONE_STATES and t.key not in mine for t in b.index.of_actor(node.actor_id)):
+        return ""  # a call to this actor may change them
+    if any(k != key and key not in reachable_from(b.g, k) and b.g.nodes[k].state not in ("dead",) for k in b.verdicts):
+        return ""  # a process of the job that does not wait on this one may still call it
+    return (f"thread {name_of(thread)} sleeps at {frame_text(frame)} in the loop `{guard.header}`, whose every call that "
+            f"could act runs only when {' / '.join(f'`{t}`' for t in guard.tests)} holds; that reads only "
+            f"{', '.join(guard.reads)} of {me.split('@')[0]}, which nothing else can change: no other thread works on it, "
+            "no call to this actor is queued or running beside the waiting one, and every other process of the job "
+            f"waits on this one. Compared: {seen}; the loop re-checks a state that cannot change")
+
+
+SLEEP_CALL = re.compile(r"\bsleep\(\s*(\d+(?:\.\d*)?|\.\d+)\s*\)")  # a sleep of a literal length
+
+
+def _same_line_in_every_sample(b: Builder, key: str, thread: Thread, frame: Frame | None) -> tuple[str, float]:
+    """('the same line in N samples over S s', S) when the thread (by its id) shows the same
+    innermost job frame and line in every sample of its process (at least two), ("", 0) otherwise."""
+    node = b.g.nodes[key]
+    samples = b.inp.samples.get(node.ref, [])
+    tid = thread.os_thread_id or thread.thread_id or thread.name
+    wanted = frame or job_frame(thread)
+    if len(samples) < 2 or wanted is None:
+        return "", 0.0
+    for proc in samples:
+        mine = next((t for t in proc.threads if (t.os_thread_id or t.thread_id or t.name) == tid), None)
+        at = job_frame(mine) if mine is not None else None
+        if at is None or (at.function, at.line) != (wanted.function, wanted.line):
+            return "", 0.0
+    times = [float(t) for t in (b.inp.info.get(node.ref) or {}).get("sampled_at") or [] if isinstance(t, (int, float))]
+    span = max(times) - min(times) if len(times) >= 2 else 0.0
+    return f"{name_of(thread)} at {wanted.function} line {wanted.line} in all {len(samples)} samples over {span:.1f}s", span

@@ -12,7 +12,7 @@ from debug_hang.analyse.graph.threads import cannot_signal, deciding_thread, fra
 from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.analyse.patterns import ProcessVerdict
 from debug_hang.rows import ActorRow, TaskRow
-from debug_hang.snapshot import DRIVER_TASK_PREFIX, QUEUE_ACTOR_CLASS
+from debug_hang.snapshot import DONE_STATES, DRIVER_TASK_PREFIX, QUEUE_ACTOR_CLASS
 
 
 @follows("queue-producers", decides=("producer-gone", "consumer-gone", "idle-no-work"))
@@ -43,6 +43,8 @@ def _edges_queue(b: Builder, key: str) -> None:
     g, tasks = b.g, b.tasks
     me = g.nodes[key]
     if me.class_name == QUEUE_ACTOR_CLASS and _edges_to_the_other_side(b, key):
+        return
+    if me.class_name != QUEUE_ACTOR_CLASS and _edge_to_own_queue(b, key):
         return
     # A put blocked on the queue actor: the queue is full and the wait is on its consumers.
     full = me.class_name == QUEUE_ACTOR_CLASS and any(
@@ -136,6 +138,8 @@ def _edges_to_the_other_side(b: Builder, key: str) -> bool:
     that sends requests reads the results), when every process of the job is itself waiting (none
     is free to be the reader). True when an edge was made."""
     me = b.g.nodes[key]
+    if me.pattern == "producer-gone" and b.g.out(key):
+        return True  # decided already, from its consumer's edge (_edge_to_own_queue)
     mine = b.index.of_actor(me.actor_id)
     full = any(t.state == "RUNNING" and _PUTS.search(t.name) for t in mine)
     empty = any(t.state == "RUNNING" and _GETS.search(t.name) for t in mine)
@@ -148,8 +152,10 @@ def _edges_to_the_other_side(b: Builder, key: str) -> bool:
         b.g.add_edge(key, caller, "queue-get-wait",
                      f"{'full' if full else 'empty'}: waits until {b.g.nodes[caller].label()} {verb} it "
                      f"(it did {n} time(s) before)")
-    if callers or not full:
-        return bool(callers)
+    if callers:
+        return True
+    if not full:
+        return _never_fed(b, key)
     free = [n for k, n in b.g.nodes.items() if k != key and n.class_name != QUEUE_ACTOR_CLASS and k in b.verdicts
             and n.state not in ("blocked", "dead")]
     writers = _callers(b, [t for t in mine if _PUTS.search(t.name)], key)
@@ -186,4 +192,81 @@ def _callers(b: Builder, calls: list[TaskRow], key: str) -> dict[str, int]:
         who = by_task.get(parent) or (driver if parent == DRIVER_TASK_PREFIX + str(b.job_id) else None)
         if who is not None and who != key and b.g.nodes[who].class_name != QUEUE_ACTOR_CLASS:
             out[who] = out.get(who, 0) + 1
+    return out
+
+
+def _edge_to_own_queue(b: Builder, key: str) -> bool:
+    """A process blocked on a ray.util.queue waits on the queue actor its unfinished call goes to
+    (the call's target actor; its parent task is the caller's running task): that queue, not any
+    queue of the job. When nobody alive feeds that queue (`_never_fed`), the wait goes through it
+    to its producer. True when an edge was made."""
+    own = b.own_calls(key)
+    calls = [t for t in b.tasks if t.parent_task_id in own and t.state not in DONE_STATES and t.actor_id
+             and (a := b.actors.get(t.actor_id)) is not None and a.class_name == QUEUE_ACTOR_CLASS]
+    made = False
+    for call in calls:
+        dst = b.actor_node.get(str(call.actor_id))
+        if dst is None or dst == key or not _never_fed(b, dst):
+            continue
+        b.g.add_edge(key, dst, "queue-get-wait", f"its queue is {b.g.nodes[dst].label()}: its call {call.name} "
+                     f"({call.state}) runs there")
+        made = True
+    return made
+
+
+def _never_fed(b: Builder, key: str) -> bool:
+    """An empty ray.util.queue (a get blocked on it) that nobody ever put into, while no process
+    of the job is free to put into it (every one blocked, nothing pending): nobody alive feeds it
+    (producer-gone). The producer is then the one that put into another queue actor of the job
+    nobody reads from, and finished: it wrote into another instance. True when decided."""
+    me = b.g.nodes[key]
+    if me.pattern == "producer-gone":
+        return True  # decided already (from its consumer's edge)
+    mine = b.index.of_actor(me.actor_id)
+    if any(_PUTS.search(t.name) for t in mine) or not any(t.state == "RUNNING" and _GETS.search(t.name) for t in mine):
+        return False
+    unfinished = [t for t in b.tasks if t.state not in DONE_STATES and t.type != "ACTOR_CREATION_TASK"
+                  and t.actor_id != me.actor_id and (b.actors.get(str(t.actor_id)) is None
+                                                    or b.actors[str(t.actor_id)].class_name != QUEUE_ACTOR_CLASS)]
+    by_task = {t.task_id: k for k, running in b.running.items() for t in running}
+    free = [k for k, n in b.g.nodes.items() if k != key and k in b.verdicts and n.class_name != QUEUE_ACTOR_CLASS
+            and n.state not in ("blocked", "dead")]
+    if free or any(t.state != "RUNNING" or t.task_id not in by_task for t in unfinished):
+        return False  # someone may still put into it
+    me.pattern, me.state = "producer-gone", "blocked"
+    gone = _finished_producers(b, key)
+    if not gone:
+        me.evidence.append("empty, and nothing ever put into it; every process of the job waits (none is free to "
+                           "put into it) and nothing is pending: nobody alive feeds it")
+        return True
+    for producer, (other, items) in gone.items():
+        b.g.add_edge(key, producer, "queue-get-wait",
+                     f"empty and never put into: no process of the job is free to put into it; "
+                     f"{b.g.nodes[producer].label()} put {items} item(s) into another queue, {other}, nobody "
+                     "gets from, and finished: it fed another instance")
+    return True
+
+
+def _finished_producers(b: Builder, key: str) -> dict[str, tuple[str, int]]:
+    """Finished tasks that put into another queue actor of the job that nobody gets from: a node
+    each (graphed here), with that queue's label and how many items it holds from them."""
+    finished = {t.task_id: t for t in b.tasks if t.state == "FINISHED" and t.type != "ACTOR_CREATION_TASK"}
+    out: dict[str, tuple[str, int]] = {}
+    for q_key, node in list(b.g.nodes.items()):
+        if q_key == key or node.class_name != QUEUE_ACTOR_CLASS or node.actor_id is None:
+            continue
+        calls = b.index.of_actor(node.actor_id)
+        if any(_GETS.search(t.name) for t in calls):
+            continue
+        puts = [t for t in calls if _PUTS.search(t.name) and t.state == "FINISHED"]
+        for task_id in {str(t.parent_task_id) for t in puts if t.parent_task_id in finished}:
+            task = finished[task_id]
+            producer = f"task:{task_id}"
+            if producer not in b.g.nodes:
+                b.g.nodes[producer] = GNode(key=producer, kind="task", name=task.name, state="idle", task_id=task_id,
+                                            node_id=task.node_id, task_name=task.name, pattern="producer-gone")
+                b.g.nodes[producer].evidence.append(
+                    f"FINISHED: it put into {node.label()} (which nobody gets from), not into the queue the consumer "
+                    "waits on — two Queue instances where one was meant (create the queue once, pass the handle)")
+            out[producer] = (node.label(), sum(t.parent_task_id == task_id for t in puts))
     return out

@@ -391,3 +391,64 @@ def _stand_for_runner(b: Builder, key: str, waiter: Thread, runner: Thread, matc
             handler.run(b, key)  # that thread's wait, followed as the process's
     else:
         node.pattern, node.state = None, "unknown"
+
+
+POLL_ROUNDS = 2  # the same call, finished this many times for one caller, is a poll's repetition
+
+
+def poll_targets(b: Builder, key: str) -> dict[str, list[TaskRow]]:
+    """The calls a process repeats, by the actor they go to: calls of one method that its running
+    tasks made and that FINISHED at least POLL_ROUNDS times (a loop asking the same question)."""
+    own = b.own_calls(key)
+    rounds: dict[tuple[str, str, str], list[TaskRow]] = {}
+    for task in b.tasks:
+        if task.parent_task_id in own and task.actor_id and task.type != "ACTOR_CREATION_TASK":
+            rounds.setdefault((str(task.parent_task_id), task.name, task.actor_id), []).append(task)
+    out: dict[str, list[TaskRow]] = {}
+    for (_, _, actor_id), calls in rounds.items():
+        if sum(t.state == "FINISHED" for t in calls) >= POLL_ROUNDS:
+            out.setdefault(actor_id, []).extend(calls)
+    return out
+
+
+@graph_pass(after=("mark_stream_pacing",), decides=("actor-restart-lost-state",))
+def follow_polls_to_restarted_actors(b: Builder) -> None:
+    """A poll of an actor that restarted, whose only calls since are the poll's rounds
+    (actor-restart-lost-state).
+
+    A caller that sleeps in a loop (or waits on one round of it) and asks an actor the same
+    question again and again gets the same answer while nothing changes the actor's state. An
+    actor restarted by Ray ran its constructor again: what earlier calls put into it (its
+    registrations, counters, flags) is gone. If every call it received since the poll began is a
+    round of that poll (no other caller, nothing queued or running on it but the poll), nothing
+    alive can change the answer: the restart that lost the state is where the fix goes.
+    """
+    for key in b.verdicts:
+        node = b.g.nodes[key]
+        for actor_id, calls in poll_targets(b, key).items():
+            actor, dst = b.actors.get(actor_id), b.actor_node.get(actor_id)
+            if actor is None or dst is None or dst == key or not actor.num_restarts or actor.state != "ALIVE":
+                continue
+            if not (node.pattern == "poll-never-satisfied" or any(e.dst == dst for e in b.g.out(key))):
+                continue  # not polling now (it left the loop, or waits on something else)
+            mine = {t.key for t in calls}
+            first = min((t.creation_time_ms or t.start_time_ms or 0.0) for t in calls)
+            others = [t for t in b.index.of_actor(actor_id) if t.key not in mine and t.type != "ACTOR_CREATION_TASK"
+                      and (t.state not in DONE_STATES or (t.end_time_ms or 0.0) >= first)]
+            if others:
+                continue  # another call may change what the poll reads
+            target = b.g.nodes[dst]
+            if target.state not in ("idle", "blocked", "unknown") and target.pattern not in (None, "idle-no-work"):
+                continue
+            name = calls[0].name
+            done = sum(t.state == "FINISHED" for t in calls)
+            if not any(e.dst == dst for e in b.g.out(key)):
+                b.g.add_edge(key, dst, "poll-never-satisfied",
+                             f"polls {name} in a loop: {done} rounds FINISHED and it is still in the loop")
+            target.pattern = "actor-restart-lost-state"
+            target.state = "idle"
+            target.evidence.append(
+                f"restarted {actor.num_restarts} time(s) (num_restarts in its actor row): its constructor ran again "
+                f"and state earlier calls put into it is gone; since {node.label()} began polling {name} "
+                f"({done} rounds finished, the same answer each time: the caller is still in its loop), no other "
+                "call reached it and none is running or queued: nothing alive can change the answer")
