@@ -301,3 +301,15 @@ def test_a_poll_of_a_working_child_is_a_wait_on_its_work() -> None:
     # THEN its poll is a wait for the child, and the child's bytes on disk are the job's progress
     assert packer.pattern == "child-process-wait" and [diag.graph.nodes[e.dst].pid for e in diag.graph.out(packer.key)]
     assert diag.verdict == "no-hang" and "wrote" in diag.summary and not diag.causes
+
+
+def test_serve_run_waits_on_replicas_that_starve_in_their_init() -> None:
+    # GIVEN serve.run deploying replicas whose __init__ waits on a task needing the CPUs they hold
+    diag = reanalyse(ROOT / "tests" / "data" / "captures" / "serve_replicas_starve_in_init")
+    # THEN one root cause: the replicas, in a cycle through the scheduler; the driver only waits
+    [cause] = diag.causes
+    assert diag.verdict == "hang" and cause.pattern == "resource-starvation" and cause.cycle
+    assert {c.class_name for c in cause.culprits} == {"ServeReplica:ranker:Ranker"} and len(cause.culprits) == 4
+    driver = next(n for n in diag.graph.nodes.values() if n.kind == "driver")
+    assert driver.pattern == "serve-deploy-wait"
+    assert {diag.graph.nodes[e.dst].class_name for e in diag.graph.out(driver.key)} == {"ServeReplica:ranker:Ranker"}
