@@ -313,3 +313,12 @@ def test_serve_run_waits_on_replicas_that_starve_in_their_init() -> None:
     driver = next(n for n in diag.graph.nodes.values() if n.kind == "driver")
     assert driver.pattern == "serve-deploy-wait"
     assert {diag.graph.nodes[e.dst].class_name for e in diag.graph.out(driver.key)} == {"ServeReplica:ranker:Ranker"}
+
+
+def test_an_event_a_pending_timer_will_set_is_no_hang() -> None:
+    # GIVEN an actor waiting on an Event that a threading.Timer of the same process sets in two minutes
+    diag = reanalyse(ROOT / "tests" / "data" / "captures" / "timer_sets_the_event_later")
+    # THEN the Timer counts as a setter: no event-never-set, no hang, and the evidence says why
+    assert diag.verdict != "hang" and all(c.pattern != "event-never-set" for c in diag.causes)
+    node = next(n for n in diag.graph.nodes.values() if n.class_name == "WarmStart")
+    assert any("threading.Timer" in e for e in node.evidence), node.evidence

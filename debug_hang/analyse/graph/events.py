@@ -14,6 +14,7 @@ from debug_hang.analyse.graph.threads import (
     frame_text,
     job_frame,
     other_threads_in_job_code,
+    pending_timers,
     reachable_from,
 )
 from debug_hang.analyse.patterns import ProcessVerdict
@@ -120,6 +121,12 @@ def _detect_event_wait(b: Builder, key: str, verdict: ProcessVerdict) -> None:
                              f"behind it ({names}): they cannot start until it returns, so none of them can signal it")
         return
     waiter = deciding_thread(verdict)
+    timers = pending_timers(verdict, waiter)
+    if timers:
+        node.evidence.append(f"waits at {where} inside {doing}; thread(s) {', '.join(str(t.name or t.os_thread_id) for t in timers)} "
+                             "of this process wait out a threading.Timer's interval and then call its function: "
+                             "a setter that has not run yet")
+        return
     others = [t for t in other_threads_in_job_code(verdict, waiter) if not cannot_signal(t, verdict.main.user_frame)]
     idle_pollers = [text for t in others if (text := _poll_cannot_act(b, key, t, waiter, others))]
     if len(idle_pollers) < len(others):

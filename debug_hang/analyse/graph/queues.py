@@ -8,7 +8,15 @@ import re
 from debug_hang.analyse.graph.builder import Builder, follows
 from debug_hang.analyse.graph.model import GNode
 from debug_hang.analyse.graph.raycalls import follow_submitted
-from debug_hang.analyse.graph.threads import cannot_signal, deciding_thread, frame_text, job_frame, joins, other_threads_in_job_code
+from debug_hang.analyse.graph.threads import (
+    cannot_signal,
+    deciding_thread,
+    frame_text,
+    job_frame,
+    joins,
+    other_threads_in_job_code,
+    pending_timers,
+)
 from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.analyse.patterns import ProcessVerdict
 from debug_hang.rows import ActorRow, TaskRow
@@ -101,7 +109,7 @@ def _check_in_process_producer(node: GNode, verdict: ProcessVerdict) -> None:
     in_job = other_threads_in_job_code(verdict, consumer)
     # Peers idle at the same get and threads idle in Thread.join cannot put: the same test as
     # for an event's setter.
-    busy = [t for t in in_job if not cannot_signal(t, waited_at)]
+    busy = [t for t in in_job if not cannot_signal(t, waited_at)] + pending_timers(verdict, consumer)
     others = ", ".join(sorted(str(t.name or t.os_thread_id) for t, _ in verdict.threads if t is not consumer))
     if busy:
         names = ", ".join(str(t.name or t.os_thread_id) for t in busy)

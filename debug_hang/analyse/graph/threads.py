@@ -52,6 +52,22 @@ def reachable_from(g: WaitGraph, start: str) -> set[str]:
     return seen
 
 
+def pending_timers(verdict: ProcessVerdict, thread: Thread | None) -> list[Thread]:
+    """The process's other threads that wait out an interval before they call a function: a
+    threading.Timer (`Timer(30, self.ready.set)`) is a setter that has not run yet, and its stack
+    shows only the standard library (Timer.run waiting on its own Event, no job frame)."""
+    return [t for t, _ in verdict.threads if t is not thread and _waits_out_interval(t)]
+
+
+def _waits_out_interval(thread: Thread) -> bool:
+    frames = [f for f in thread.frames if not f.native]
+    for inner, outer in zip(frames, frames[1:], strict=False):
+        if outer.name == "run" and outer.file.endswith("threading.py"):
+            # Timer.run waits on its Event itself; a Thread.run's target sits between the two
+            return inner.name == "wait" and inner.file.endswith("threading.py")
+    return False
+
+
 def cannot_signal(thread: Thread, waited_at: Frame | None) -> bool:
     """A thread that cannot set the event another thread waits on: idle at the same job line (a
     peer at the same barrier or condition), or idle in Thread.join (it moves only once a thread it
