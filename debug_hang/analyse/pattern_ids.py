@@ -56,6 +56,7 @@ PatternId = Literal[
     "producer-gone",
     "consumer-gone",
     "queue-cycle",
+    "split-consumer-left",
     "child-process-hang",
     "pipe-write-wait",
     "pipe-full-deadlock",

@@ -6,32 +6,94 @@ from debug_hang.analyse.graph.builder import Builder, graph_pass
 from debug_hang.analyse.graph.inprocess import is_event_loop, loop_timer, name_of
 from debug_hang.analyse.graph.model import QUEUED_STATES, TaskIndex, WaitGraph
 from debug_hang.analyse.graph.raycalls import reads_stream
-from debug_hang.analyse.graph.threads import cannot_signal, deciding_thread, frame_text, other_threads_in_job_code, reachable_from
+from debug_hang.analyse.graph.threads import (
+    cannot_signal,
+    deciding_thread,
+    frame_text,
+    job_frame,
+    other_threads_in_job_code,
+    reachable_from,
+)
 from debug_hang.analyse.patterns import ProcessVerdict
 from debug_hang.rows import TaskRow
-from debug_hang.snapshot import POLLING_TASKS
+from debug_hang.snapshot import DRIVER_TASK_PREFIX, POLLING_TASKS
 
 
 @graph_pass(after=("edges_supervisors",), decides=("async-await-stuck",))
 def detect_async_await(b: Builder) -> None:
     """Async actors awaiting an in-process asyncio object nobody resolves (async-await-stuck)."""
     for key, verdict in b.verdicts.items():
-        _detect_async_await(b.g, key, verdict, b.running)
+        _detect_async_await(b, key, verdict)
 
 
-def _detect_async_await(g: WaitGraph, key: str, verdict: ProcessVerdict, running: dict[str, list[TaskRow]]) -> None:
+def _detect_async_await(b: Builder, key: str, verdict: ProcessVerdict) -> None:
     """An async actor that others wait on, whose method runs but whose loop is idle and which
-    awaits no Ray call: it awaits an in-process asyncio object nobody resolves."""
+    awaits no Ray call: it awaits an in-process asyncio object, which only code of this actor can
+    resolve - a coroutine of it, or a later call into it.
+
+    A later call can come from a process of the job that still has work of its own: one running a
+    call that does not wait for this actor's answer (not a caller, direct or up the chain, of the
+    awaiting calls). While one exists, the await may be a rendezvous it has not reached (a barrier
+    the other parties call once their own work ends), not a stuck one: the actor waits on that
+    process. When every such process in turn waits on this actor, the waits close a deadlock; when
+    there is none, nothing left in the job will resolve the await (async-await-stuck)."""
+    g, running = b.g, b.running
     node = g.nodes[key]
     if node.pattern is not None or not running.get(key) or g.out(key) or not g.into(key):
         return
-    loops = [t for t, _m in verdict.threads if any(f.function.endswith("run_forever") and "asyncio" in f.file for f in t.frames)]
-    if not loops:
+    loops = [t for t, _m in verdict.threads if is_event_loop(t)]
+    if not loops or any(t.active for t in loops):
+        return
+    doing = ", ".join(sorted({str(t.name) for t in running[key]}))
+    timer = loop_timer(loops[0])
+    later = _later_callers(b, key)
+    if later:
+        node.state = "blocked"
+        waits_back = all(key in reachable_from(g, k) for k in later)
+        for k in later:
+            calls = ", ".join(sorted({str(t.name) for t in running.get(k, [])}))
+            g.add_edge(key, k, "later-call",
+                       f"{doing} awaits an asyncio object only code of this actor can resolve: a later call into it; "
+                       f"{g.nodes[k].label()} runs {calls}, which does not wait for this actor's answer, and may make it",
+                       guessed=not waits_back)
+        node.evidence.append(
+            f"{doing} RUNNING, its event loop idle" + (f" {timer}" if timer else "") + ": it awaits an asyncio object of "
+            "this actor; the job's process(es) with work left that could still call in: "
+            + ", ".join(g.nodes[k].label() for k in later)
+            + (" - each of them waits, down its chain, on this actor" if waits_back else ""))
         return
     node.pattern, node.state = "async-await-stuck", "blocked"
-    doing = ", ".join(sorted({str(t.name) for t in running[key]}))
-    node.evidence.append(f"{doing} RUNNING, its event loop idle and no Ray call of it unfinished: it awaits an asyncio "
-                         "object of this actor (Event, Queue, Future, Lock) that nothing resolves")
+    node.evidence.append(f"{doing} RUNNING, its event loop idle" + (f" {timer}" if timer else "")
+                         + " and no Ray call of it unfinished: it awaits an asyncio object of this actor (Event, Queue, "
+                         "Future, Lock) that nothing resolves; no other process of the job has work left that could "
+                         "call in (every one waits for its answer, or runs nothing)")
+
+
+def _later_callers(b: Builder, key: str) -> list[str]:
+    """The job's processes, other than `key`, that run a call of their own in job code and are no
+    caller of `key`'s running calls (directly or up the chain of calls that wait for them): the
+    processes whose later calls could still reach `key`. Ray's own helper actors (no job frame on
+    their stack) and processes that run nothing (idle actors, they act only when called) are not."""
+    by_task = {str(t.task_id): (k, t) for k, tasks in b.running.items() for t in tasks if t.task_id}
+    drivers = {k for k, n in b.g.nodes.items() if n.kind == "driver"}
+    callers: set[str] = set()
+    todo = [str(t.parent_task_id) for t in b.running.get(key, []) if t.parent_task_id]
+    while todo:
+        parent = todo.pop()
+        if parent.startswith(DRIVER_TASK_PREFIX):
+            callers |= drivers
+        elif parent in by_task and by_task[parent][0] not in callers:
+            k, task = by_task[parent]
+            callers.add(k)
+            todo.extend([str(task.parent_task_id)] if task.parent_task_id else [])
+    out = []
+    for k, verdict in b.verdicts.items():
+        if k == key or k in callers:
+            continue
+        works = k in drivers or any(t.name not in POLLING_TASKS for t in b.running.get(k, []))
+        if works and any(job_frame(t) is not None for t, _m in verdict.threads):
+            out.append(k)
+    return sorted(out)
 
 
 @graph_pass(after=("edges_collectives", "edges_resource_holders", "edges_train_barrier", "mark_stream_pacing"),
