@@ -77,3 +77,28 @@ def test_a_sleeping_generator_read_as_a_stream_is_not_called_hung() -> None:
     # THEN it is pacing, not a poll that never ends
     assert diag.verdict == "inconclusive"
     assert diag.causes[0].pattern == "stream-paced-producer"
+
+
+CAPTURES = ROOT / "tests" / "data" / "captures"
+
+
+def test_an_async_barrier_waits_on_the_party_still_inside_a_split_whose_consumer_left() -> None:
+    # GIVEN a red-team capture (tests/data/captures/README.md): TrainWorker rank 1 left its
+    # streaming_split shard after 5 steps and waits on an async EpochBarrier (its `wait` awaits an
+    # asyncio.Event: no stack); rank 0 waits inside the split, which stalls without rank 1 reading
+    diag = reanalyse(CAPTURES / "split_consumer_left_barrier")
+    g = diag.graph
+    barrier = next(n for n in g.nodes.values() if n.class_name == "EpochBarrier")
+    # WHEN re-analysed THEN the barrier's await is no root cause: it waits for a later call of the
+    # one party with work of its own that has not called it (rank 0, inside the split)
+    assert barrier.pattern is None
+    later = [e for e in g.out(barrier.key) if e.why == "later-call"]
+    assert len(later) == 1 and not later[0].guessed
+    inside = g.nodes[later[0].dst]
+    assert inside.class_name == "TrainWorker" and inside.pattern == "data-iterator-wait"
+    # and the cycle through the split names only the consumer that left, the others its victims
+    top = diag.causes[0]
+    assert top.pattern == "split-consumer-left" and [c.class_name for c in top.culprits] == ["TrainWorker"]
+    left = top.culprits[0]
+    assert left.key != inside.key and any(e.why == "split-consumer-left" and e.dst == left.key for e in g.edges)
+    assert barrier.key in top.victims and inside.key in top.victims

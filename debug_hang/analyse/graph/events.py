@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from debug_hang.analyse.graph.builder import Builder, graph_pass
-from debug_hang.analyse.graph.inprocess import is_event_loop, loop_timer, name_of
+from debug_hang.analyse.graph.inprocess import is_event_loop, loop_timer, name_of, timer_due
 from debug_hang.analyse.graph.model import QUEUED_STATES, TaskIndex, WaitGraph
 from debug_hang.analyse.graph.raycalls import reads_stream
 from debug_hang.analyse.graph.threads import (
@@ -46,6 +46,14 @@ def _detect_async_await(b: Builder, key: str, verdict: ProcessVerdict) -> None:
         return
     doing = ", ".join(sorted({str(t.name) for t in running[key]}))
     timer = loop_timer(loops[0])
+    due = next((d for d in map(timer_due, loops) if d is not None), None)
+    if due is not None:
+        # A coroutine sleeps or awaits with a timeout: it wakes on its own (a paced poll, a retry
+        # back-off) and may find what it waits for. Nothing shows whether it ever will.
+        node.evidence.append(f"{doing} RUNNING, its event loop idle with a timer due in {due:.3g}s (an asyncio.sleep or "
+                             "a wait_for timeout pending): the awaiting coroutine wakes on its own; whether it will find "
+                             "what it awaits is not seen")
+        return
     later = _later_callers(b, key)
     if later:
         node.state = "blocked"
@@ -66,7 +74,9 @@ def _detect_async_await(b: Builder, key: str, verdict: ProcessVerdict) -> None:
     node.evidence.append(f"{doing} RUNNING, its event loop idle" + (f" {timer}" if timer else "")
                          + " and no Ray call of it unfinished: it awaits an asyncio object of this actor (Event, Queue, "
                          "Future, Lock) that nothing resolves; no other process of the job has work left that could "
-                         "call in (every one waits for its answer, or runs nothing)")
+                         "call in (every one waits for its answer, or runs nothing). Not seen: which object it awaits (an "
+                         "awaiting coroutine has no stack) and whether a task of the actor that was to resolve it died "
+                         "(asyncio logs that only once the dead Task is garbage-collected)")
 
 
 def _later_callers(b: Builder, key: str) -> list[str]:

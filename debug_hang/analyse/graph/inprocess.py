@@ -240,13 +240,23 @@ def loop_timer(thread: Thread) -> str | None:
     """What an idle event loop's `_run_once` says of its timers (its `timeout` local): none
     scheduled (no asyncio.sleep or wait_for timeout pending: only I/O or another call wakes it),
     or the next one due."""
-    frame = next((f for f in python_frames(thread) if _ASYNCIO.search(f.file) and f.function.endswith("_run_once")), None)
-    value = (frame.facts or {}).get("timeout") if frame is not None else None
+    value = _loop_timeout(thread)
     if value == "None":
         return "with no timer scheduled (no asyncio.sleep or wait_for timeout pending)"
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return f"its next timer due in {value:.3g}s"
-    return None
+    due = timer_due(thread)
+    return f"its next timer due in {due:.3g}s" if due is not None else None
+
+
+def timer_due(thread: Thread) -> float | None:
+    """In how many seconds an idle asyncio loop's next timer is due (an asyncio.sleep, a wait_for
+    timeout, a call_later), from `_run_once`'s `timeout` local; None when none is or it was not read."""
+    value = _loop_timeout(thread)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _loop_timeout(thread: Thread) -> object:
+    frame = next((f for f in python_frames(thread) if _ASYNCIO.search(f.file) and f.function.endswith("_run_once")), None)
+    return (frame.facts or {}).get("timeout") if frame is not None else None
 
 
 _PROCESS_POOL = re.compile(r"concurrent/futures/process\.py$")
