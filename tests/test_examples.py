@@ -208,6 +208,8 @@ def test_async_example_is_diagnosed_under_uvloop(ray_cluster: LocalCluster, exam
             if (out / name).exists():
                 shutil.copy(out / name, dest / name)
         trim_capture(dest)
+        if (out / "logs").is_dir():
+            shutil.copytree(out / "logs", dest / "logs")
     # THEN the same root cause as under asyncio's loop
     report = (out / "report.md").read_text()
     assert diag["verdict"] == "hang", f"{diag['summary']}\n{report}"

@@ -102,3 +102,37 @@ def test_an_async_barrier_waits_on_the_party_still_inside_a_split_whose_consumer
     left = top.culprits[0]
     assert left.key != inside.key and any(e.why == "split-consumer-left" and e.dst == left.key for e in g.edges)
     assert barrier.key in top.victims and inside.key in top.victims
+
+
+def test_an_async_back_off_with_a_timer_due_is_no_stuck_await() -> None:
+    # GIVEN a healthy job (tests/data/captures/README.md): an async actor's `fetch` retries with
+    # `await asyncio.sleep(3)`, silent, the driver in ray.get on it; the loop is idle between tries
+    diag = reanalyse(CAPTURES / "async_sleep_backoff_healthy")
+    fetcher = next(n for n in diag.graph.nodes.values() if n.class_name == "Fetcher")
+    # WHEN re-analysed THEN its loop's timer (asyncio's _run_once `timeout`) keeps it from being
+    # called stuck: the coroutine wakes on its own, so the run is no hang
+    assert fetcher.pattern != "async-await-stuck"
+    assert any("timer due in" in text for text in fetcher.evidence), fetcher.evidence
+    assert diag.verdict != "hang"
+
+
+def test_a_dead_asyncio_task_s_traceback_is_quoted_for_the_await_it_left_stuck() -> None:
+    # GIVEN an async actor whose `feed` awaits put on a full asyncio.Queue; its consumer Task raised
+    # KeyError and, unreferenced, was garbage-collected (asyncio logged it to the worker's .err)
+    diag = reanalyse(CAPTURES / "asyncio_task_died_queue_full")
+    # WHEN re-analysed THEN the await is stuck, and the proof quotes the dead task's exception
+    assert diag.verdict == "hang" and diag.causes[0].pattern == "async-await-stuck"
+    failure = diag.proofs[0].failure
+    assert failure is not None and failure.exception == "KeyError: 'lang'"
+    assert failure.traceback[0] == "Task exception was never retrieved"
+    assert any("_consume" in line for line in failure.traceback)
+
+
+def test_an_idle_uvloop_loop_is_read_from_its_thread_name_and_its_epoll_wait() -> None:
+    # GIVEN async_weight_store_wrong_instance run with its actors on uvloop (tests/test_examples.py):
+    # the WeightStore's loop thread shows no Python frame of the loop, only Thread.run
+    diag = reanalyse(CAPTURES / "uvloop_async_weight_store_wrong_instance")
+    store = diag.causes[0].culprits[0]
+    # WHEN re-analysed THEN the await is stuck, its loop read as idle with no timer (epoll_pwait -1)
+    assert diag.verdict == "hang" and diag.causes[0].pattern == "async-await-stuck" and store.class_name == "WeightStore"
+    assert any("no timer scheduled (its epoll wait has no timeout)" in text for text in store.evidence), store.evidence

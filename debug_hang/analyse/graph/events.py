@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from debug_hang.analyse.graph.builder import Builder, graph_pass
-from debug_hang.analyse.graph.inprocess import is_event_loop, loop_timer, name_of, timer_due
+from debug_hang.analyse.graph.inprocess import is_event_loop, loop_poll_timeout_ms, loop_timer, name_of, timer_due
 from debug_hang.analyse.graph.model import QUEUED_STATES, TaskIndex, WaitGraph
 from debug_hang.analyse.graph.raycalls import reads_stream
 from debug_hang.analyse.graph.threads import (
@@ -47,6 +47,12 @@ def _detect_async_await(b: Builder, key: str, verdict: ProcessVerdict) -> None:
     doing = ", ".join(sorted({str(t.name) for t in running[key]}))
     timer = loop_timer(loops[0])
     due = next((d for d in map(timer_due, loops) if d is not None), None)
+    info = b.inp.info.get(verdict.process.ref)
+    polls = [ms for ms in (loop_poll_timeout_ms(t, info) for t in loops) if ms is not None]
+    if due is None and any(ms >= 0 for ms in polls):
+        due = min(ms for ms in polls if ms >= 0) / 1000
+    elif timer is None and polls and all(ms < 0 for ms in polls):
+        timer = "with no timer scheduled (its epoll wait has no timeout)"
     if due is not None:
         # A coroutine sleeps or awaits with a timeout: it wakes on its own (a paced poll, a retry
         # back-off) and may find what it waits for. Nothing shows whether it ever will.

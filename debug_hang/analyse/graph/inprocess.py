@@ -254,6 +254,29 @@ def timer_due(thread: Thread) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+# The system calls an idle event loop sleeps in, by machine, and which argument is its timeout in
+# milliseconds (-1: none): epoll_wait, epoll_pwait and poll on x86_64, epoll_pwait on aarch64.
+_POLL_TIMEOUT_ARG: dict[str, dict[int, int]] = {"x86_64": {232: 3, 281: 3, 7: 2}, "aarch64": {22: 3}}
+
+
+def loop_poll_timeout_ms(thread: Thread, info: dict[str, Any] | None) -> int | None:
+    """The timeout an event-loop thread passed to the epoll/poll call it sleeps in (the node's
+    `loop_syscalls`, read after the last sample): -1 when no timer is due, else the milliseconds to
+    the next one. The loop computes it from its timers whatever it is written in (uvloop's C loop
+    as well as asyncio's); None when not read or not such a call."""
+    calls = (info or {}).get("loop_syscalls") or {}
+    found = calls.get(str(thread.os_thread_id)) if thread.os_thread_id is not None else None
+    arg = _POLL_TIMEOUT_ARG.get(str((info or {}).get("machine")), {})
+    try:
+        index = arg.get(int(found[0])) if found else None
+        if index is None or found is None:
+            return None
+        value = int(found[1 + index], 16) & 0xFFFFFFFF
+    except (ValueError, IndexError, TypeError):
+        return None
+    return value - (1 << 32) if value >= 1 << 31 else value  # an int argument: its low 32 bits, signed
+
+
 def _loop_timeout(thread: Thread) -> object:
     frame = next((f for f in python_frames(thread) if _ASYNCIO.search(f.file) and f.function.endswith("_run_once")), None)
     return (frame.facts or {}).get("timeout") if frame is not None else None
