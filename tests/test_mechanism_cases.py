@@ -104,13 +104,14 @@ def test_an_async_barrier_waits_on_the_party_still_inside_a_split_whose_consumer
     assert barrier.key in top.victims and inside.key in top.victims
 
 
-def test_an_async_back_off_with_a_timer_due_is_no_stuck_await() -> None:
+@pytest.mark.parametrize("capture", ["async_sleep_backoff_healthy", "uvloop_async_sleep_backoff_healthy"])
+def test_an_async_back_off_with_a_timer_due_is_no_stuck_await(capture: str) -> None:
     # GIVEN a healthy job (tests/data/captures/README.md): an async actor's `fetch` retries with
     # `await asyncio.sleep(3)`, silent, the driver in ray.get on it; the loop is idle between tries
-    diag = reanalyse(CAPTURES / "async_sleep_backoff_healthy")
+    diag = reanalyse(CAPTURES / capture)
     fetcher = next(n for n in diag.graph.nodes.values() if n.class_name == "Fetcher")
-    # WHEN re-analysed THEN its loop's timer (asyncio's _run_once `timeout`) keeps it from being
-    # called stuck: the coroutine wakes on its own, so the run is no hang
+    # WHEN re-analysed THEN its loop's timer (asyncio's _run_once `timeout`; under uvloop, the
+    # timeout of its epoll wait) keeps it from being called stuck: the coroutine wakes on its own
     assert fetcher.pattern != "async-await-stuck"
     assert any("timer due in" in text for text in fetcher.evidence), fetcher.evidence
     assert diag.verdict != "hang"
