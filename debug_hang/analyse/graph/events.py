@@ -85,9 +85,28 @@ def _detect_async_await(b: Builder, key: str, verdict: ProcessVerdict) -> None:
                          "(asyncio logs that only once the dead Task is garbage-collected)")
 
 
+# Edges that wait for a process to act - to call in, read on, take its turn - rather than for the
+# answer of a call it runs: a process down such an edge is no caller waiting for an answer.
+_ACTION_EDGES = frozenset({"later-call", "split-consumer-left", "generator-backpressure", "never-read", "train-barrier"})
+
+
+def _answer_reach(g: WaitGraph, start: str) -> set[str]:
+    """The nodes `start` waits on for an answer, directly or down a chain (not through an edge
+    that waits for another process to act)."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for e in g.out(todo.pop()):
+            if e.why not in _ACTION_EDGES and e.dst not in seen:
+                seen.add(e.dst)
+                todo.append(e.dst)
+    return seen
+
+
 def _later_callers(b: Builder, key: str) -> list[str]:
-    """The job's processes, other than `key`, that run a call of their own in job code and are no
-    caller of `key`'s running calls (directly or up the chain of calls that wait for them): the
+    """The job's processes, other than `key`, that run a call of their own in job code and wait for
+    no answer of `key`'s (no caller of its running calls, directly or up the chain of calls that
+    wait for them, and no wait of theirs leads to it but through another process's action): the
     processes whose later calls could still reach `key`. Ray's own helper actors (no job frame on
     their stack) and processes that run nothing (idle actors, they act only when called) are not."""
     by_task = {str(t.task_id): (k, t) for k, tasks in b.running.items() for t in tasks if t.task_id}
@@ -104,7 +123,7 @@ def _later_callers(b: Builder, key: str) -> list[str]:
             todo.extend([str(task.parent_task_id)] if task.parent_task_id else [])
     out = []
     for k, verdict in b.verdicts.items():
-        if k == key or k in callers:
+        if k == key or k in callers or key in _answer_reach(b.g, k):
             continue
         works = k in drivers or any(t.name not in POLLING_TASKS for t in b.running.get(k, []))
         if works and any(job_frame(t) is not None for t, _m in verdict.threads):
