@@ -63,7 +63,7 @@ def _detect_async_await(b: Builder, key: str, verdict: ProcessVerdict) -> None:
     later = _later_callers(b, key)
     if later:
         node.state = "blocked"
-        waits_back = all(key in reachable_from(g, k) for k in later)
+        waits_back = all(key in _seen_reach(g, k) for k in later)
         for k in later:
             calls = ", ".join(sorted({str(t.name) for t in running.get(k, [])}))
             g.add_edge(key, k, "later-call",
@@ -91,13 +91,18 @@ _ACTION_EDGES = frozenset({"later-call", "split-consumer-left", "generator-backp
 
 
 def _answer_reach(g: WaitGraph, start: str) -> set[str]:
-    """The nodes `start` waits on for an answer, directly or down a chain (not through an edge
-    that waits for another process to act)."""
+    """The nodes `start` is seen to wait on for an answer, directly or down a chain (not through
+    an edge that waits for another process to act, nor through a guessed one)."""
+    return _seen_reach(g, start, _ACTION_EDGES)
+
+
+def _seen_reach(g: WaitGraph, start: str, skip: frozenset[str] = frozenset()) -> set[str]:
+    """The nodes `start` waits on down edges that facts show (no guessed one), but those of `skip`."""
     seen: set[str] = set()
     todo = [start]
     while todo:
         for e in g.out(todo.pop()):
-            if e.why not in _ACTION_EDGES and e.dst not in seen:
+            if e.why not in skip and not e.guessed and e.dst not in seen:
                 seen.add(e.dst)
                 todo.append(e.dst)
     return seen
