@@ -137,3 +137,17 @@ def test_an_idle_uvloop_loop_is_read_from_its_thread_name_and_its_epoll_wait() -
     # WHEN re-analysed THEN the await is stuck, its loop read as idle with no timer (epoll_pwait -1)
     assert diag.verdict == "hang" and diag.causes[0].pattern == "async-await-stuck" and store.class_name == "WeightStore"
     assert any("no timer scheduled (its epoll wait has no timeout)" in text for text in store.evidence), store.evidence
+
+
+def test_ray_data_s_fire_and_forget_stats_call_is_no_wait_of_the_split() -> None:
+    # GIVEN split_trainer_early_exit diagnosed at load ~24: the dashboard's Ray Data endpoint did
+    # not answer in time (no dataset read), and the SplitCoordinator's executor had a
+    # `_StatsActor.update_execution_metrics` call in flight (sent every loop round, never waited on)
+    diag = reanalyse(CAPTURES / "split_stats_call_in_flight")
+    g = diag.graph
+    # WHEN re-analysed THEN the stats actor is nobody's wait (the live run named it, idle-no-work 0.95)
+    stats = [n.key for n in g.nodes.values() if n.class_name == "_StatsActor"]
+    assert stats and not any(e.dst in stats for e in g.edges)
+    # and without the dataset's reading, the split's stop is not followed: inconclusive, no victim named
+    assert diag.verdict == "inconclusive"
+    assert not any(c.class_name in ("EpochBarrier", "_StatsActor") for cause in diag.causes for c in cause.culprits)
