@@ -123,11 +123,17 @@ def follow_object_ids(b: Builder, key: str) -> bool:
 
 @follows("own-calls")
 def follow_own_calls(b: Builder, key: str) -> None:
-    """A sleep loop around ray.wait(timeout=...) polls the calls it made: a wait on them."""
+    """A sleep loop around ray.wait(timeout=...) polls the calls it made: a wait on them; one that
+    tests a child process's state polls its children."""
     node = b.g.nodes[key]
     if edges_from_parents(b, key, b.own_calls(key)):
         node.pattern = "ray-get-wait"
         node.evidence.append("polls in a sleep loop while calls it made are unfinished: it waits for them")
+    else:
+        from debug_hang.analyse.graph.children import follow_polled_children  # children.py imports this module
+
+        if follow_polled_children(b, key):
+            node.pattern = "child-process-wait"
 
 
 STREAM_READER = re.compile(r"ray/_private/object_ref_generator\.py$")
