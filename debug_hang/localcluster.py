@@ -67,8 +67,9 @@ def loopback_env() -> dict[str, str]:
     env["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     env.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     # Ray runs async actors on uvloop when it is installed (ray[serve] brings it): their idle
-    # event loops then show no Python frame, which the idle-loop readings do not yet take for an
-    # idle loop. The local clusters (tests, demo) keep asyncio's own loop, as a default install has.
+    # event loops then show no Python frame of the loop (uvloop's is C). The local clusters (tests,
+    # demo) keep asyncio's own loop, as a default install has, so that the recorded cases show its
+    # frames; tests/test_examples.py runs async examples under uvloop per job (RAY_USE_UVLOOP=1).
     env.setdefault("RAY_USE_UVLOOP", "0")
     return env
 
@@ -190,12 +191,13 @@ class SubmittedJob:
 
 
 def submit_example(cluster: LocalCluster, example: str, ready_timeout_s: float = 90,
-                   settle_s: float = 3.0) -> SubmittedJob:
+                   settle_s: float = 3.0, env_vars: dict[str, str] | None = None) -> SubmittedJob:
     """Submit examples/<example>.py as a job; wait until it prints READY, then `settle_s` more.
 
     An example whose hang sets in long after its driver's last line (a Ray Train run, where the
     ranks print) names the line that marks it in EXPECTED["ready"], and a slow start-up its wait
-    in EXPECTED["ready_timeout_s"].
+    in EXPECTED["ready_timeout_s"]. `env_vars` are set in every process of the job (its runtime
+    env), e.g. RAY_USE_UVLOOP=1 to run its async actors on uvloop on a cluster that does not.
     """
     from ray.job_submission import JobSubmissionClient
 
@@ -204,7 +206,10 @@ def submit_example(cluster: LocalCluster, example: str, ready_timeout_s: float =
     # An example whose start-up is slow (Ray Data and Serve import much in every worker) says how long.
     ready_timeout_s = float(expected.get("ready_timeout_s", ready_timeout_s))
     client = JobSubmissionClient(cluster.dashboard)
-    sub = client.submit_job(entrypoint=f"python {example}.py", runtime_env={"working_dir": str(EXAMPLES_DIR)})
+    runtime_env: dict[str, Any] = {"working_dir": str(EXAMPLES_DIR)}
+    if env_vars:
+        runtime_env["env_vars"] = dict(env_vars)
+    sub = client.submit_job(entrypoint=f"python {example}.py", runtime_env=runtime_env)
 
     def ready() -> bool:
         return marker in client.get_job_logs(sub) or client.get_job_status(sub).is_terminal()

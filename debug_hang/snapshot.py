@@ -39,6 +39,9 @@ POLLING_TASKS = frozenset({
     "_AutoscalingCoordinatorActor.request_resources",
     "_AutoscalingCoordinatorActor.get_reserved_resources",
     "_AutoscalingCoordinatorActor.cancel_request",
+    # Ray Data's stats actor, sent by the streaming executor's loop on every round, stuck or not,
+    # and never waited on (ray/data/_internal/stats.py, _StatsManager.update_execution_metrics).
+    "_StatsActor.update_execution_metrics",
 })
 # The actor behind ray.util.queue.Queue: its waits are followed to the queue's producers/consumers.
 QUEUE_ACTOR_CLASS = "_QueueActor"

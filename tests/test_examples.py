@@ -169,3 +169,51 @@ def assert_flight_recorder(expected: dict, diag: dict, report: str) -> None:
     assert (first["desc"], first["pending_seq"], first["kind"]) == (
         expected["group_desc"], expected["pending_seq"], expected["kind"]), first
     assert "Flight Recorder: agrees with the stacks" in report, report
+
+
+# Async examples run again with their actors on uvloop (Ray's default wherever ray[serve] is
+# installed; the test cluster keeps asyncio's loop): an idle uvloop loop shows no Python frame of
+# the loop, only Ray's thread name "AsyncIO Thread: <group>" over Thread.run.
+UVLOOP_EXAMPLES = ("async_weight_store_wrong_instance", "async_slots_await_later_call")
+
+
+@pytest.mark.parametrize("example", UVLOOP_EXAMPLES)
+def test_async_example_is_diagnosed_under_uvloop(ray_cluster: LocalCluster, example: str, tmp_path: Path) -> None:
+    try:
+        import uvloop  # noqa: F401 - only whether Ray can run on it
+    except ImportError:
+        pytest.skip("uvloop is not installed here (it comes with ray[serve]): Ray runs asyncio's own loop")
+    # GIVEN an async example whose actors run on uvloop (set for this job only)
+    expected = expected_of(example)
+    job = submit_example(ray_cluster, example, env_vars={"RAY_USE_UVLOOP": "1"})
+    try:
+        # WHEN the responder runs the one-command diagnosis
+        out = tmp_path / "diag"
+        proc = run_script(["scripts/diagnose_ray_hang.sh", ray_cluster.gcs, str(out), "--job-id", str(job.job_id)],
+                          timeout_s=120, env=ray_cluster.env())
+    finally:
+        stop_job(ray_cluster, job)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    diag = json.loads((out / "diagnosis.json").read_text())
+    # the culprit's event loop was uvloop's: its loop thread shows no frame of asyncio's loop
+    stacks = json.loads((out / "stacks.json").read_text())
+    loops = [t for p in stacks["processes"] if p.get("actor_class") == expected["culprits"][0]["class_name"]
+             for t in p.get("threads") or [] if str(t.get("name") or "").startswith("AsyncIO Thread")]
+    assert loops and not any("asyncio/base_events.py" in str(f.get("file")) for t in loops for f in t["frames"]), loops
+    if os.environ.get("DEBUG_HANG_RECORD"):
+        dest = ROOT / "tests" / "data" / "captures" / f"uvloop_{example}"
+        shutil.rmtree(dest, ignore_errors=True)
+        dest.mkdir(parents=True)
+        for name in ("snapshot.json", "stacks.json", "tasks_after.json", "evidence.json", "diagnosis.json"):
+            if (out / name).exists():
+                shutil.copy(out / name, dest / name)
+        trim_capture(dest)
+        if (out / "logs").is_dir():
+            shutil.copytree(out / "logs", dest / "logs")
+    # THEN the same root cause as under asyncio's loop
+    report = (out / "report.md").read_text()
+    assert diag["verdict"] == "hang", f"{diag['summary']}\n{report}"
+    top = diag["root_causes"][0]
+    assert top["pattern"] == expected["pattern"], report
+    for culprit in expected["culprits"]:
+        assert culprit_matches(culprit, top["culprits"]), f"{culprit} not in {top['culprits']}\n{report}"

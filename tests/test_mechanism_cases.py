@@ -77,3 +77,77 @@ def test_a_sleeping_generator_read_as_a_stream_is_not_called_hung() -> None:
     # THEN it is pacing, not a poll that never ends
     assert diag.verdict == "inconclusive"
     assert diag.causes[0].pattern == "stream-paced-producer"
+
+
+CAPTURES = ROOT / "tests" / "data" / "captures"
+
+
+def test_an_async_barrier_waits_on_the_party_still_inside_a_split_whose_consumer_left() -> None:
+    # GIVEN a red-team capture (tests/data/captures/README.md): TrainWorker rank 1 left its
+    # streaming_split shard after 5 steps and waits on an async EpochBarrier (its `wait` awaits an
+    # asyncio.Event: no stack); rank 0 waits inside the split, which stalls without rank 1 reading
+    diag = reanalyse(CAPTURES / "split_consumer_left_barrier")
+    g = diag.graph
+    barrier = next(n for n in g.nodes.values() if n.class_name == "EpochBarrier")
+    # WHEN re-analysed THEN the barrier's await is no root cause: it waits for a later call of the
+    # one party with work of its own that has not called it (rank 0, inside the split)
+    assert barrier.pattern is None
+    later = [e for e in g.out(barrier.key) if e.why == "later-call"]
+    assert len(later) == 1 and not later[0].guessed
+    inside = g.nodes[later[0].dst]
+    assert inside.class_name == "TrainWorker" and inside.pattern == "data-iterator-wait"
+    # and the cycle through the split names only the consumer that left, the others its victims
+    top = diag.causes[0]
+    assert top.pattern == "split-consumer-left" and [c.class_name for c in top.culprits] == ["TrainWorker"]
+    left = top.culprits[0]
+    assert left.key != inside.key and any(e.why == "split-consumer-left" and e.dst == left.key for e in g.edges)
+    assert barrier.key in top.victims and inside.key in top.victims
+
+
+@pytest.mark.parametrize("capture", ["async_sleep_backoff_healthy", "uvloop_async_sleep_backoff_healthy"])
+def test_an_async_back_off_with_a_timer_due_is_no_stuck_await(capture: str) -> None:
+    # GIVEN a healthy job (tests/data/captures/README.md): an async actor's `fetch` retries with
+    # `await asyncio.sleep(3)`, silent, the driver in ray.get on it; the loop is idle between tries
+    diag = reanalyse(CAPTURES / capture)
+    fetcher = next(n for n in diag.graph.nodes.values() if n.class_name == "Fetcher")
+    # WHEN re-analysed THEN its loop's timer (asyncio's _run_once `timeout`; under uvloop, the
+    # timeout of its epoll wait) keeps it from being called stuck: the coroutine wakes on its own
+    assert fetcher.pattern != "async-await-stuck"
+    assert any("timer due in" in text for text in fetcher.evidence), fetcher.evidence
+    assert diag.verdict != "hang"
+
+
+def test_a_dead_asyncio_task_s_traceback_is_quoted_for_the_await_it_left_stuck() -> None:
+    # GIVEN an async actor whose `feed` awaits put on a full asyncio.Queue; its consumer Task raised
+    # KeyError and, unreferenced, was garbage-collected (asyncio logged it to the worker's .err)
+    diag = reanalyse(CAPTURES / "asyncio_task_died_queue_full")
+    # WHEN re-analysed THEN the await is stuck, and the proof quotes the dead task's exception
+    assert diag.verdict == "hang" and diag.causes[0].pattern == "async-await-stuck"
+    failure = diag.proofs[0].failure
+    assert failure is not None and failure.exception == "KeyError: 'lang'"
+    assert failure.traceback[0] == "Task exception was never retrieved"
+    assert any("_consume" in line for line in failure.traceback)
+
+
+def test_an_idle_uvloop_loop_is_read_from_its_thread_name_and_its_epoll_wait() -> None:
+    # GIVEN async_weight_store_wrong_instance run with its actors on uvloop (tests/test_examples.py):
+    # the WeightStore's loop thread shows no Python frame of the loop, only Thread.run
+    diag = reanalyse(CAPTURES / "uvloop_async_weight_store_wrong_instance")
+    store = diag.causes[0].culprits[0]
+    # WHEN re-analysed THEN the await is stuck, its loop read as idle with no timer (epoll_pwait -1)
+    assert diag.verdict == "hang" and diag.causes[0].pattern == "async-await-stuck" and store.class_name == "WeightStore"
+    assert any("no timer scheduled (its epoll wait has no timeout)" in text for text in store.evidence), store.evidence
+
+
+def test_ray_data_s_fire_and_forget_stats_call_is_no_wait_of_the_split() -> None:
+    # GIVEN split_trainer_early_exit diagnosed at load ~24: the dashboard's Ray Data endpoint did
+    # not answer in time (no dataset read), and the SplitCoordinator's executor had a
+    # `_StatsActor.update_execution_metrics` call in flight (sent every loop round, never waited on)
+    diag = reanalyse(CAPTURES / "split_stats_call_in_flight")
+    g = diag.graph
+    # WHEN re-analysed THEN the stats actor is nobody's wait (the live run named it, idle-no-work 0.95)
+    stats = [n.key for n in g.nodes.values() if n.class_name == "_StatsActor"]
+    assert stats and not any(e.dst in stats for e in g.edges)
+    # and without the dataset's reading, the split's stop is not followed: inconclusive, no victim named
+    assert diag.verdict == "inconclusive"
+    assert not any(c.class_name in ("EpochBarrier", "_StatsActor") for cause in diag.causes for c in cause.culprits)

@@ -543,3 +543,37 @@ def test_a_second_round_reads_one_window_from_the_first_rounds_start(target: sub
     window = second["info"][str(target.pid)]["progress"]["window_s"]
     assert window >= 0.4 + 0.3 + 0.4 - 0.05, window
     assert second["info"][str(target.pid)]["window_start"]["wall"] == start["wall"]
+
+
+def test_an_idle_event_loop_s_epoll_timeout_tells_a_timer_from_none() -> None:
+    import asyncio
+    import threading
+
+    from debug_hang.analyse.graph.inprocess import loop_poll_timeout_ms
+    from debug_hang.model import Thread
+    from debug_hang.probe.node_probe import add_loop_syscalls
+
+    # GIVEN a real idle asyncio loop on a thread named as Ray names an async actor's loop thread
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="AsyncIO Thread: default", daemon=True)
+    thread.start()
+    seen = Thread(os_thread_id=thread.native_id, name=thread.name)
+    procs = [{"pid": os.getpid(), "threads": [{"name": thread.name, "os_thread_id": thread.native_id}]}]
+
+    def read() -> int | None:
+        time.sleep(0.3)  # the loop is back in its epoll wait
+        info: dict[int, dict[str, object]] = {os.getpid(): {}}
+        add_loop_syscalls(info, procs)
+        return loop_poll_timeout_ms(seen, {str(k): v for k, v in info[os.getpid()].items()})
+
+    try:
+        # WHEN the node reads the system call its thread sleeps in, with nothing scheduled, then
+        # with a timer due in 30 s THEN the timeout is -1 (no timer), then about 30 000 ms
+        assert read() == -1
+        loop.call_soon_threadsafe(loop.call_later, 30, lambda: None)
+        due = read()
+        assert due is not None and 25_000 < due <= 30_000
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()

@@ -58,6 +58,7 @@ PatternId = Literal[
     "producer-gone",
     "consumer-gone",
     "queue-cycle",
+    "split-consumer-left",
     "child-process-hang",
     "pipe-write-wait",
     "pipe-read-wait",

@@ -39,6 +39,7 @@ _START = re.compile(r"Traceback \(most recent call last\):|Unhandled error|^Exce
 _EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning|Fault|Full|Empty|Timeout)\b.*")
 _FRAME_LINE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+),? in (?P<function>.+)$')  # traceback, faulthandler
 _RAY_MARKERS = re.compile(r"^:(job_id|actor_name|task_name):")
+ASYNCIO_TASK_DIED = "Task exception was never retrieved"  # asyncio's default exception handler
 _FALLBACK_DISPROOF = ("any process on the chain working in a longer window (--samples 5 --interval 3): a changed stack, "
                       "a new log line or a finished call means it is slow, not stuck")
 
@@ -154,8 +155,14 @@ def tracebacks(text: str, pid: int | None = None) -> list[list[str]]:
         if not _START.search(line) or (pid is not None and "Unhandled error" in line and f"pid={pid}," not in line):
             i += 1
             continue
+        at = i
         block, i = _block(lines, i)
         if block:
+            # asyncio's report of a Task that raised, logged when the Task is garbage-collected:
+            # "Task exception was never retrieved", "future: <Task finished ...>", then the traceback
+            head = lines[max(0, at - 2):at]
+            if len(head) == 2 and head[0].startswith(ASYNCIO_TASK_DIED) and head[1].startswith("future: <Task"):
+                block = head + block
             blocks.append(block)
     return blocks
 
@@ -224,7 +231,8 @@ def _failure(diag: Diagnosis, culprit: GNode, done: FinishedCall | None) -> Fail
     for text in err_logs:
         blocks = tracebacks(text)
         if not (failed or dead):
-            blocks = [b for b in blocks if b[0].startswith("Exception in thread")]  # a thread that died
+            # a thread that died, or an asyncio Task (a coroutine of an async actor)
+            blocks = [b for b in blocks if b[0].startswith(("Exception in thread", ASYNCIO_TASK_DIED))]
         if blocks:
             return _from_block(culprit, done, "worker log", _pick(blocks, method))
     if (failed or dead) and diag.evidence is not None and diag.evidence.driver_log and culprit.pid:

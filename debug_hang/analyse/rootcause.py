@@ -126,6 +126,8 @@ def _cycle_causes(g: WaitGraph) -> list[RootCause]:
             culprits = [n for n in culprits if n.class_name != QUEUE_ACTOR_CLASS]
         if leaders:  # where the fix goes comes first
             culprits = sorted(culprits, key=lambda n: n.key not in leaders)
+            if pattern in _ONLY_LEADERS:
+                culprits = [n for n in culprits if n.key in leaders]
         outside = [g.nodes[e.dst] for e in g.edges if e.why == "train-barrier" and e.src in cycle and e.dst in cycle]
         if outside:
             # Ranks in Ray Train's barrier and ranks still in a DDP step wait on each other. The
@@ -138,8 +140,9 @@ def _cycle_causes(g: WaitGraph) -> list[RootCause]:
         evidence += [f"{n.label()}: {text}" for n in members for text in n.evidence if text.startswith("another thread waits for a lock")]
         names = " → ".join(g.nodes[k].label() for k in cycle) + f" → {g.nodes[cycle[0]].label()}"
         all_blocked = all(n.state in ("blocked", "starved", "pending") for n in members)
+        victims = _upstream(g, set(cycle)) + sorted(k for k in cycle if k not in {n.key for n in culprits})
         causes.append(RootCause(
-            pattern=pattern, culprits=culprits, victims=_upstream(g, set(cycle)),
+            pattern=pattern, culprits=culprits, victims=victims,
             confidence=settings().cycle_confidence if all_blocked else settings().partial_cycle_confidence,
             evidence=evidence, cycle=list(cycle),
             summary=f"deadlock cycle: {names}",
@@ -149,7 +152,7 @@ def _cycle_causes(g: WaitGraph) -> list[RootCause]:
 
 # The patterns a wait-for cycle is named by whose rule is here (_cycle_pattern, _cycle_causes)...
 CYCLE_DECIDES: frozenset[PatternId] = frozenset({"actor-call-cycle", "pipe-full-deadlock", "file-lock-deadlock", "train-barrier-skipped",
-                                                 "queue-cycle"})
+                                                 "queue-cycle", "split-consumer-left"})
 # ... and those a cycle carries from its members or its closing edge, decided elsewhere.
 CYCLE_CARRIES: frozenset[PatternId] = frozenset({"resource-starvation", "generator-backpressure", "async-loop-blocked", "lock-order-deadlock"})
 END_CARRIES = frozenset(_END_PATTERN.values())
@@ -169,7 +172,12 @@ _CLOSING_EDGES: tuple[tuple[EdgeReason, PatternId, bool], ...] = (
     # A full queue nobody ever read from, whose creator (its reader) waits in the loop itself: the
     # creator reads too late.
     ("never-read", "queue-cycle", True),
+    # A streaming_split whose consumer left its shard early and waits on what the other consumers
+    # would do once the split hands them blocks again: the consumer that left must read on.
+    ("split-consumer-left", "split-consumer-left", True),
 )
+# Cycles whose closing edge's end alone is the culprit: the other members wait as designed.
+_ONLY_LEADERS: frozenset[PatternId] = frozenset({"split-consumer-left"})
 
 
 def _cycle_pattern(g: WaitGraph, cycle: list[str], has_resource: bool) -> tuple[PatternId, set[str]]:

@@ -40,6 +40,20 @@ def thread_wchans(pid: int, max_threads: int = MAX_THREADS) -> dict[str, str]:
     return found
 
 
+def thread_syscall(pid: int, tid: int) -> list[str] | None:
+    """The system call thread `tid` of `pid` sleeps in, as /proc/PID/task/TID/syscall gives it:
+    its number and its first four arguments (["232", "0x3", "0x7ffc..", "0x400", "0xffffffff"]);
+    None when the thread runs, the kernel hides it, or the file cannot be read."""
+    try:
+        with open(f"/proc/{pid}/task/{tid}/syscall", encoding="ascii", errors="replace") as fh:
+            fields = fh.read(512).split()
+    except OSError:
+        return None
+    if len(fields) < 5 or not fields[0].isdigit():
+        return None  # "running", or "-1 ..." (not in a system call)
+    return fields[:5]
+
+
 def parse_locks(text: str) -> list[dict[str, Any]]:
     """Rows of /proc/locks: {"n", "waiting", "type", "mode", "access", "pid", "dev", "inode", "range"}.
 

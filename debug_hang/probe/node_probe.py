@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import platform
 import re
 import socket
 import time
@@ -20,7 +21,7 @@ from typing import Any
 from debug_hang.model import process_to_dict
 from debug_hang.probe import progress, schedstat
 from debug_hang.probe.commands import pid_namespace, run_command
-from debug_hang.probe.file_locks import locks_of, read_locks, thread_wchans
+from debug_hang.probe.file_locks import locks_of, read_locks, thread_syscall, thread_wchans
 from debug_hang.probe.flight_recorder import collect_dumps, dump_prefixes, read_fr_env
 from debug_hang.probe.libraries import METRICS_TIMEOUT_S, read_serve_metrics
 from debug_hang.probe.pipes import child_pipes
@@ -248,6 +249,7 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     _window_facts(all_pids, info, lambda pid: rounds.taken > 1 or (rounds.taken == 1 and str(pid) in (since or {})),
                   redactor, log_rule)
     add_kernel_waits(info, all_pids, errors)
+    add_loop_syscalls(info, rounds.processes)
     add_socket_peers(info, all_pids, errors)
 
     out: dict[str, Any] = {
@@ -467,6 +469,30 @@ def add_kernel_waits(info: dict[int, dict[str, Any]], pids: list[int], errors: l
             info[pid]["std_pipes"] = pipes["std_pipes"]
             if pipes["wchan"]:
                 info[pid].setdefault("wchan", pipes["wchan"])
+
+
+# Ray's name for an async actor's event-loop thread ("AsyncIO Thread: <concurrency group>").
+LOOP_THREAD_PREFIX = "AsyncIO Thread"
+
+
+def add_loop_syscalls(info: dict[int, dict[str, Any]], processes: list[dict[str, Any]]) -> None:
+    """Per process with an event-loop thread, after the last sample: the system call each loop
+    thread sleeps in with its arguments (`loop_syscalls`: {tid: [nr, arg0..arg3]}) and the
+    machine they are numbered for (`machine`). An idle loop sleeps in epoll_wait, whose timeout
+    argument says whether a timer is due (an asyncio.sleep, a wait_for timeout) or none is (-1):
+    what a loop written in C (uvloop) shows of its timers, which py-spy cannot read."""
+    for proc in processes:
+        pid = proc.get("pid")
+        if not isinstance(pid, int) or pid not in info:
+            continue
+        for thread in proc.get("threads") or []:
+            tid = thread.get("os_thread_id")
+            if not str(thread.get("name") or "").startswith(LOOP_THREAD_PREFIX) or not isinstance(tid, int):
+                continue
+            found = thread_syscall(pid, tid)
+            if found is not None:
+                info[pid].setdefault("loop_syscalls", {})[str(tid)] = found
+                info[pid]["machine"] = platform.machine()
 
 
 def _left(start: float, budget_s: float) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from debug_hang.analyse.graph.builder import Builder, graph_pass
-from debug_hang.analyse.graph.inprocess import is_event_loop, loop_timer, name_of, owners, runs
+from debug_hang.analyse.graph.inprocess import is_event_loop, loop_poll_timeout_ms, loop_timer, name_of, owners, runs, timer_due
 from debug_hang.analyse.graph.model import QUEUED_STATES, WaitGraph
 from debug_hang.analyse.graph.raycalls import reads_stream
 from debug_hang.analyse.graph.threads import (
@@ -20,29 +20,124 @@ from debug_hang.analyse.graph.threads import (
 from debug_hang.analyse.patterns import ProcessVerdict
 from debug_hang.model import Frame, Thread
 from debug_hang.rows import TaskRow
-from debug_hang.snapshot import DONE_STATES, POLLING_TASKS
+from debug_hang.snapshot import DONE_STATES, DRIVER_TASK_PREFIX, POLLING_TASKS
 
 
 @graph_pass(after=("edges_supervisors",), decides=("async-await-stuck",))
 def detect_async_await(b: Builder) -> None:
     """Async actors awaiting an in-process asyncio object nobody resolves (async-await-stuck)."""
     for key, verdict in b.verdicts.items():
-        _detect_async_await(b.g, key, verdict, b.running)
+        _detect_async_await(b, key, verdict)
 
 
-def _detect_async_await(g: WaitGraph, key: str, verdict: ProcessVerdict, running: dict[str, list[TaskRow]]) -> None:
+def _detect_async_await(b: Builder, key: str, verdict: ProcessVerdict) -> None:
     """An async actor that others wait on, whose method runs but whose loop is idle and which
-    awaits no Ray call: it awaits an in-process asyncio object nobody resolves."""
+    awaits no Ray call: it awaits an in-process asyncio object, which only code of this actor can
+    resolve - a coroutine of it, or a later call into it.
+
+    A later call can come from a process of the job that still has work of its own: one running a
+    call that does not wait for this actor's answer (not a caller, direct or up the chain, of the
+    awaiting calls). While one exists, the await may be a rendezvous it has not reached (a barrier
+    the other parties call once their own work ends), not a stuck one: the actor waits on that
+    process. When every such process in turn waits on this actor, the waits close a deadlock; when
+    there is none, nothing left in the job will resolve the await (async-await-stuck)."""
+    g, running = b.g, b.running
     node = g.nodes[key]
     if node.pattern is not None or not running.get(key) or g.out(key) or not g.into(key):
         return
-    loops = [t for t, _m in verdict.threads if any(f.function.endswith("run_forever") and "asyncio" in f.file for f in t.frames)]
-    if not loops:
+    loops = [t for t, _m in verdict.threads if is_event_loop(t)]
+    if not loops or any(t.active for t in loops):
+        return
+    doing = ", ".join(sorted({str(t.name) for t in running[key]}))
+    timer = loop_timer(loops[0])
+    due = next((d for d in map(timer_due, loops) if d is not None), None)
+    info = b.inp.info.get(verdict.process.ref)
+    polls = [ms for ms in (loop_poll_timeout_ms(t, info) for t in loops) if ms is not None]
+    if due is None and any(ms >= 0 for ms in polls):
+        due = min(ms for ms in polls if ms >= 0) / 1000
+    elif timer is None and polls and all(ms < 0 for ms in polls):
+        timer = "with no timer scheduled (its epoll wait has no timeout)"
+    if due is not None:
+        # A coroutine sleeps or awaits with a timeout: it wakes on its own (a paced poll, a retry
+        # back-off) and may find what it waits for. Nothing shows whether it ever will.
+        node.evidence.append(f"{doing} RUNNING, its event loop idle with a timer due in {due:.3g}s (an asyncio.sleep or "
+                             "a wait_for timeout pending): the awaiting coroutine wakes on its own; whether it will find "
+                             "what it awaits is not seen")
+        return
+    later = _later_callers(b, key)
+    if later:
+        node.state = "blocked"
+        waits_back = all(key in _seen_reach(g, k) for k in later)
+        for k in later:
+            calls = ", ".join(sorted({str(t.name) for t in running.get(k, [])}))
+            g.add_edge(key, k, "later-call",
+                       f"{doing} awaits an asyncio object only code of this actor can resolve: a later call into it; "
+                       f"{g.nodes[k].label()} runs {calls}, which does not wait for this actor's answer, and may make it",
+                       guessed=not waits_back)
+        node.evidence.append(
+            f"{doing} RUNNING, its event loop idle" + (f" {timer}" if timer else "") + ": it awaits an asyncio object of "
+            "this actor; the job's process(es) with work left that could still call in: "
+            + ", ".join(g.nodes[k].label() for k in later)
+            + (" - each of them waits, down its chain, on this actor" if waits_back else ""))
         return
     node.pattern, node.state = "async-await-stuck", "blocked"
-    doing = ", ".join(sorted({str(t.name) for t in running[key]}))
-    node.evidence.append(f"{doing} RUNNING, its event loop idle and no Ray call of it unfinished: it awaits an asyncio "
-                         "object of this actor (Event, Queue, Future, Lock) that nothing resolves")
+    node.evidence.append(f"{doing} RUNNING, its event loop idle" + (f" {timer}" if timer else "")
+                         + " and no Ray call of it unfinished: it awaits an asyncio object of this actor (Event, Queue, "
+                         "Future, Lock) that nothing resolves; no other process of the job has work left that could "
+                         "call in (every one waits for its answer, or runs nothing). Not seen: which object it awaits (an "
+                         "awaiting coroutine has no stack) and whether a task of the actor that was to resolve it died "
+                         "(asyncio logs that only once the dead Task is garbage-collected)")
+
+
+# Edges that wait for a process to act - to call in, read on, take its turn - rather than for the
+# answer of a call it runs: a process down such an edge is no caller waiting for an answer.
+_ACTION_EDGES = frozenset({"later-call", "split-consumer-left", "generator-backpressure", "never-read", "train-barrier"})
+
+
+def _answer_reach(g: WaitGraph, start: str) -> set[str]:
+    """The nodes `start` is seen to wait on for an answer, directly or down a chain (not through
+    an edge that waits for another process to act, nor through a guessed one)."""
+    return _seen_reach(g, start, _ACTION_EDGES)
+
+
+def _seen_reach(g: WaitGraph, start: str, skip: frozenset[str] = frozenset()) -> set[str]:
+    """The nodes `start` waits on down edges that facts show (no guessed one), but those of `skip`."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for e in g.out(todo.pop()):
+            if e.why not in skip and not e.guessed and e.dst not in seen:
+                seen.add(e.dst)
+                todo.append(e.dst)
+    return seen
+
+
+def _later_callers(b: Builder, key: str) -> list[str]:
+    """The job's processes, other than `key`, that run a call of their own in job code and wait for
+    no answer of `key`'s (no caller of its running calls, directly or up the chain of calls that
+    wait for them, and no wait of theirs leads to it but through another process's action): the
+    processes whose later calls could still reach `key`. Ray's own helper actors (no job frame on
+    their stack) and processes that run nothing (idle actors, they act only when called) are not."""
+    by_task = {str(t.task_id): (k, t) for k, tasks in b.running.items() for t in tasks if t.task_id}
+    drivers = {k for k, n in b.g.nodes.items() if n.kind == "driver"}
+    callers: set[str] = set()
+    todo = [str(t.parent_task_id) for t in b.running.get(key, []) if t.parent_task_id]
+    while todo:
+        parent = todo.pop()
+        if parent.startswith(DRIVER_TASK_PREFIX):
+            callers |= drivers
+        elif parent in by_task and by_task[parent][0] not in callers:
+            k, task = by_task[parent]
+            callers.add(k)
+            todo.extend([str(task.parent_task_id)] if task.parent_task_id else [])
+    out = []
+    for k, verdict in b.verdicts.items():
+        if k == key or k in callers or key in _answer_reach(b.g, k):
+            continue
+        works = k in drivers or any(t.name not in POLLING_TASKS for t in b.running.get(k, []))
+        if works and any(job_frame(t) is not None for t, _m in verdict.threads):
+            out.append(k)
+    return sorted(out)
 
 
 @graph_pass(after=("edges_collectives", "edges_resource_holders", "edges_train_barrier", "mark_stream_pacing"),

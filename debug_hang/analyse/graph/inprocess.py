@@ -238,13 +238,46 @@ def loop_timer(thread: Thread) -> str | None:
     """What an idle event loop's `_run_once` says of its timers (its `timeout` local): none
     scheduled (no asyncio.sleep or wait_for timeout pending: only I/O or another call wakes it),
     or the next one due."""
-    frame = next((f for f in python_frames(thread) if _ASYNCIO.search(f.file) and f.function.endswith("_run_once")), None)
-    value = (frame.facts or {}).get("timeout") if frame is not None else None
+    value = _loop_timeout(thread)
     if value == "None":
         return "with no timer scheduled (no asyncio.sleep or wait_for timeout pending)"
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return f"its next timer due in {value:.3g}s"
-    return None
+    due = timer_due(thread)
+    return f"its next timer due in {due:.3g}s" if due is not None else None
+
+
+def timer_due(thread: Thread) -> float | None:
+    """In how many seconds an idle asyncio loop's next timer is due (an asyncio.sleep, a wait_for
+    timeout, a call_later), from `_run_once`'s `timeout` local; None when none is or it was not read."""
+    value = _loop_timeout(thread)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+# The system calls an idle event loop sleeps in, by machine, and which argument is its timeout in
+# milliseconds (-1: none): epoll_wait, epoll_pwait and poll on x86_64, epoll_pwait on aarch64.
+_POLL_TIMEOUT_ARG: dict[str, dict[int, int]] = {"x86_64": {232: 3, 281: 3, 7: 2}, "aarch64": {22: 3}}
+
+
+def loop_poll_timeout_ms(thread: Thread, info: dict[str, Any] | None) -> int | None:
+    """The timeout an event-loop thread passed to the epoll/poll call it sleeps in (the node's
+    `loop_syscalls`, read after the last sample): -1 when no timer is due, else the milliseconds to
+    the next one. The loop computes it from its timers whatever it is written in (uvloop's C loop
+    as well as asyncio's); None when not read or not such a call."""
+    calls = (info or {}).get("loop_syscalls") or {}
+    found = calls.get(str(thread.os_thread_id)) if thread.os_thread_id is not None else None
+    arg = _POLL_TIMEOUT_ARG.get(str((info or {}).get("machine")), {})
+    try:
+        index = arg.get(int(found[0])) if found else None
+        if index is None or found is None:
+            return None
+        value = int(found[1 + index], 16) & 0xFFFFFFFF
+    except (ValueError, IndexError, TypeError):
+        return None
+    return value - (1 << 32) if value >= 1 << 31 else value  # an int argument: its low 32 bits, signed
+
+
+def _loop_timeout(thread: Thread) -> object:
+    frame = next((f for f in python_frames(thread) if _ASYNCIO.search(f.file) and f.function.endswith("_run_once")), None)
+    return (frame.facts or {}).get("timeout") if frame is not None else None
 
 
 _PROCESS_POOL = re.compile(r"concurrent/futures/process\.py$")

@@ -385,7 +385,7 @@ def _split_consumers_left(b: Builder, key: str, ds: Dataset) -> None:
     split = next(op for op in ds.operators if op.name.startswith("split("))
     for aid in left:
         other = b.g.nodes[b.actor_node[aid]]
-        b.g.add_edge(key, other.key, "data-iterator-wait",
+        b.g.add_edge(key, other.key, "split-consumer-left",
                      f"dataset {ds.dataset}: {split.name} has no work in flight and hands blocks to each shard in turn; "
                      f"{other.label()} read its shard before and has no call in flight now (it left the iterator), while "
                      f"{len(reading - {None})} other consumer(s) wait for blocks")

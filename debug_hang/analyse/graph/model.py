@@ -27,8 +27,9 @@ QUEUED_STATES: frozenset[TaskState] = frozenset({"SUBMITTED_TO_WORKER", "PENDING
 
 # Why an edge waits: the pattern of the wait, or a tie no pattern names (a supervisor and the actors
 # it created, Ray Train's barrier and the ranks missing from it, a demand and what holds it, a
-# full queue and the creator that never read it).
-EdgeReason = PatternId | Literal["supervises", "train-barrier", "held-by", "never-read"]
+# full queue and the creator that never read it, an async actor's await and the processes whose
+# later call could resolve it).
+EdgeReason = PatternId | Literal["supervises", "train-barrier", "held-by", "never-read", "later-call"]
 NodeKind = Literal["actor", "task", "driver", "process", "rank", "placement_group", "resource", "collective"]
 
 
