@@ -87,9 +87,9 @@ def test_every_hyphenated_literal_in_the_analysis_is_a_known_word() -> None:
 def test_the_node_side_error_kinds_are_error_kinds() -> None:
     from debug_hang.collect import nodes
     from debug_hang.model import ERROR_KINDS
-    from debug_hang.probe import node_probe, pyspy
+    from debug_hang.probe import commands, node_probe, pyspy
 
-    kinds = {v for mod in (pyspy, node_probe, nodes) for k, v in vars(mod).items()
+    kinds = {v for mod in (pyspy, node_probe, commands, nodes) for k, v in vars(mod).items()
              if k.isupper() and isinstance(v, str) and re.fullmatch(r"[a-z]+(?:-[a-z]+)+", v) and k != "NAMESPACE"}
     assert kinds <= ERROR_KINDS, f"kinds the node side reports that ErrorKind lacks: {kinds - ERROR_KINDS}"
 

@@ -125,7 +125,7 @@ def test_the_node_probe_reports_the_resume(target: int, stopping_pyspy: str, mon
 
 def test_a_command_run_on_a_node_that_is_killed_resumes_its_pid(target: int, stopping_pyspy: str) -> None:
     # GIVEN `run_on_each_ray_node.py -- py-spy dump --pid N` where that py-spy stops N and hangs
-    from debug_hang.probe.node_probe import COMMAND_TIMEOUT, run_command
+    from debug_hang.probe.commands import COMMAND_TIMEOUT, run_command
 
     # WHEN the command times out and its process group is killed
     result = run_command([stopping_pyspy, "dump", "--pid", str(target)], timeout_s=1.0)

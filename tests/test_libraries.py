@@ -122,6 +122,25 @@ def test_ray_data_housekeeping_calls_are_not_the_jobs_progress() -> None:
     assert {c.class_name for c in diag.causes[0].culprits} == {"MapWorker(MapBatches(Featurizer))"}
 
 
+def test_a_call_another_jobs_driver_made_on_the_jobs_actor_is_not_its_progress() -> None:
+    # GIVEN the same hang diagnosed a second time: the dashboard, answering the first diagnosis's
+    # /api/data request, called Ray Data's stats actor from its own driver (another job), and the
+    # State API files that call under the actor's job (recorded live; the first run was right, the
+    # repeats said no-hang)
+    cap = load_capture(ROOT / "tests" / "data" / "library" / "repeat_diagnosis_dashboard_call")
+    job_id = cap.job["job_id"]
+    before, after = Rows.of(cap.snapshot).tasks, tasks_of(cap.tasks_after)
+    outsider = [t for t in after if t.name == "_StatsActor.get_datasets"]
+    assert outsider and all(t.job_id == job_id and t.parent_task_id != f"{'f' * 40}{job_id}" for t in outsider)
+    work = library_work(graph_inputs(cap.job, cap.snapshot, cap.collection))
+    seen = detect_progress(before, after, cap.snapshot.taken_at * 1000.0, work.not_progress)
+    assert any("get_datasets" in s for s in seen), seen  # what the repeats read as progress
+    # THEN, given the job, another driver's call is no progress of it, and the hang is found
+    assert detect_progress(before, after, cap.snapshot.taken_at * 1000.0, work.not_progress, job_id) == []
+    diag = diagnose(cap)
+    assert diag.verdict == "hang" and diag.causes[0].pattern == "lock-self-deadlock", diag.summary
+
+
 def test_the_consumers_wait_inside_ray_data_leads_to_the_operators_actors() -> None:
     cap = capture("data_udf_actor_relocks")
     g = build_graph(graph_inputs(cap.job, cap.snapshot, cap.collection))

@@ -50,7 +50,8 @@ from debug_hang.collect.nodes import (
 )
 from debug_hang.errors import EXIT_OK, EXIT_PARTIAL
 from debug_hang.localcluster import kill_by_cmdline
-from debug_hang.probe.node_probe import COMMAND_TIMEOUT, local_raylet, pid_namespace, probe_node, run_command
+from debug_hang.probe.commands import COMMAND_TIMEOUT, pid_namespace, run_command
+from debug_hang.probe.node_probe import local_raylet, probe_node
 from debug_hang.probe.pyspy import PYSPY_MISSING, DumpOptions
 
 ROOT = Path(__file__).resolve().parent.parent

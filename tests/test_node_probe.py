@@ -23,14 +23,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from debug_hang.errors import UsageError
-from debug_hang.probe.node_probe import (
+from debug_hang.probe.commands import (
     COMMAND_NOT_FOUND,
     COMMAND_TIMEOUT,
     pid_namespace,
-    probe_node,
     resolve_command,
     run_command,
 )
+from debug_hang.probe.node_probe import probe_node
 from debug_hang.probe.pyspy import (
     NOT_PYTHON,
     PERMISSION_DENIED,

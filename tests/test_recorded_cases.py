@@ -267,3 +267,15 @@ def test_named_actors_are_called_by_their_names() -> None:
     assert doc["root_causes"][0]["culprit"]["actor_name"] in ("shard_a", "shard_b")
     assert {c["actor_name"] for c in doc["root_causes"][0]["culprits"]} == {"shard_a", "shard_b"}
     jsonschema.validate(doc, SCHEMA)
+
+
+def test_memory_a_waiting_parent_reserved_is_held_for_its_starved_children() -> None:
+    # GIVEN parents that reserve the node's `memory` resource and wait in ray.get on children
+    # that need memory too (tests/data/captures/README.md): a task in ray.get lends out its CPU only
+    diag = reanalyse(ROOT / "tests" / "data" / "captures" / "memory_held_by_waiting_parents")
+    [cause] = diag.causes
+    # THEN the parents hold the memory the children wait for, and wait for the children: a cycle
+    assert cause.pattern == "resource-starvation" and cause.cycle and diag.verdict == "hang"
+    assert {c.label().split(" (")[0] for c in cause.culprits} == {"process_partition"} and len(cause.culprits) == 2
+    held = [e.evidence for e in diag.graph.edges if e.why == "resource-starvation"]
+    assert len(held) == 2 and all("holds {memory: " in text and "GiB}" in text for text in held), held

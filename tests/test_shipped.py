@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from debug_hang.collect.nodes import ship_by_value
-from debug_hang.probe.node_probe import SHIPPED, probe_node, run_command
+from debug_hang.probe.commands import run_command
+from debug_hang.probe.node_probe import SHIPPED, probe_node
 
 pytestmark = pytest.mark.unit
 ray_cloudpickle = pytest.importorskip("ray.cloudpickle")

@@ -28,28 +28,39 @@ from debug_hang.analyse.verdict import (
 from debug_hang.libraries import LibraryState
 from debug_hang.model import Collection, CollectionError, Process, ProcessRef
 from debug_hang.rows import JobRow, Rows, TaskRow, tasks_of
-from debug_hang.snapshot import POLLING_TASKS, Snapshot, available_resources, node_totals, resource_usage, usage_by_node
+from debug_hang.snapshot import DRIVER_TASK_PREFIX, POLLING_TASKS, Snapshot, available_resources, node_totals, resource_usage, usage_by_node
 
 
 def detect_progress(before: list[TaskRow], after: list[TaskRow], since_ms: float,
-                    machinery: Callable[[TaskRow], bool] | None = None) -> list[str]:
+                    machinery: Callable[[TaskRow], bool] | None = None, job_id: str | None = None) -> list[str]:
     """Tasks that finished between two task listings: evidence the job moves.
 
     Only completions count: at the onset of a hang, calls still start (and then block).
     Actor creation is set-up, not progress; nor are the calls Ray's libraries make on a timer
     (Ray Train's status polls), nor, where `machinery` says so, the calls Ray's libraries' own
-    machinery makes (library_progress.py: Ray Data's executor and helper actors).
+    machinery makes (library_progress.py: Ray Data's executor and helper actors), nor, given the
+    job's id, calls another job's driver made on the job's actors (the State API files an actor
+    call under the actor's job: the dashboard answering this tool's own /api/data request calls
+    Ray Data's stats actor from its own driver, once per diagnosis).
     """
     was = {t.key: t.state for t in before}
     moved: list[str] = []
     for task in after:
         if task.state != "FINISHED" or task.type == "ACTOR_CREATION_TASK" or task.name in POLLING_TASKS:
             continue
+        if job_id is not None and called_by_other_driver(task, job_id):
+            continue
         if machinery is not None and machinery(task):
             continue
         if (task.key in was and was[task.key] != "FINISHED") or (task.key not in was and (task.end_time_ms or 0) >= since_ms):
             moved.append(f"{task.name} finished during the diagnosis")
     return moved
+
+
+def called_by_other_driver(task: TaskRow, job_id: str) -> bool:
+    """The call was made by the driver of another job (its parent is that driver's task)."""
+    parent = task.parent_task_id or ""
+    return parent.startswith(DRIVER_TASK_PREFIX) and parent != DRIVER_TASK_PREFIX + job_id
 
 
 def with_late_rows(rows: Rows, after: list[TaskRow] | None) -> Rows:
@@ -102,7 +113,8 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
     causes = root_causes(graph)
     since_ms = snap.taken_at * 1000.0
     work = library_work(inputs)
-    progress = detect_progress(first.tasks, after, since_ms, work.not_progress) if after is not None else []
+    progress = (detect_progress(first.tasks, after, since_ms, work.not_progress, inputs.job.job_id)
+                if after is not None else [])
     progress += library_progress(inputs, work, {p.ref: p.label for p in latest})
     stuck = stuck_processes(collection)
     waiting = {id(v.process) for v in verdicts if v.verdict in ("blocked", "busy")}  # one pass, not one per process

@@ -47,10 +47,18 @@ def group_of(resources: Iterable[str]) -> str | None:
     return None
 
 
+def amount_text(resource: str, value: float) -> str:
+    """A resource amount as people write it: memory in GiB, the rest as numbers."""
+    if resource in ("memory", "object_store_memory") and value >= 2**20:
+        return f"{value / 2**30:g} GiB"
+    return f"{value:g}"
+
+
 def describe(resources: dict[str, float], amount: Callable[[str, float], str] | None = None) -> str:
-    """Resources as people write them: `{CPU: 1}`; those of a placement group's bundles by their
-    own names, with the group (`{CPU: 1} of placement group 03bfb6a66a89, bundle 0`)."""
-    show = amount or (lambda _k, v: f"{v:g}")
+    """Resources as people write them: `{CPU: 1}`, `{memory: 3.5 GiB}`; those of a placement
+    group's bundles by their own names, with the group (`{CPU: 1} of placement group
+    03bfb6a66a89, bundle 0`)."""
+    show = amount or amount_text
     plain: dict[str, float] = {}
     where: set[tuple[str | None, str]] = set()
     for name, value in resources.items():

@@ -31,7 +31,8 @@ from debug_hang.collect.nodes import (
 )
 from debug_hang.errors import EXIT_OK, EXIT_PARTIAL, NotFoundError, UsageError
 from debug_hang.model import process_from_dict
-from debug_hang.probe.node_probe import MAX_OUTPUT_BYTES, probe_node, run_command
+from debug_hang.probe.commands import MAX_OUTPUT_BYTES, run_command
+from debug_hang.probe.node_probe import probe_node
 from debug_hang.probe.pyspy import NONBLOCKING_TRADE_OFF, DumpOptions, validate_pid
 
 PROG = "run_on_each_ray_node.py"

@@ -13,12 +13,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from debug_hang.probe.procfd import MAX_FDS, fd_links
+
 # /proc/locks of a busy node can list tens of thousands of locks: stop reading after this much.
 MAX_LOCKS_BYTES = 2 * 2**20
 # Threads per process whose wchan is read (a process with more is unusual; the rest are skipped).
 MAX_THREADS = 512
-# Descriptors scanned per process to name a locked inode (a server may hold thousands of sockets).
-MAX_FDS = 4096
 
 
 def thread_wchans(pid: int, max_threads: int = MAX_THREADS) -> dict[str, str]:
@@ -95,18 +95,10 @@ def _fd_inode(pid: int, fd: str) -> tuple[int | None, str]:
 def file_of(pid: int, dev: str, inode: int, max_fds: int = MAX_FDS) -> str | None:
     """The path of the file (dev, inode) as `pid` has it open, from its /proc/PID/fd links: the
     descriptor whose fdinfo lock line names dev:inode, else the first one with that inode."""
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return None
     candidate: str | None = None
-    for fd in fds[:max_fds]:
+    for fd, link in fd_links(pid, max_fds):
         ino, text = _fd_inode(pid, fd)
         if ino != inode:
-            continue
-        try:
-            link = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
             continue
         if f" {dev}:{inode} " in text:
             return link
@@ -116,12 +108,8 @@ def file_of(pid: int, dev: str, inode: int, max_fds: int = MAX_FDS) -> str | Non
 
 def _holds_lock_fd(pid: int, dev: str, inode: int, max_fds: int = MAX_FDS) -> bool:
     """True when one of `pid`'s descriptors carries the lock on dev:inode (its fdinfo lock line)."""
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return False
     mark = f" {dev}:{inode} "
-    for fd in fds[:max_fds]:
+    for fd, _ in fd_links(pid, max_fds):
         ino, text = _fd_inode(pid, fd)
         if ino == inode and any(line.startswith("lock:") and mark in line and "->" not in line
                                 for line in text.splitlines()):

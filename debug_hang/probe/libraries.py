@@ -17,11 +17,11 @@ import urllib.request
 from typing import Any
 
 from debug_hang.libraries import SERVE_LABELS, SERVE_METRICS
+from debug_hang.probe.procfd import fd_links
 
 METRICS_TIMEOUT_S = 3.0
 MAX_METRICS_BYTES = 16 << 20  # a node's whole export, at most (the rest is not read)
 MAX_SAMPLES = 4000  # Serve samples kept per node
-MAX_FDS = 4096  # file descriptors of one process looked at for its request log
 _SAMPLE = re.compile(r'^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>.*)\})?\s+(?P<value>\S+)')
 _LABEL = re.compile(r'(?P<key>[a-zA-Z_][a-zA-Z0-9_]*)="(?P<value>(?:[^"\\]|\\.)*)"')
 
@@ -100,15 +100,10 @@ def request_logs(pid: int, seen: set[tuple[int, int]]) -> list[dict[str, Any]]:
     """The Serve request logs a process writes (files it holds open under a `logs/serve/` folder),
     as probe/progress.py describes a log file; `seen` holds the (device, inode) already taken."""
     files: list[dict[str, Any]] = []
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")[:MAX_FDS]
-    except OSError:
-        return files
-    for fd in fds:
+    for fd, path in fd_links(pid):
+        if "/logs/serve/" not in path or not path.endswith(".log"):
+            continue
         try:
-            path = os.readlink(f"/proc/{pid}/fd/{fd}")
-            if "/logs/serve/" not in path or not path.endswith(".log"):
-                continue
             st = os.stat(f"/proc/{pid}/fd/{fd}")
         except OSError:
             continue

@@ -3,28 +3,23 @@
 `probe_node` is called directly when the node is this machine and inside a pinned Ray helper task
 otherwise; it uses only the standard library and `debug_hang.probe.pyspy`, and returns plain JSON-able
 data. All of a node's targets are dumped in parallel, `samples` times, `interval_s` apart, so that
-a stack that moves (a healthy job) can be told from one that is stuck. `run_command` is what
-`run_on_each_ray_node.py COMMAND` runs on each node: one argv, no shell, bounded in time and output.
+a stack that moves (a healthy job) can be told from one that is stuck. `run_on_each_ray_node.py COMMAND`
+runs `commands.run_command` on each node; the job's source lines are read by `source_lines`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import linecache
 import os
 import re
-import shutil
-import signal
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
-from debug_hang.model import Frame, Process, process_to_dict
+from debug_hang.model import process_to_dict
 from debug_hang.probe import progress, schedstat
+from debug_hang.probe.commands import pid_namespace, run_command
 from debug_hang.probe.file_locks import locks_of, read_locks, thread_wchans
 from debug_hang.probe.flight_recorder import collect_dumps, dump_prefixes, read_fr_env
 from debug_hang.probe.libraries import METRICS_TIMEOUT_S, read_serve_metrics
@@ -33,20 +28,17 @@ from debug_hang.probe.pyspy import (
     NOT_PYTHON,
     PROCESS_EXITED,
     PYSPY_MISSING,
-    STOPPED_STATES,
     DumpOptions,
     child_pids,
     dump_pids,
     find_pyspy,
-    process_state,
     process_tree,
     pyspy_missing_message,
     read_title,
-    resume_if_stopped,
     validate_pid,
 )
 from debug_hang.probe.socket_peers import socket_peers
-from debug_hang.probe.withblocks import with_facts
+from debug_hang.probe.source_lines import add_source_lines
 from debug_hang.redact import SECRET_NAME, Redactor
 from debug_hang.snapshot import RANK_VARS
 
@@ -54,31 +46,12 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 # Children of a Ray worker worth dumping: a training job's own subprocesses. Ray's own helper
 # processes never appear under a worker, so every child is taken, up to this many per target.
 MAX_CHILDREN_PER_TARGET = 16
-# A command's stdout and stderr are each cut to this many bytes on the node: a few py-spy dumps
-# fit easily, and one runaway command cannot flood the driver or an agent's context.
-MAX_OUTPUT_BYTES = 100_000
-# The helper answers this long before its caller stops waiting, so that a slow command is
-# reported by the helper itself ("timed out after N s") rather than as a silent node.
-HELPER_MARGIN_S = 2.0
-
-# Why a command could not run on a node (a closed vocabulary, like pyspy.DUMP_ERROR_KINDS).
-# After a timed-out command's process group is killed, its pipes are read this long at most.
-DRAIN_TIMEOUT_S = 2.0
-COMMAND_NOT_FOUND = "command-not-found"
-COMMAND_TIMEOUT = "command-timeout"
-COMMAND_FAILED_TO_START = "command-failed-to-start"
 # The node's /proc/locks was longer than file_locks.MAX_LOCKS_BYTES: locks past the cut are unseen.
 LOCKS_TRUNCATED = "locks-truncated"
 SOCKET_PEERS_FAILED = "socket-peers-failed"
-# Source lines are read for the innermost frames only: the deciding frame is almost always there.
-SOURCE_DEPTH = 12
-CONTEXT_LINES = 3  # lines kept above and below the job's innermost frame
-LOOP_LINES = 24  # ... or the whole loop it runs in, when the loop is at most this long
-OUTER_LOOP_FRAMES = 2  # the job's callers of that frame whose loop is kept too
-WITH_DEPTH = 40  # frames whose enclosing `with` blocks are read (a lock holder can wait deep below)
 # Ray's own log files (a worker's output, a submitted driver's): their folder is the session's logs.
 _RAY_LOG_NAME = re.compile(r"^(worker-[0-9a-f]+-[0-9a-f]+-\d+\.(out|err)|job-driver-.+\.log|python-core-.+\.log)$")
-_LIBRARY_PATH = re.compile(r"(/site-packages/|/dist-packages/|/lib/python\d+\.\d+/)")
+
 
 
 def local_raylets(by_socket: dict[str, str] | None = None) -> dict[str, int]:
@@ -226,99 +199,6 @@ def parent_pid(pid: int) -> int | None:
         with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
             return int(fh.read().rsplit(")", 1)[-1].split()[1])
     except (OSError, IndexError, ValueError):
-        return None
-
-
-def add_source_lines(proc: Process, depth: int = SOURCE_DEPTH, redactor: Redactor | None = None) -> None:
-    """Attach the source line of the innermost `depth` Python frames of each thread.
-
-    Read here, on the process's own node: a submitted job's code lives in that node's runtime
-    working dir, which the machine running the diagnosis usually does not have. Lines are
-    redacted before they are cut (a cut token is no longer recognisable).
-    """
-    clean = (redactor or Redactor()).redact
-
-    def numbered(path: str, first: int, last: int) -> list[str]:
-        return [f"{n}: {clean(linecache.getline(path, n).rstrip())[:160]}"
-                for n in range(first, last + 1) if linecache.getline(path, n)]
-
-    for thread in proc.threads:
-        _add_with_facts(thread.frames, clean)
-        job_frames = 0
-        for frame in thread.frames[:depth]:
-            if frame.native or not frame.line or not frame.file.endswith(".py"):
-                continue
-            line = linecache.getline(frame.file, frame.line)
-            if line:
-                frame.code = clean(line.strip())[:200]
-            if _LIBRARY_PATH.search(frame.file) or job_frames > OUTER_LOOP_FRAMES:
-                continue
-            job_frames += 1
-            first, last = loop_span(frame.file, frame.line)
-            if job_frames == 1:
-                # The job's innermost frame: keep the lines around it and the whole loop it runs
-                # in, when short (the analysis reads what the loop tests and what it changes).
-                frame.context = numbered(frame.file, max(1, min(first, frame.line - CONTEXT_LINES)),
-                                         max(last, frame.line + CONTEXT_LINES))
-            elif (first, last) != (frame.line, frame.line):
-                # A caller of it that loops (a sleep in a helper called once per item): its loop.
-                frame.context = numbered(frame.file, first, last)
-
-
-def _indent(text: str) -> int:
-    return len(text) - len(text.lstrip(" \t"))
-
-
-_LOOP_HEAD = re.compile(r"^\s*(?:async\s+)?(?:while|for)\b")
-_BLOCK_HEAD = re.compile(r"^\s*(?:async\s+)?(?:def|class)\b")
-
-
-def loop_span(path: str, line: int) -> tuple[int, int]:
-    """(first, last) line of the innermost `while`/`for` loop around `line` when the whole loop
-    fits in LOOP_LINES lines; (line, line) when there is none or it is longer. A text scan by
-    indentation on the node's copy of the file (no parse: a frame line is all it has)."""
-    text = linecache.getline(path, line)
-    if not text.strip():
-        return line, line
-    head, indent = None, _indent(text) + (1 if _LOOP_HEAD.match(text) else 0)
-    for n in range(line, max(0, line - LOOP_LINES), -1):
-        cur = linecache.getline(path, n)
-        if not cur.strip() or cur.lstrip().startswith("#") or _indent(cur) >= indent:
-            continue
-        if _LOOP_HEAD.match(cur):
-            head = n
-            break
-        if _BLOCK_HEAD.match(cur):
-            break
-        indent = _indent(cur)  # an enclosing if/with/try: look further out
-    if head is None:
-        return line, line
-    base = _indent(linecache.getline(path, head))
-    for n in range(head + 1, head + LOOP_LINES + 1):
-        cur = linecache.getline(path, n)
-        if not cur:
-            return head, n - 1  # the file ends inside the loop
-        if cur.strip() and not cur.lstrip().startswith("#") and _indent(cur) <= base:
-            return head, n  # the first line after the loop, so that the reader sees it end
-    return line, line
-
-
-def _add_with_facts(frames: list[Frame], clean: Callable[[str], str]) -> None:
-    """The `with` blocks each job frame that has facts is inside or entering (probe/withblocks.py):
-    who holds a lock, and who waits to take it."""
-    for frame in frames[:WITH_DEPTH]:
-        if frame.facts is None or frame.native or not frame.line or not frame.file.endswith(".py") \
-                or _LIBRARY_PATH.search(frame.file):
-            continue
-        for key, text in with_facts(frame.file, frame.line).items():
-            frame.facts[key] = clean(text)
-
-
-def pid_namespace() -> str | None:
-    """This process's PID namespace (`pid:[4026531836]`), to tell nodes sharing a host apart."""
-    try:
-        return os.readlink("/proc/self/ns/pid")
-    except OSError:
         return None
 
 
@@ -591,111 +471,6 @@ def add_kernel_waits(info: dict[int, dict[str, Any]], pids: list[int], errors: l
 
 def _left(start: float, budget_s: float) -> float:
     return budget_s - (time.monotonic() - start)
-
-
-def resolve_command(argv: list[str]) -> list[str]:
-    """argv with its program resolved; `py-spy` is also looked for beside this Python."""
-    if not argv:
-        raise ValueError("empty command")
-    program = argv[0]
-    if os.sep not in program and shutil.which(program) is None and program == "py-spy":
-        found = find_pyspy()
-        if found:
-            return [found, *argv[1:]]
-    return list(argv)
-
-
-def run_command(argv: list[str], timeout_s: float, max_output: int = MAX_OUTPUT_BYTES,
-                deadline: float | None = None) -> dict[str, Any]:
-    """Run one command (an argv list, never through a shell) on this node, bounded.
-
-    `timeout_s` bounds the command; `deadline` (epoch seconds, optional) is when the caller stops
-    waiting, and the command is cut `HELPER_MARGIN_S` before it so that this answer still
-    arrives. On timeout the command's whole process group is killed. stdout and stderr are each
-    cut to `max_output` bytes (0: no cut). Never raises: failures are in "error" and "kind".
-    Result: {"node_id"?, "hostname", "pid_namespace", "argv", "returncode", "stdout", "stderr",
-    "stdout_cut", "stderr_cut", "error", "kind", "seconds"}.
-    """
-    start = time.monotonic()
-    limit = float(timeout_s)
-    if deadline is not None:
-        margin = min(HELPER_MARGIN_S, 0.25 * float(timeout_s))
-        limit = min(limit, deadline - time.time() - margin)
-    limit = max(limit, 1.0)  # a late helper still gets a moment rather than nothing
-    result: dict[str, Any] = {
-        "hostname": socket.gethostname(), "pid_namespace": pid_namespace(), "argv": list(argv),
-        "returncode": None, "stdout": "", "stderr": "", "stdout_cut": 0, "stderr_cut": 0,
-        "error": None, "kind": None, "seconds": 0.0,
-    }
-    try:
-        resolved = resolve_command([str(a) for a in argv])
-    except ValueError as exc:
-        result.update(error=str(exc), kind=COMMAND_FAILED_TO_START)
-        return result
-    stopped_before = {pid for pid in _pid_args(resolved) if process_state(pid) in STOPPED_STATES}
-    try:
-        proc = subprocess.Popen(resolved, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)
-    except FileNotFoundError:
-        path = os.environ.get("PATH", "")
-        result.update(error=f"command not found on this node: {resolved[0]!r} (PATH={path[:300]}; "
-                      f"Python {sys.executable})", kind=COMMAND_NOT_FOUND)
-        return result
-    except OSError as exc:
-        result.update(error=f"cannot start {resolved[0]!r} on this node: {exc}",
-                      kind=COMMAND_FAILED_TO_START)
-        return result
-    try:
-        out, err = proc.communicate(timeout=limit)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        result.update(error=f"command did not finish within {limit:.1f}s; its process group was "
-                      "killed", kind=COMMAND_TIMEOUT)
-        try:
-            out, err = proc.communicate(timeout=DRAIN_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            # A process that left the group (setsid, a daemon) still holds the pipes open: its
-            # output is not waited for.
-            out, err = b"", b""
-            result["error"] += "; its output is lost: a process outside its group keeps its stdout/stderr open"
-            for pipe in (proc.stdout, proc.stderr):
-                if pipe is not None:
-                    pipe.close()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=DRAIN_TIMEOUT_S)  # the group leader was killed: it is reaped at once
-        # A killed `py-spy dump --pid N` may leave N stopped: resume it (unless it was stopped
-        # before the command ran), and say so.
-        resumed = [f"{pid}: {note}" for pid in _pid_args(resolved)
-                   if pid not in stopped_before and (note := resume_if_stopped(pid))]
-        if resumed:
-            result["error"] += "; " + "; ".join(resumed)
-    result["returncode"] = proc.returncode
-    for name, data in (("stdout", out), ("stderr", err)):
-        cut = max(0, len(data) - max_output) if max_output > 0 else 0
-        kept = data[: len(data) - cut] if cut else data
-        result[name] = kept.decode("utf-8", "replace")
-        result[f"{name}_cut"] = cut
-    result["seconds"] = round(time.monotonic() - start, 3)
-    return result
-
-
-def _pid_args(argv: list[str]) -> list[int]:
-    """The valid pids given to a command as `--pid N` / `-p N` (py-spy's spelling)."""
-    pids = []
-    for flag, value in zip(argv, argv[1:], strict=False):
-        if flag in ("--pid", "-p"):
-            try:
-                pids.append(validate_pid(value))
-            except ValueError:
-                continue
-    return pids
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        proc.kill()
 
 
 # Every function that collect.nodes.run_on_nodes ships to a node (by value, with Ray's

@@ -14,7 +14,8 @@ import os
 import re
 from typing import Any
 
-from debug_hang.probe.file_locks import MAX_FDS, thread_wchans
+from debug_hang.probe.file_locks import thread_wchans
+from debug_hang.probe.procfd import MAX_FDS, fd_links
 
 _PIPE = re.compile(r"^pipe:\[(\d+)\]$")
 STD_FDS = ("0", "1", "2")
@@ -37,15 +38,8 @@ def pipe_ends(pid: int, inodes: set[int], max_fds: int = MAX_FDS) -> dict[int, l
     """{inode: ["read"|"write", ...]}: which ends of the pipes `inodes` process `pid` holds open
     (from the access mode in /proc/PID/fdinfo), scanning at most `max_fds` descriptors."""
     held: dict[int, list[str]] = {}
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")[:max_fds]
-    except OSError:
-        return held
-    for fd in fds:
-        try:
-            match = _PIPE.match(os.readlink(f"/proc/{pid}/fd/{fd}"))
-        except OSError:
-            continue
+    for fd, link in fd_links(pid, max_fds):
+        match = _PIPE.match(link)
         if not match or int(match.group(1)) not in inodes:
             continue
         try:

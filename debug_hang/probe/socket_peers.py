@@ -16,7 +16,8 @@ import os
 import time
 from typing import Any
 
-MAX_FDS = 4096  # descriptors read per process
+from debug_hang.probe.procfd import MAX_FDS, fd_links
+
 MAX_ROWS = 50_000  # rows read per /proc/net/tcp table
 MAX_PEERS = 16  # peers kept per target (the most connected first)
 SCAN_BUDGET_S = 0.3  # the node-wide search for the owners of the far ends
@@ -34,15 +35,7 @@ def _system(title: str) -> bool:
 def socket_inodes(pid: int, max_fds: int = MAX_FDS) -> set[int]:
     """The inodes of `pid`'s sockets, from its /proc/PID/fd links (`socket:[inode]`)."""
     found: set[int] = set()
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")[:max_fds]
-    except OSError:
-        return found
-    for fd in fds:
-        try:
-            link = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
+    for _, link in fd_links(pid, max_fds):
         if link.startswith("socket:[") and link.endswith("]") and link[8:-1].isdigit():
             found.add(int(link[8:-1]))
     return found

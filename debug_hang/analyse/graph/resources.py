@@ -38,13 +38,6 @@ def pending_pg_of(task: TaskRow | ActorRow, placement_groups: list[PlacementGrou
     return next((pg for pg in placement_groups if pg.placement_group_id in ids and pg.state == "PENDING"), None)
 
 
-def _amount(resource: str, value: float) -> str:
-    """A resource amount as people write it: memory in GiB, the rest as numbers."""
-    if resource in ("memory", "object_store_memory") and value >= 2**20:
-        return f"{value / 2**30:g} GiB"
-    return f"{value:g}"
-
-
 def capacity_of(b: Builder) -> Capacity:
     """What every node (and every placed group's bundles) has and has free, read once per build."""
     if b.capacity is None:
@@ -60,7 +53,7 @@ def resource_node(b: Builder, demand: dict[str, float], who: str, requester: str
     scheduler has simply not placed it yet)."""
     g, cap = b.g, capacity_of(b)
     demand = {k: float(v) for k, v in demand.items() if float(v) > 0}
-    text = describe(demand, _amount) if demand else "{no resources}"
+    text = describe(demand) if demand else "{no resources}"
     key = f"resource:{text}"
     feasible = cap.feasible(demand)
     state: NodeState = "infeasible" if not feasible else ("pending" if cap.placeable_now(demand) else "starved")
@@ -236,7 +229,7 @@ def _demand_of(b: Builder, key: str) -> tuple[dict[str, float], PlacementGroupRo
 def _follow_holders(b: Builder, key: str, held: list[Claim], never: dict[str, Holder], reserved: str | None) -> None:
     g, cap = b.g, capacity_of(b)
     need, pg = _demand_of(b, key)
-    wanted = {r for r in need if r not in ("memory", "object_store_memory") and need[r] > 0}
+    wanted = {r for r in need if r != "object_store_memory" and need[r] > 0}
     pool = group_of(need) if pg is None else None
     mine = [c for c in held if c.pool == pool and c.holds_any(wanted) and not (pg and c.id == pg.placement_group_id)]
     holders: dict[str, _Held] = {}

@@ -1,0 +1,107 @@
+"""The job's source around its frames, read on the process's own node (a submitted job's code
+lives in that node's runtime working dir): the line of each innermost frame, the lines around
+the job's innermost one or the whole loop it runs in, and the `with` blocks a frame is inside
+(who holds a lock). Redacted before anything is cut."""
+
+from __future__ import annotations
+
+import linecache
+import re
+from collections.abc import Callable
+
+from debug_hang.model import Frame, Process
+from debug_hang.probe.withblocks import with_facts
+from debug_hang.redact import Redactor
+
+# Source lines are read for the innermost frames only: the deciding frame is almost always there.
+SOURCE_DEPTH = 12
+CONTEXT_LINES = 3  # lines kept above and below the job's innermost frame
+LOOP_LINES = 24  # ... or the whole loop it runs in, when the loop is at most this long
+OUTER_LOOP_FRAMES = 2  # the job's callers of that frame whose loop is kept too
+WITH_DEPTH = 40  # frames whose enclosing `with` blocks are read (a lock holder can wait deep below)
+_LIBRARY_PATH = re.compile(r"(/site-packages/|/dist-packages/|/lib/python\d+\.\d+/)")
+
+
+def add_source_lines(proc: Process, depth: int = SOURCE_DEPTH, redactor: Redactor | None = None) -> None:
+    """Attach the source line of the innermost `depth` Python frames of each thread.
+
+    Read here, on the process's own node: a submitted job's code lives in that node's runtime
+    working dir, which the machine running the diagnosis usually does not have. Lines are
+    redacted before they are cut (a cut token is no longer recognisable).
+    """
+    clean = (redactor or Redactor()).redact
+
+    def numbered(path: str, first: int, last: int) -> list[str]:
+        return [f"{n}: {clean(linecache.getline(path, n).rstrip())[:160]}"
+                for n in range(first, last + 1) if linecache.getline(path, n)]
+
+    for thread in proc.threads:
+        _add_with_facts(thread.frames, clean)
+        job_frames = 0
+        for frame in thread.frames[:depth]:
+            if frame.native or not frame.line or not frame.file.endswith(".py"):
+                continue
+            line = linecache.getline(frame.file, frame.line)
+            if line:
+                frame.code = clean(line.strip())[:200]
+            if _LIBRARY_PATH.search(frame.file) or job_frames > OUTER_LOOP_FRAMES:
+                continue
+            job_frames += 1
+            first, last = loop_span(frame.file, frame.line)
+            if job_frames == 1:
+                # The job's innermost frame: keep the lines around it and the whole loop it runs
+                # in, when short (the analysis reads what the loop tests and what it changes).
+                frame.context = numbered(frame.file, max(1, min(first, frame.line - CONTEXT_LINES)),
+                                         max(last, frame.line + CONTEXT_LINES))
+            elif (first, last) != (frame.line, frame.line):
+                # A caller of it that loops (a sleep in a helper called once per item): its loop.
+                frame.context = numbered(frame.file, first, last)
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip(" \t"))
+
+
+_LOOP_HEAD = re.compile(r"^\s*(?:async\s+)?(?:while|for)\b")
+_BLOCK_HEAD = re.compile(r"^\s*(?:async\s+)?(?:def|class)\b")
+
+
+def loop_span(path: str, line: int) -> tuple[int, int]:
+    """(first, last) line of the innermost `while`/`for` loop around `line` when the whole loop
+    fits in LOOP_LINES lines; (line, line) when there is none or it is longer. A text scan by
+    indentation on the node's copy of the file (no parse: a frame line is all it has)."""
+    text = linecache.getline(path, line)
+    if not text.strip():
+        return line, line
+    head, indent = None, _indent(text) + (1 if _LOOP_HEAD.match(text) else 0)
+    for n in range(line, max(0, line - LOOP_LINES), -1):
+        cur = linecache.getline(path, n)
+        if not cur.strip() or cur.lstrip().startswith("#") or _indent(cur) >= indent:
+            continue
+        if _LOOP_HEAD.match(cur):
+            head = n
+            break
+        if _BLOCK_HEAD.match(cur):
+            break
+        indent = _indent(cur)  # an enclosing if/with/try: look further out
+    if head is None:
+        return line, line
+    base = _indent(linecache.getline(path, head))
+    for n in range(head + 1, head + LOOP_LINES + 1):
+        cur = linecache.getline(path, n)
+        if not cur:
+            return head, n - 1  # the file ends inside the loop
+        if cur.strip() and not cur.lstrip().startswith("#") and _indent(cur) <= base:
+            return head, n  # the first line after the loop, so that the reader sees it end
+    return line, line
+
+
+def _add_with_facts(frames: list[Frame], clean: Callable[[str], str]) -> None:
+    """The `with` blocks each job frame that has facts is inside or entering (probe/withblocks.py):
+    who holds a lock, and who waits to take it."""
+    for frame in frames[:WITH_DEPTH]:
+        if frame.facts is None or frame.native or not frame.line or not frame.file.endswith(".py") \
+                or _LIBRARY_PATH.search(frame.file):
+            continue
+        for key, text in with_facts(frame.file, frame.line).items():
+            frame.facts[key] = clean(text)
