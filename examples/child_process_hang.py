@@ -19,10 +19,12 @@ What misleads
     own stack (idle reading stdin, which the parent never closes); dump the children by pid.
 
 Expected diagnosis
-    ``child-process-hang``: the Preprocessor's main thread is idle in ``Popen.wait``
-    (subprocess.py) inside ``Preprocessor._normalize_streaming``; its child (a Python process,
-    unnamed in ``py-spy dump --subprocesses``) is idle reading stdin at ``<module>``. Culprit:
-    Preprocessor (and its child). The Trainer waits in ray.get on it; the driver on the Trainer.
+    ``pipe-full-deadlock`` (the pipe deadlock, here on stdin): the Preprocessor's main thread is
+    idle in ``Popen.wait`` (subprocess.py) inside ``Preprocessor._normalize_streaming``; its child
+    (a Python process, unnamed in ``py-spy dump --subprocesses``) is asleep in the kernel reading
+    its stdin (``pipe_read``), whose write end only the Preprocessor holds. Culprit: Preprocessor
+    first (it must close stdin), then its child. The Trainer waits in ray.get on it; the driver on
+    the Trainer.
 """
 
 import os
@@ -34,8 +36,9 @@ import ray
 
 EXPECTED = {
     "verdict": "hang",
-    "pattern": "child-process-hang",
+    "pattern": "pipe-full-deadlock",
     "culprits": [{"class_name": "Preprocessor", "rank": None}],
+    "ready": "shard 1:",  # the hang sets in with shard 2, after the Trainer prints shard 1's count
     "notes": "Preprocessor._normalize_streaming writes a large shard to a child's stdin without "
     "closing it, then Popen.wait(); the child (python -c) blocks reading stdin to EOF. Shards "
     "0-1 use communicate() and succeed; shard 2 hangs. Trainer in ray.get on Preprocessor.",

@@ -279,3 +279,25 @@ def test_memory_a_waiting_parent_reserved_is_held_for_its_starved_children() -> 
     assert {c.label().split(" (")[0] for c in cause.culprits} == {"process_partition"} and len(cause.culprits) == 2
     held = [e.evidence for e in diag.graph.edges if e.why == "resource-starvation"]
     assert len(held) == 2 and all("holds {memory: " in text and "GiB}" in text for text in held), held
+
+
+def test_a_child_reading_the_stdin_its_waiting_parent_holds_open_closes_a_cycle() -> None:
+    # GIVEN an actor in proc.wait() on a child that reads its stdin to the end, the actor holding
+    # the pipe's write end open (tests/data/captures/README.md)
+    diag = reanalyse(ROOT / "tests" / "data" / "captures" / "child_reads_stdin_parent_holds_open")
+    [cause] = diag.causes
+    # THEN parent and child wait for each other, and the parent, which must close the pipe, is first
+    assert diag.verdict == "hang" and cause.pattern == "pipe-full-deadlock" and cause.cycle
+    assert cause.culprits[0].class_name == "Sorter" and cause.culprits[0].kind != "process"
+    edge = next(e for e in diag.graph.edges if e.why == "pipe-read-wait")
+    assert diag.graph.nodes[edge.dst].class_name == "Sorter" and "stdin (fd 0" in edge.evidence
+
+
+def test_a_poll_of_a_working_child_is_a_wait_on_its_work() -> None:
+    # GIVEN an actor in a `while proc.poll() is None: time.sleep(5)` loop while its child compresses
+    # shards to files (healthy; tests/data/captures/README.md)
+    diag = reanalyse(ROOT / "tests" / "data" / "captures" / "parent_polls_working_child")
+    packer = next(n for n in diag.graph.nodes.values() if n.class_name == "Packer" and n.kind != "process")
+    # THEN its poll is a wait for the child, and the child's bytes on disk are the job's progress
+    assert packer.pattern == "child-process-wait" and [diag.graph.nodes[e.dst].pid for e in diag.graph.out(packer.key)]
+    assert diag.verdict == "no-hang" and "wrote" in diag.summary and not diag.causes

@@ -26,7 +26,7 @@ from debug_hang.analyse.verdict import (
     weigh_confidence,
 )
 from debug_hang.libraries import LibraryState
-from debug_hang.model import Collection, CollectionError, Process, ProcessRef
+from debug_hang.model import Collection, CollectionError, Process, ProcessRef, Thread
 from debug_hang.rows import JobRow, Rows, TaskRow, tasks_of
 from debug_hang.snapshot import DRIVER_TASK_PREFIX, POLLING_TASKS, Snapshot, available_resources, node_totals, resource_usage, usage_by_node
 
@@ -91,7 +91,7 @@ def stuck_processes(collection: Collection) -> dict[tuple[str | None, int | None
 def graph_inputs(job: dict[str, Any], snap: Snapshot, collection: Collection, rows: Rows | None = None) -> GraphInputs:
     """What the wait-for graph is built from: the job's state and each process's latest stack, matched."""
     rows = rows or Rows.of(snap)
-    verdicts = [_match_with_cpu(p, collection) for p in collection.latest()]
+    verdicts = [_gil_held_across_samples(_match_with_cpu(p, collection), collection) for p in collection.latest()]
     return GraphInputs(job=JobRow.of(job), actors=rows.actors, tasks=rows.tasks, placement_groups=rows.placement_groups,
                        node_totals=node_totals(snap), verdicts=verdicts, info=collection.info,
                        available=available_resources(snap), jobs=rows.jobs, now_s=snap.taken_at,
@@ -185,6 +185,38 @@ def progress_signals(graph: WaitGraph, causes: list[RootCause], verdicts: list[P
     return out
 
 
+def _gil_held_across_samples(verdict: ProcessVerdict, collection: Collection) -> ProcessVerdict:
+    """A thread read as blocked while it holds the GIL (gil-holder-blocked) is so only when it holds
+    it in every sample of its process at the same frame: one sample's holder is whichever thread
+    had the GIL that instant (a metrics thread caught setting a gauge). Where the process was
+    sampled more than once and the holder moved or let go, it is read again without that mark.
+    (A pasted dump is one sample: its holder stands as the dump shows it.)"""
+    if verdict.pattern != "gil-holder-blocked":
+        return verdict
+    holder = next((t for t, m in verdict.threads if m is verdict.main), None)
+    samples = [p for p in collection.processes if p.ref == verdict.process.ref]
+    if holder is None or len(samples) < 2:
+        return verdict
+
+    def where(thread: Thread) -> tuple[str, str, int | None] | None:
+        frame = next((f for f in thread.frames if not f.native), None)
+        return (frame.function, frame.file, frame.line) if frame is not None else None
+
+    def held_by(sample: Process) -> Thread | None:
+        other = match_process(sample)
+        found = next((t for t, m in other.threads if m is other.main), None)
+        return found if other.pattern == "gil-holder-blocked" else None
+
+    same = [held_by(p) for p in samples]
+    if all(t is not None and t.os_thread_id == holder.os_thread_id and where(t) == where(holder) for t in same):
+        return verdict
+    proc = verdict.process
+    again = match_process(dataclasses.replace(proc, threads=[dataclasses.replace(t, owns_gil=False) if t is holder else t
+                                                             for t in proc.threads]))
+    again.process = proc
+    return again
+
+
 def _match_with_cpu(proc: Process, collection: Collection) -> ProcessVerdict:
     """Match a process, then weigh its real CPU use as the catalog's `cpu` rules say: a reading
     that needs CPU (a spin; py-spy's active flag flickers under load) is re-read as idle without
@@ -203,7 +235,9 @@ def _match_with_cpu(proc: Process, collection: Collection) -> ProcessVerdict:
     runnable = info.get("runnable_percent") or max(
         (float(t.get("runnable") or 0.0) for t in (threads.values() if isinstance(threads, dict) else ())
          if isinstance(t, dict)), default=0.0)
-    demand = max(float(cpu), float(runnable))
+    # (runnable only counts when the thread barely ever slept: a thread that wakes often on a
+    # loaded node waits in the queue too, and is no spin)
+    demand = max(float(cpu), float(runnable) if runnable >= settings().spin_runnable_percent else 0.0)
     if rule == "idle" and cpu >= threshold:
         verdict = match_process(proc, [p for p in catalog().values() if p.cpu != "idle"])
     elif rule == "busy" and demand < threshold:

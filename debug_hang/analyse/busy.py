@@ -128,6 +128,26 @@ def _loop_lines(src: dict[int, str], line: int) -> tuple[int, int] | None:
     return None  # the context ends inside the loop: not all of it is known
 
 
+def in_no_loop(frame: Frame) -> bool:
+    """The frame's source, from its line up to its function's `def` (in the context lines read),
+    shows no loop around the line: the statement runs once per call of that function."""
+    src = _numbered(frame.context)
+    line = frame.line
+    if not line or line not in src or not _code(src[line]):
+        return False
+    indent = _indent(src[line])
+    for n in range(line - 1, min(src) - 1, -1):
+        cur = src.get(n, "")
+        if not _code(cur) or _indent(cur) >= indent:
+            continue
+        if _LOOP_HEAD.match(cur):
+            return False
+        if _BLOCK_HEAD.match(cur):
+            return True
+        indent = _indent(cur)
+    return False  # the context ends before its `def`: not known
+
+
 def loop_shape(frame: Frame) -> LoopShape | None:
     """The loop around the frame's line, from the frame's context lines (None without source)."""
     src = _numbered(frame.context)
@@ -369,6 +389,7 @@ class BusyWork:
     code: str = ""  # the source line of the first sample
     sleeping: bool = False  # it sleeps in its loop (a poll, or paced work), not busy
     starting: str = ""  # it is importing modules (a worker starting up): what it moves through is no work
+    no_loop: bool = False  # every job frame's source shows its line in no loop: a wait that ends with its call
 
     @property
     def state(self) -> BusyState:
@@ -381,7 +402,7 @@ class BusyWork:
         kind = self.loop.kind if self.loop else None
         if kind in ("spin-wait", "endless") and self.samples >= 2:
             return "spin"
-        if kind in ("self-advancing", "iterating", "timed") or self.one_call:
+        if kind in ("self-advancing", "iterating", "timed") or self.one_call or self.no_loop:
             return "no-spin"
         need = rules().busy
         in_place = len(self.lines) == 1 or (self.loop is not None and all(self.loop.covers(n) for n in self.lines))
@@ -429,6 +450,10 @@ class BusyWork:
             why = (f"every sample is inside one call at {self.where()}: the CPU goes to library or native code "
                    "under that line (numpy, torch, BLAS, a C extension), which `py-spy dump --native` shows"
                    if self.one_call else self.loop.why() if self.loop else "")
+            if self.sleeping and self.no_loop:
+                return (f"{self.label} sleeps at {self.where()}, in no loop (its source, up to each job "
+                        f"function's `def`, shows none): a sleep that ends, then the call goes on; nothing was "
+                        f"seen to advance in {self.seen()}")
             if self.sleeping:
                 return (f"{self.label} sleeps inside a loop that is no poll for a condition ({why}): paced work; "
                         f"nothing was seen to advance in {self.seen()}")
@@ -557,6 +582,9 @@ def busy_work(verdict: ProcessVerdict, samples: list[Process], info: dict[str, A
             and not (work.loop and work.lines[0] == work.loop.header)
             and all(is_library(s[depth + 1]) for s in stacks if len(s) > depth + 1)):
         work.one_call = line_code or f"line {work.lines[0]}"
+    if sleeping and work.loop is None:
+        job = [f for f in stacks[-1] if not is_library(f)]
+        work.no_loop = bool(job) and all(in_no_loop(f) for f in job)
     work.helpers = _working_threads(ordered, key)
     if any(_IMPORTING.search(f.file) or f.function in ("_find_and_load", "_gcd_import") for s in stacks[-1:] for f in s):
         work.starting = "it is importing modules: a process starting up, whose work (or wait) has not begun"

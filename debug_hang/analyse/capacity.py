@@ -156,12 +156,18 @@ class Capacity:
         that may end (nothing is known of them)."""
         out: list[Claim] = []
         keys = {norm(w) for w in wanted}
+        # Holders whose row names no node (an actor still being created) run on some node: they
+        # account for usage wherever some is unexplained.
+        nodeless = {key: sum(v for c in claims if c.node_id is None for k, v in c.held.items() if norm(k) == key)
+                    for key in keys}
         for node, used in self.used.items():
             held: dict[str, float] = {}
             for key in keys:
                 listed = sum(v for c in claims if c.node_id == node for k, v in c.held.items() if norm(k) == key)
-                if used.get(key, 0.0) - listed > 0.01:
-                    held[key] = used[key] - listed
+                taken = min(nodeless[key], max(0.0, used.get(key, 0.0) - listed))
+                nodeless[key] -= taken
+                if used.get(key, 0.0) - listed - taken > 0.01:
+                    held[key] = used[key] - listed - taken
             if held:
                 out.append(Claim(kind="unlisted", id="", name="holders not in the State API listing", node_id=node,
                                  held=held, job_id=None, pool=None))
@@ -213,8 +219,9 @@ def bundle_resources(pg: PlacementGroupRow) -> dict[str | None, dict[str, float]
 
 def claims(actors: list[ActorRow], tasks: list[TaskRow], groups: list[PlacementGroupRow],
            cpu_released: set[str]) -> list[Claim]:
-    """Everything that holds resources now: ALIVE actors, RUNNING tasks (no CPU for those in
-    `cpu_released`: blocked in ray.get), CREATED placement groups (per node of their bundles)."""
+    """Everything that holds resources now: ALIVE actors (and those being created whose process
+    runs), RUNNING tasks (no CPU for those in `cpu_released`: blocked in ray.get), CREATED
+    placement groups (per node of their bundles)."""
     out: list[Claim] = []
     created_at: dict[str, float] = {}
     # an actor being created (its __init__ runs) holds what it asked for; an ALIVE one is counted
@@ -224,9 +231,14 @@ def claims(actors: list[ActorRow], tasks: list[TaskRow], groups: list[PlacementG
         placed = task.start_time_ms or task.creation_time_ms
         if task.type == "ACTOR_CREATION_TASK" and task.actor_id and placed:
             created_at[task.actor_id] = max(created_at.get(task.actor_id, 0.0), placed)
+    # an actor being created whose process runs (it has a pid) while no RUNNING creation-task row
+    # says so (Ray Serve turns its replicas' task events off) holds what it asked for as well
+    creating_rows = {t.actor_id for t in tasks if t.type == "ACTOR_CREATION_TASK" and t.state == "RUNNING"}
     for actor in actors:
         held = positive(actor.required_resources)
-        if actor.state != "ALIVE" or not held:
+        # (a RESTARTING actor's pid is its dead process's)
+        running_unlisted = actor.state == "PENDING_CREATION" and actor.pid is not None and actor.actor_id not in creating_rows
+        if not (actor.state == "ALIVE" or running_unlisted) or not held:
             continue
         out.append(Claim(kind="actor", id=actor.actor_id, name=str(actor.name or actor.class_name), node_id=actor.node_id,
                          held=held, job_id=actor.job_id, pool=actor.placement_group_id or group_of(held),

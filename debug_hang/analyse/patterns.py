@@ -136,6 +136,9 @@ class Settings:
     """The catalog's numbers: CPU thresholds and how sure each kind of finding is."""
 
     busy_cpu_percent: float = 30.0
+    # A thread that never pauses is runnable (on a CPU or in the run queue) nearly all the window,
+    # however small its share of a loaded CPU; one runnable less than this sleeps between bursts.
+    spin_runnable_percent: float = 80.0
     cpu_evidence_percent: float = 50.0
     cycle_confidence: float = 0.9
     partial_cycle_confidence: float = 0.7

@@ -162,6 +162,8 @@ _CLOSING_EDGES: tuple[tuple[EdgeReason, PatternId, bool], ...] = (
     # A child writes a full pipe that only its parent reads, and the parent waits for the child
     # instead of reading: the parent's wait is the line to change.
     ("pipe-write-wait", "pipe-full-deadlock", True),
+    # ... or reads its stdin to the end, and the parent waits for it without closing that pipe.
+    ("pipe-read-wait", "pipe-full-deadlock", True),
     # A paused stream whose consumer waits on what the stream would do: the consumer must read on.
     ("generator-backpressure", "generator-backpressure", True),
     # A full queue nobody ever read from, whose creator (its reader) waits in the loop itself: the

@@ -1,5 +1,6 @@
-"""Child processes: a parent waiting on its children, a pool that lost a task with a killed
-worker, and a child blocked writing a pipe only its waiting parent could drain."""
+"""Child processes: a parent waiting on its children (or polling them), a pool that lost a task
+with a killed worker, and a child blocked on a pipe only its waiting parent could act on (drain
+its full stdout, or close its stdin)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ from debug_hang.analyse.graph.builder import Builder, follows
 from debug_hang.analyse.graph.model import GNode
 from debug_hang.analyse.graph.raycalls import follow_submitted
 from debug_hang.analyse.graph.threads import deciding_thread, frame_text, other_threads_in_job_code
+from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, is_library
 from debug_hang.model import Frame, Process, ProcessRef
 
 
-@follows("child-process", decides=("child-process-hang", "pipe-write-wait", "pool-task-lost"))
+@follows("child-process", decides=("child-process-hang", "pipe-write-wait", "pipe-read-wait", "pool-task-lost"))
 def follow_children(b: Builder, key: str) -> None:
     """A process waiting on its child processes; an unrecognised wait of an actor with a running
     call is followed to that call's unfinished tasks too (an async actor awaiting its own calls)."""
@@ -137,27 +139,69 @@ def _pool_task_lost(b: Builder, key: str) -> bool:
     return True
 
 
+# A poll loop that tests a child's state (subprocess's poll()/wait()/returncode, multiprocessing's
+# is_alive()/exitcode, os.waitpid) waits for that child, as Popen.wait() does.
+_CHILD_STATE = re.compile(r"\.(poll|wait|is_alive|join)\s*\(|\.(returncode|exitcode)\b|\bos\.wait(pid|4)?\s*\(")
+
+
+def follow_polled_children(b: Builder, key: str) -> bool:
+    """A poll loop (a sleep in a loop) whose source tests a child process's state, in a process
+    that has children: it waits for them, as Popen.wait() does. Each child's own state then
+    decides (one that works is work in flight, one that waits is followed on). True when drawn."""
+    verdict = b.verdicts.get(key)
+    frame = verdict.main.user_frame if verdict is not None and verdict.main else None
+    if verdict is None or frame is None or not any(_CHILD_STATE.search(line) for line in frame.context or []):
+        return False
+    before = len(b.g.out(key))
+    _edges_children(b, key, verdict.process)
+    if len(b.g.out(key)) == before:
+        return False
+    b.g.nodes[key].evidence.append(f"its loop at {frame_text(frame)} tests a child process's state: it waits for its children")
+    return True
+
+
+# Which end of a child's standard pipe its parent must act on, by descriptor: the child writes
+# stdout/stderr (the parent must read) and reads stdin (the parent must write, or close it).
+_PIPE_SIDES: dict[str, tuple[str, str, PatternId, str]] = {
+    "1": ("stdout", "read", "pipe-write-wait", "wchar"),
+    "2": ("stderr", "read", "pipe-write-wait", "wchar"),
+    "0": ("stdin", "write", "pipe-read-wait", "rchar"),
+}
+
+
 def _edge_pipe_back(b: Builder, parent_key: str, child_key: str, info: dict[str, Any]) -> None:
-    """A child asleep in the kernel writing its stdout/stderr pipe (catalog `pipe-write-wait`:
-    its wchan) and silent over the sampling window (no byte written), whose read end its parent
-    holds while it waits for the child to exit: the pipe is full and only the parent could empty
-    it. The wait closes into a cycle (pipe-full-deadlock)."""
-    pattern = catalog().get("pipe-write-wait")
-    waits = pattern.kernel_waits if pattern is not None else ()
-    asleep = sorted({str(name) for name in (info.get("wchan") or {}).values() if any(r.search(str(name)) for r in waits)})
-    read_by_parent = [fd for fd, pipe in sorted((info.get("std_pipes") or {}).items())
-                      if fd in ("1", "2") and "read" in (pipe.get("parent_ends") or [])]
-    # Asleep at the end, and not one byte written over the whole sampling window: nobody drained
-    # the pipe (a parent reading it, in communicate() or a loop, lets the child write on).
-    wrote = ((info.get("progress") or {}).get("io") or {}).get("wchar")
-    if not asleep or not read_by_parent or wrote != 0:
-        return
+    """A child asleep in the kernel on one of its standard pipes (catalog `pipe-write-wait`,
+    `pipe-read-wait`: its wchan), silent on it over the sampling window (no byte written, or
+    read), whose other end its parent holds while it waits for the child to exit: only the parent
+    could move it (read the full stdout/stderr, or write or close stdin). The wait closes into a
+    cycle (pipe-full-deadlock)."""
+    io = ((info.get("progress") or {}).get("io") or {})
     child, parent = b.g.nodes[child_key], b.g.nodes[parent_key]
-    streams = " and ".join({"1": "stdout", "2": "stderr"}[fd] + f" (fd {fd}, pipe:[{info['std_pipes'][fd]['inode']}])"
-                           for fd in read_by_parent)
-    child.pattern, child.state = "pipe-write-wait", "blocked"  # the kernel says so, whatever py-spy shows
-    child.evidence.append(f"asleep in the kernel writing to a full pipe ({', '.join(asleep)}), no byte written in "
-                          f"the sampling window: its {streams}, whose read end its parent {parent.label()} holds")
-    b.g.add_edge(child_key, parent_key, "pipe-write-wait",
-                 f"blocked writing its {streams}: the pipe is full and only the parent holds its read end, "
-                 "but the parent waits for this child to exit instead of reading")
+    for fd, pipe in sorted((info.get("std_pipes") or {}).items()):
+        if fd not in _PIPE_SIDES:
+            continue
+        stream, parent_end, pattern_id, counter = _PIPE_SIDES[fd]
+        if parent_end not in (pipe.get("parent_ends") or []):
+            continue
+        pattern = catalog().get(pattern_id)
+        waits = pattern.kernel_waits if pattern is not None else ()
+        asleep = sorted({str(name) for name in (info.get("wchan") or {}).values() if any(r.search(str(name)) for r in waits)})
+        # Asleep on it, and not one byte moved over the whole sampling window: nobody acted on the
+        # pipe (a parent reading it, in communicate() or a loop, lets the child write on).
+        if not asleep or io.get(counter) != 0:
+            continue
+        where = f"its {stream} (fd {fd}, pipe:[{pipe['inode']}])"
+        child.pattern, child.state = pattern_id, "blocked"  # the kernel says so, whatever py-spy shows
+        if fd == "0":
+            child.evidence.append(f"asleep in the kernel reading {where} ({', '.join(asleep)}), no byte read in the "
+                                  f"sampling window; its parent {parent.label()} holds the write end")
+            b.g.add_edge(child_key, parent_key, "pipe-read-wait",
+                         f"blocked reading {where}: it waits for more input or end-of-file, and only the parent holds "
+                         "the write end, but the parent waits for this child to exit instead of closing it")
+        else:
+            child.evidence.append(f"asleep in the kernel writing to a full pipe ({', '.join(asleep)}), no byte written in "
+                                  f"the sampling window: {where}, whose read end its parent {parent.label()} holds")
+            b.g.add_edge(child_key, parent_key, "pipe-write-wait",
+                         f"blocked writing {where}: the pipe is full and only the parent holds its read end, "
+                         "but the parent waits for this child to exit instead of reading")
+        return

@@ -160,12 +160,10 @@ def runs(thread: Thread, info: dict[str, Any] | None) -> bool:
     readings = (info or {}).get("threads")
     if isinstance(readings, dict) and thread.os_thread_id is not None:
         mine = readings.get(str(thread.os_thread_id))
-        return isinstance(mine, dict) and float(mine.get("runnable", 0.0)) >= RUNNABLE_PERCENT
+        return isinstance(mine, dict) and float(mine.get("runnable", 0.0)) >= settings().spin_runnable_percent
     cpu = (info or {}).get("cpu_percent")
     return cpu is None or float(cpu) >= settings().busy_cpu_percent
 
-
-RUNNABLE_PERCENT = 80.0  # a thread this much on a CPU or queued for one spins (probe/schedstat.py)
 
 
 def wait_of(thread: Thread, info: dict[str, Any] | None = None) -> Wait | None:

@@ -119,6 +119,9 @@ def follow_serve(b: Builder, key: str) -> None:
         node.evidence.append("waits on a Serve deployment, but the Serve controller's state was not read: "
                              "its replicas cannot be named")
         return
+    if node.pattern == "serve-deploy-wait":
+        _edges_to_starting_replicas(b, key)
+        return
     wanted = caller_requests(b, key)
     deployments, how = _targets(state, wanted)
     for dep in deployments:
@@ -134,6 +137,25 @@ def follow_serve(b: Builder, key: str) -> None:
         for replica in loaded:
             b.g.add_edge(key, replica_node(b, replica), "serve-response-wait",
                          f"waits on Serve deployment {dep.label}: {counts}")
+
+
+def _edges_to_starting_replicas(b: Builder, key: str) -> None:
+    """A deploy call's wait (serve.run): to the replicas, in any state, of the deployments not yet
+    HEALTHY (their __init__ is what the deploy waits for)."""
+    node = b.g.nodes[key]
+    pending = [d for d in b.inp.libraries.deployments if d.status != "HEALTHY"]
+    if not pending:
+        node.evidence.append("waits for a Serve application to be deployed, and every deployment is HEALTHY")
+        return
+    for dep in pending:
+        replicas = [r for r in dep.replicas if r.actor_id or r.pid]
+        if not replicas:
+            node.evidence.append(f"waits for Serve deployment {dep.label} to be deployed; it has no replica yet "
+                                 f"(status {dep.status}{': ' + dep.message if dep.message else ''})")
+        for replica in replicas:
+            b.g.add_edge(key, replica_node(b, replica), "serve-deploy-wait",
+                         f"waits for Serve deployment {dep.label} to be deployed (status {dep.status}): its replica "
+                         f"{replica.replica_id} is {replica.state}")
 
 
 @graph_pass(after=("index_running_tasks", "detect_file_lock_waits"))

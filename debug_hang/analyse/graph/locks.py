@@ -245,3 +245,50 @@ def mark_file_lock_holders(b: Builder) -> None:
                 node.evidence.append(note)
         if node.pattern in (None, "idle-worker"):
             node.pattern = "file-lock-held"
+
+
+# Native waits whose releaser is whoever holds or posts the object waited on (a mutex, a semaphore).
+_NATIVE_WAITS = ("native-condition-wait", "native-lock-wait")
+
+
+@graph_pass(after=("detect_lock_waits",), decides=("native-wait-holder-died",))
+def edges_native_wait_holders(b: Builder) -> None:
+    """A wait in native code (a ctypes or C call: sem_wait, pthread_mutex_lock) that no other thread
+    of its process can release - none runs job code - waits on another process: a named or shared
+    semaphore, a process-shared mutex. The job's processes that died before the wait began are its
+    likely holders (a POSIX semaphore is not posted when its holder dies): a guessed edge to each.
+    Never the waiter itself: it waits, it does not hold."""
+    for key, verdict in b.verdicts.items():
+        node = b.g.nodes[key]
+        waiter = b.deciding.get(key) or deciding_thread(verdict)
+        if node.pattern not in _NATIVE_WAITS or waiter is None or other_threads_in_job_code(verdict, waiter):
+            continue
+        node.evidence.append(
+            f"thread {waiter.name or waiter.os_thread_id} waits in native code at {frame_text(node.user_frame or node.frame)}, "
+            "and no other thread of this process runs job code: nothing in this process can release or post what it "
+            "waits on - another process holds it (a named or shared-memory semaphore, a process-shared mutex), or nobody")
+        started = min((t.start_time_ms for t in b.running.get(key, []) if t.start_time_ms), default=None)
+        for dead_key, dead in _dead_before(b, started):
+            calls = [t for t in b.index.of_actor(dead.actor_id or "") if t.state == "FAILED"]
+            last = max(calls, key=lambda t: t.end_time_ms or 0.0, default=None)
+            b.g.add_edge(key, dead_key, "native-wait-holder-died",
+                         f"may wait for what {dead.label()} held: it died before this wait began"
+                         + (f" (its call {last.name} FAILED)" if last is not None else "")
+                         + "; a semaphore or lock taken in native code is not released when its holder dies",
+                         guessed=True)
+            if dead.pattern is None:
+                dead.pattern = "native-wait-holder-died"
+                if last is not None:
+                    dead.evidence.append(f"its last call {last.name} FAILED ({last.error_type or 'error'})")
+
+
+def _dead_before(b: Builder, started_ms: float | None) -> list[tuple[str, GNode]]:
+    """The job's dead actors whose last call ended before `started_ms` (all of them when unknown)."""
+    out = []
+    for key, node in b.g.nodes.items():
+        if node.kind != "actor" or node.state != "dead" or node.actor_id is None:
+            continue
+        ends = [t.end_time_ms for t in b.index.of_actor(node.actor_id) if t.end_time_ms]
+        if started_ms is None or not ends or max(ends) <= started_ms:
+            out.append((key, node))
+    return out

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import re
 
-from debug_hang.analyse.graph.builder import Builder, follows, graph_pass
+from debug_hang.analyse.graph.builder import HANDLERS, Builder, follows, graph_pass
+from debug_hang.analyse.graph.edges import edge_of
 from debug_hang.analyse.graph.model import PENDING_SCHED
 from debug_hang.analyse.graph.resources import pending_pg_of, pg_node, resource_node
 from debug_hang.analyse.graph.threads import deciding_thread, frame_text
-from debug_hang.analyse.patterns import catalog, is_library
+from debug_hang.analyse.patterns import ThreadMatch, catalog, is_library
 from debug_hang.facts import object_ids
 from debug_hang.libraries import LIBRARY_FILE
 from debug_hang.model import ProcessRef, Thread
@@ -100,6 +101,8 @@ def follow_object_ids(b: Builder, key: str) -> bool:
                 done.append(f"{task.name} {task.state}")
                 continue
             dst = node_for_task(b, task)
+            if dst == key and not self_call_blocks(b, key, task):
+                continue  # its own actor, run by another of its threads (or one comes free for it)
             if dst is not None:  # its own actor too: a call queued behind the one that waits on it
                 b.g.add_edge(key, dst, "ray-get-wait", f"waits for {task.name} ({task.state}), which creates object "
                              f"{oid[:12]}.. it waits on (the object id holds its task id)")
@@ -123,11 +126,17 @@ def follow_object_ids(b: Builder, key: str) -> bool:
 
 @follows("own-calls")
 def follow_own_calls(b: Builder, key: str) -> None:
-    """A sleep loop around ray.wait(timeout=...) polls the calls it made: a wait on them."""
+    """A sleep loop around ray.wait(timeout=...) polls the calls it made: a wait on them; one that
+    tests a child process's state polls its children."""
     node = b.g.nodes[key]
     if edges_from_parents(b, key, b.own_calls(key)):
         node.pattern = "ray-get-wait"
         node.evidence.append("polls in a sleep loop while calls it made are unfinished: it waits for them")
+    else:
+        from debug_hang.analyse.graph.children import follow_polled_children  # children.py imports this module
+
+        if follow_polled_children(b, key):
+            node.pattern = "child-process-wait"
 
 
 STREAM_READER = re.compile(r"ray/_private/object_ref_generator\.py$")
@@ -220,6 +229,9 @@ def edges_from_parents(b: Builder, key: str, parents: set[str], skip: set[str] |
         dst = node_for_task(b, task)
         if dst is None or (skip is not None and dst == key):
             continue
+        if dst == key and not self_call_blocks(b, key, task):
+            found += 1  # a wait it has, on another of its own threads: not guessed further
+            continue
         found += 1
         b.g.add_edge(key, dst, "ray-get-wait", text.format(name=task.name, state=task.state), guessed=guessed)
     return found
@@ -294,3 +306,88 @@ def edges_train_barrier(b: Builder) -> None:
         for aid in missing:
             g.add_edge(sync_key, actor_node[aid], "train-barrier",
                        f"{g.nodes[actor_node[aid]].label()} never reached the barrier (ray.train.report): no {BARRIER_TASK} call from it")
+
+
+# Ray's frames around every actor call a worker thread executes (a threaded actor's threads too).
+_ACTOR_CALL_FRAME = re.compile(r"ray/(_private/function_manager|util/tracing/tracing_helper)\.py$")
+
+
+# (builder, process, thread) whose self-call wait is being followed: threads waiting on each other's calls.
+_FOLLOWING: set[tuple[int, str, int]] = set()
+
+
+def _runs_actor_call(thread: Thread) -> bool:
+    """The thread executes a call of its actor (Ray's executor frames under the job's method)."""
+    return any(not f.native and _ACTOR_CALL_FRAME.search(f.file) for f in thread.frames)
+
+
+def _runs_method(thread: Thread, task: TaskRow) -> bool:
+    """The thread is inside the job's frame of `task`'s method (`Class.method`, or `method`)."""
+    name = str(task.name or "")
+    method = name.rsplit(".", 1)[-1]
+    return any(not f.native and not is_library(f) and f.function in (name, method) for f in thread.frames)
+
+
+def self_call_blocks(b: Builder, key: str, task: TaskRow) -> bool:
+    """A wait on a call to the waiter's own actor is a self-edge when that call cannot run while
+    the wait lasts: queued behind it (a default actor has one thread; a threaded actor whose every
+    thread waits), or handed to an event loop the wait itself blocks. On a threaded actor
+    (max_concurrency > 1, concurrency groups) the call may run in another thread of the same
+    process: the wait is followed to that thread (it stands for the process) and no self-edge is
+    drawn; likewise while another thread of the actor runs and will free a slot for a queued one."""
+    verdict = b.verdicts.get(key)
+    waiter = b.deciding.get(key) or (deciding_thread(verdict) if verdict is not None else None)
+    if verdict is None or waiter is None:
+        return True
+    others = [(t, m) for t, m in verdict.threads if t is not waiter and _runs_actor_call(t)]
+    node = b.g.nodes[key]
+    if task.state == "RUNNING":
+        runner = next(((t, m) for t, m in others if _runs_method(t, task)), None)
+        if runner is None:
+            return True  # no other thread runs it: an event loop the wait blocks, or one thread
+        mark = (id(b), key, id(runner[0]))
+        if mark in _FOLLOWING:
+            return True  # threads waiting on each other's calls: a cycle inside the actor
+        _FOLLOWING.add(mark)
+        try:
+            _stand_for_runner(b, key, waiter, *runner, task)
+        finally:
+            _FOLLOWING.discard(mark)
+        return False
+    free = [t for t, _m in others if t.active]
+    if free:
+        node.evidence.append(
+            f"waits for {task.name} ({task.state}), a call on its own actor queued for a free thread; "
+            f"{len(free)} other thread(s) of this actor run calls and will free one")
+        return False
+    if others:
+        node.evidence.append(
+            f"waits for {task.name} ({task.state}), a call on its own actor queued behind the calls its "
+            f"threads run; every one of those {len(others) + 1} threads waits (none computes): no thread "
+            "comes free to run it")
+    return True
+
+
+def _stand_for_runner(b: Builder, key: str, waiter: Thread, runner: Thread, match: ThreadMatch,
+                      task: TaskRow) -> None:
+    """The thread running the awaited self-call decides the process: computing, the process is busy
+    (read across its samples like any busy process); waiting, that wait is the process's."""
+    node = b.g.nodes[key]
+    node.evidence.append(
+        f"thread {waiter.name or waiter.os_thread_id} waits for {task.name} (RUNNING), a call on its own actor "
+        f"that thread {runner.name or runner.os_thread_id} of this process runs (a threaded actor: "
+        "max_concurrency > 1 or a concurrency group): not queued behind the wait, followed to that thread")
+    b.deciding[key] = runner
+    node.frame = match.frame or next((f for f in runner.frames if not f.native), None)
+    node.user_frame = match.user_frame
+    pattern = catalog().get(match.pattern) if match.pattern != "unknown" else None
+    if runner.active and (pattern is None or pattern.kind == "benign" or pattern.id == "busy-loop"):
+        node.pattern, node.state = "busy-loop", "busy"
+        node.evidence.append(f"thread {runner.name or runner.os_thread_id} runs at {frame_text(node.user_frame or node.frame)}")
+    elif pattern is not None and pattern.kind != "benign":
+        node.pattern, node.state = pattern.id, "blocked"
+        handler = HANDLERS.get(edge_of(b, key))
+        if handler is not None:
+            handler.run(b, key)  # that thread's wait, followed as the process's
+    else:
+        node.pattern, node.state = None, "unknown"
