@@ -80,7 +80,13 @@ def main():
     gateway.serve.remote(port)
     tester = LoadTester.remote()
     import time
-    time.sleep(3)
+    deadline = time.monotonic() + 120  # the gateway's server may take long to start on a loaded machine
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.5)
     ref = tester.run.remote(f"http://127.0.0.1:{port}/predict", 10)
     print("READY load test running", flush=True)
     print(ray.get(ref))

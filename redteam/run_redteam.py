@@ -1,7 +1,8 @@
 """Run each red-team scenario on a loopback cluster and diagnose it like a user would.
 
 Usage: python redteam/run_redteam.py PORT NAME [NAME...]   (outputs /tmp/rt_<name>; a name given
-again runs again, into /tmp/rt_<name>.2, .3, ...)
+again runs again, into /tmp/rt_<name>.2, .3, ...). RT_OUT_DIR=/tmp/rt5 puts them under
+/tmp/rt5/rt_<name> instead (sessions running side by side keep their outputs apart).
 
 A scenario file may carry header comments read here (never by the tool):
   # redteam-settle: 25          seconds to wait after READY and quiet before diagnosing
@@ -11,6 +12,7 @@ A scenario file may carry header comments read here (never by the tool):
 Scenarios that do not share ARGS get a cluster each, in the order given.
 """
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -25,6 +27,7 @@ from debug_hang import localcluster
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+OUT_DIR = os.environ.get("RT_OUT_DIR") or "/tmp"
 
 
 def header(name: str, key: str) -> str | None:
@@ -104,6 +107,7 @@ def run_one(cluster: localcluster.LocalCluster, client: JobSubmissionClient, nam
 
 def main() -> None:
     port, names = int(sys.argv[1]), sys.argv[2:]
+    Path(OUT_DIR).mkdir(parents=True, exist_ok=True)
     groups: dict[str, list[str]] = {}
     for name in names:
         groups.setdefault(header(name, "ray-start") or "", []).append(name)
@@ -119,7 +123,8 @@ def main() -> None:
             for name in members:
                 seen[name] = seen.get(name, 0) + 1
                 try:
-                    run_one(cluster, client, name, f"/tmp/rt_{name}" + (f".{seen[name]}" if seen[name] > 1 else ""))
+                    out = str(Path(OUT_DIR, f"rt_{name}" + (f".{seen[name]}" if seen[name] > 1 else "")))
+                    run_one(cluster, client, name, out)
                 except Exception as e:  # noqa: BLE001 - a submission refused under load: report, go on
                     print(f"=== {name} FAILED to submit: {e}"[:800], flush=True)
         finally:
