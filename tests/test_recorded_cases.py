@@ -322,3 +322,12 @@ def test_an_event_a_pending_timer_will_set_is_no_hang() -> None:
     assert diag.verdict != "hang" and all(c.pattern != "event-never-set" for c in diag.causes)
     node = next(n for n in diag.graph.nodes.values() if n.class_name == "WarmStart")
     assert any("threading.Timer" in e for e in node.evidence), node.evidence
+
+
+def test_a_self_call_waiting_for_the_lock_its_caller_holds_is_a_deadlock() -> None:
+    # GIVEN a threaded actor whose step() holds a lock and waits on its own append(), which runs in
+    # another thread and waits for that lock
+    diag = reanalyse(ROOT / "tests" / "data" / "captures" / "log_handler_calls_own_actor_under_lock")
+    # THEN the two threads wait on each other: a hang in that actor, not a chain ending in a lock wait
+    assert diag.verdict == "hang" and diag.causes[0].pattern == "lock-order-deadlock"
+    assert {c.class_name for c in diag.causes[0].culprits} == {"RunTracker"}

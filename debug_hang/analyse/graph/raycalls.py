@@ -10,7 +10,7 @@ from debug_hang.analyse.graph.builder import HANDLERS, Builder, follows, graph_p
 from debug_hang.analyse.graph.edges import edge_of
 from debug_hang.analyse.graph.model import PENDING_SCHED
 from debug_hang.analyse.graph.resources import pending_pg_of, pg_node, resource_node
-from debug_hang.analyse.graph.threads import deciding_thread, frame_text
+from debug_hang.analyse.graph.threads import cannot_signal, deciding_thread, frame_text, other_threads_in_job_code
 from debug_hang.analyse.patterns import ThreadMatch, catalog, is_library
 from debug_hang.facts import object_ids
 from debug_hang.libraries import LIBRARY_FILE
@@ -345,6 +345,17 @@ def self_call_blocks(b: Builder, key: str, task: TaskRow) -> bool:
         runner = next(((t, m) for t, m in others if _runs_method(t, task)), None)
         if runner is None:
             return True  # no other thread runs it: an event loop the wait blocks, or one thread
+        if runner[1].pattern == "lock-wait" and not [
+                t for t in other_threads_in_job_code(verdict, waiter)
+                if t is not runner[0] and not cannot_signal(t, runner[1].user_frame)]:
+            # The call runs, but waits for a lock no third thread of the process could hold: the
+            # waiter holds it across its wait for that very call (a log handler or callback that
+            # calls its own actor under the lock): the two threads wait on each other.
+            node.evidence.append(
+                f"waits for {task.name} (RUNNING), a call on its own actor that thread "
+                f"{runner[0].name or runner[0].os_thread_id} runs; that thread waits for a lock, and no other thread of "
+                "this process but the waiter could hold it: the waiter holds it across this wait")
+            return True
         mark = (id(b), key, id(runner[0]))
         if mark in _FOLLOWING:
             return True  # threads waiting on each other's calls: a cycle inside the actor
