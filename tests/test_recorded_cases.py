@@ -331,3 +331,13 @@ def test_a_self_call_waiting_for_the_lock_its_caller_holds_is_a_deadlock() -> No
     # THEN the two threads wait on each other: a hang in that actor, not a chain ending in a lock wait
     assert diag.verdict == "hang" and diag.causes[0].pattern == "lock-order-deadlock"
     assert {c.class_name for c in diag.causes[0].culprits} == {"RunTracker"}
+
+
+def test_a_loop_tests_a_childs_state_by_the_calls_that_read_it() -> None:
+    from debug_hang.analyse.graph.children import _CHILD_STATE
+
+    child_state = ["while proc.poll() is None:", "if p.is_alive():", "rc = proc.wait(timeout=5)", "while p.exitcode is None:",
+                   "pid, status = os.waitpid(pid, os.WNOHANG)"]
+    other = ['while not os.path.exists(os.path.join(out, "done")):', 'print(", ".join(names))', "time.sleep(5)"]
+    assert all(_CHILD_STATE.search(line) for line in child_state)
+    assert not any(_CHILD_STATE.search(line) for line in other)

@@ -141,7 +141,7 @@ def _pool_task_lost(b: Builder, key: str) -> bool:
 
 # A poll loop that tests a child's state (subprocess's poll()/wait()/returncode, multiprocessing's
 # is_alive()/exitcode, os.waitpid) waits for that child, as Popen.wait() does.
-_CHILD_STATE = re.compile(r"\.(poll|wait|is_alive|join)\s*\(|\.(returncode|exitcode)\b|\bos\.wait(pid|4)?\s*\(")
+_CHILD_STATE = re.compile(r"\.(poll|wait|is_alive)\s*\(|\.(returncode|exitcode)\b|\bos\.wait(pid|4)?\s*\(")
 
 
 def follow_polled_children(b: Builder, key: str) -> bool:
