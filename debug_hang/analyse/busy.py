@@ -148,8 +148,9 @@ def in_no_loop(frame: Frame) -> bool:
     return False  # the context ends before its `def`: not known
 
 
-def loop_shape(frame: Frame) -> LoopShape | None:
-    """The loop around the frame's line, from the frame's context lines (None without source)."""
+def _parsed_loop(frame: Frame) -> tuple[int, int, str, ast.Module | None] | None:
+    """The loop around the frame's line in its context lines: (first line, end, header text, its
+    parse, None when it does not parse); None without source or without a loop."""
     src = _numbered(frame.context)
     span = _loop_lines(src, frame.line) if frame.line else None
     if span is None:
@@ -157,10 +158,20 @@ def loop_shape(frame: Frame) -> LoopShape | None:
     header, end = span
     base = _indent(src[header])
     block = "\n".join(src[n][base:] if _indent(src[n]) >= base else src[n].lstrip() for n in range(header, end))
-    text = src[header].strip()[:120]
     try:
-        tree = ast.parse(block)
-    except SyntaxError:  # a line cut short, a continuation: the loop is not readable
+        tree: ast.Module | None = ast.parse(block)
+    except SyntaxError:
+        tree = None
+    return header, end, src[header].strip()[:120], tree
+
+
+def loop_shape(frame: Frame) -> LoopShape | None:
+    """The loop around the frame's line, from the frame's context lines (None without source)."""
+    parsed = _parsed_loop(frame)
+    if parsed is None:
+        return None
+    header, end, text, tree = parsed
+    if tree is None:  # a line cut short, a continuation: the loop is not readable
         return LoopShape("unknown", header, end, text)
     node = tree.body[0] if tree.body else None
     if not isinstance(node, (ast.While, ast.For, ast.AsyncFor)):
@@ -184,17 +195,10 @@ def release_guard(frame: Frame) -> ReleaseGuard | None:
     builtins (`len`): the names those tests read are then all that decides whether the loop
     acts. None without its whole source, with a call no test guards (it may act any round), or a
     guard that calls out (it may read anything)."""
-    src = _numbered(frame.context)
-    span = _loop_lines(src, frame.line) if frame.line else None
-    if span is None:
+    parsed = _parsed_loop(frame)
+    if parsed is None or parsed[3] is None:
         return None
-    header, end = span
-    base = _indent(src[header])
-    block = "\n".join(src[n][base:] if _indent(src[n]) >= base else src[n].lstrip() for n in range(header, end))
-    try:
-        tree = ast.parse(block)
-    except SyntaxError:
-        return None
+    tree = parsed[3]
     loop = tree.body[0] if tree.body else None
     if not isinstance(loop, ast.While) or _impure_calls(loop.test):
         return None
@@ -205,7 +209,7 @@ def release_guard(frame: Frame) -> ReleaseGuard | None:
     reads = sorted(set().union(*(_reads(t) for t in guards)))
     if any(_related(r, w) for r in reads for w in written):
         return None  # the loop itself changes what its tests read, every round
-    return ReleaseGuard(src[header].strip()[:120], tuple(ast.unparse(t)[:120] for t in guards), tuple(reads))
+    return ReleaseGuard(parsed[2], tuple(ast.unparse(t)[:120] for t in guards), tuple(reads))
 
 
 def _impure_calls(node: ast.AST) -> list[str]:
