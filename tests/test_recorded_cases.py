@@ -341,3 +341,25 @@ def test_a_loop_tests_a_childs_state_by_the_calls_that_read_it() -> None:
     other = ['while not os.path.exists(os.path.join(out, "done")):', 'print(", ".join(names))', "time.sleep(5)"]
     assert all(_CHILD_STATE.search(line) for line in child_state)
     assert not any(_CHILD_STATE.search(line) for line in other)
+
+
+def test_a_parent_with_another_thread_in_job_code_may_still_close_the_childs_stdin() -> None:
+    # GIVEN the stdin capture, with the waiting parent given a second thread in its own job code
+    # (a copy of its waiting thread: a writer thread that may write to or close the pipe)
+    import copy
+    import time
+
+    from debug_hang.analyse.analysis import analyse
+    from debug_hang.pipeline import load_capture
+
+    cap = load_capture(ROOT / "tests" / "data" / "captures" / "child_reads_stdin_parent_holds_open")
+    for proc in cap.collection.processes:
+        if proc.actor_class == "Sorter":
+            main = next(t for t in proc.threads if any(f.function.startswith("Sorter.") for f in t.frames))
+            other = copy.deepcopy(main)
+            other.os_thread_id, other.name = (main.os_thread_id or 0) + 1, "feeder"
+            proc.threads.append(other)
+    diag = analyse(cap.job, cap.snapshot, cap.collection, cap.tasks_after, "", "", [], [], time.monotonic())
+    # THEN no pipe deadlock is claimed: the child's wait on its stdin is not proven
+    assert all(c.pattern != "pipe-full-deadlock" for c in diag.causes)
+    assert not [e for e in diag.graph.edges if e.why == "pipe-read-wait"]

@@ -177,6 +177,9 @@ def _edge_pipe_back(b: Builder, parent_key: str, child_key: str, info: dict[str,
     cycle (pipe-full-deadlock)."""
     io = ((info.get("progress") or {}).get("io") or {})
     child, parent = b.g.nodes[child_key], b.g.nodes[parent_key]
+    verdict = b.verdicts.get(parent_key)
+    if verdict is not None and other_threads_in_job_code(verdict, b.deciding.get(parent_key) or deciding_thread(verdict)):
+        return  # another thread of the parent may read (or write, or close) the pipe between two samples
     for fd, pipe in sorted((info.get("std_pipes") or {}).items()):
         if fd not in _PIPE_SIDES:
             continue
