@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from debug_hang.collect.address import ClusterAddress  # noqa: E402
-from debug_hang.localcluster import kill_by_cmdline  # noqa: E402
+from debug_hang.localcluster import kill_by_cmdline, submit_job  # noqa: E402
 from debug_hang.probe.pyspy import MAX_PARALLEL_DUMPS, DumpOptions, find_pyspy  # noqa: E402
 from debug_hang.timeouts import Deadline  # noqa: E402
 
@@ -153,7 +153,7 @@ def run(args: argparse.Namespace, head: str, second: str, dashboard_port: int, p
     (workdir / "stuck_job.py").write_text(JOB_SCRIPT)
     client = JobSubmissionClient(dashboard)
     log(f"submitting a job with {args.actors} blocked actors")
-    sub = client.submit_job(entrypoint="python stuck_job.py",
+    sub = submit_job(client, entrypoint="python stuck_job.py",
                             runtime_env={"working_dir": str(workdir), "env_vars": {"BENCH_ACTORS": str(args.actors)}})
     wait_for(lambda: "READY" in client.get_job_logs(sub) or client.get_job_status(sub).is_terminal(),
              600, "the job's actors to start")

@@ -65,7 +65,7 @@ def bench_poller(cluster: localcluster.LocalCluster, n: int, repeat: int, seed_s
     client = JobSubmissionClient(cluster.dashboard)
     with tempfile.TemporaryDirectory() as jobdir:
         (Path(jobdir) / "poller.py").write_text(POLLER_JOB.format(n=n))
-        sub = client.submit_job(entrypoint="python poller.py", runtime_env={"working_dir": jobdir})
+        sub = localcluster.submit_job(client, entrypoint="python poller.py", runtime_env={"working_dir": jobdir})
         localcluster.wait_for(lambda: "READY" in client.get_job_logs(sub), 180, "poller job READY")
         localcluster.wait_for(lambda: _running_calls(cluster) >= n, 180, "every Worker.run call running")
         time.sleep(FRESH_TASK_S + 1)  # older than the diagnosis' fresh-task window, as a real hang is

@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from debug_hang.collect.address import ClusterAddress  # noqa: E402
-from debug_hang.localcluster import kill_by_cmdline  # noqa: E402
+from debug_hang.localcluster import kill_by_cmdline, submit_job  # noqa: E402
 from debug_hang.pipeline import FRESH_TASK_S  # noqa: E402
 from debug_hang.probe.pyspy import DumpOptions, find_pyspy  # noqa: E402
 from debug_hang.timeouts import Deadline  # noqa: E402
@@ -173,7 +173,7 @@ def run(args: argparse.Namespace, dashboard_port: int, pyspy: str, tmp: str, mem
     (workdir / "poller_job.py").write_text(JOB)
     client = JobSubmissionClient(dashboard)
     log(f"submitting {args.actors} actors blocked on one poller over {args.nodes} nodes")
-    sub = client.submit_job(entrypoint="python poller_job.py", runtime_env={
+    sub = submit_job(client, entrypoint="python poller_job.py", runtime_env={
         "working_dir": str(workdir), "env_vars": {"BENCH_NODES": str(args.nodes), "BENCH_ACTORS": str(args.actors)}})
     state = DashboardClient(dashboard)
 

@@ -65,7 +65,7 @@ def setup(cluster: localcluster.LocalCluster, tasks: int, blocked: int, chunk: i
 
     client = JobSubmissionClient(cluster.dashboard)
     start = time.monotonic()
-    sub = client.submit_job(entrypoint=f"python {JOB.name} {tasks} {blocked} {chunk}",
+    sub = localcluster.submit_job(client, entrypoint=f"python {JOB.name} {tasks} {blocked} {chunk}",
                             runtime_env={"working_dir": str(JOB.parent)})
     localcluster.wait_for(lambda: "READY" in client.get_job_logs(sub) or client.get_job_status(sub).is_terminal(),
                           7200, "the job's finished history", interval_s=5)

@@ -209,7 +209,7 @@ def submit_example(cluster: LocalCluster, example: str, ready_timeout_s: float =
     runtime_env: dict[str, Any] = {"working_dir": str(EXAMPLES_DIR)}
     if env_vars:
         runtime_env["env_vars"] = dict(env_vars)
-    sub = client.submit_job(entrypoint=f"python {example}.py", runtime_env=runtime_env)
+    sub = submit_job(client, entrypoint=f"python {example}.py", runtime_env=runtime_env)
 
     def ready() -> bool:
         return marker in client.get_job_logs(sub) or client.get_job_status(sub).is_terminal()
@@ -221,6 +221,22 @@ def submit_example(cluster: LocalCluster, example: str, ready_timeout_s: float =
     job_id = client.get_job_info(sub).job_id
     wait_quiet(cluster, str(job_id), quiet_s=settle_s)
     return SubmittedJob(submission_id=sub, job_id=job_id)
+
+
+def submit_job(client: Any, timeout_s: float = 60, **kwargs: Any) -> str:
+    """`client.submit_job(**kwargs)`, tried again while the head has no job agent yet.
+
+    A head's dashboard answers before its node's agent has registered; a job submitted then
+    fails with "No available agent to submit job" (HTTP 500; seen with Ray 2.31 in CI).
+    """
+    end = time.monotonic() + timeout_s
+    while True:
+        try:
+            return str(client.submit_job(**kwargs))
+        except RuntimeError as exc:
+            if "No available agent" not in str(exc) or time.monotonic() >= end:
+                raise
+            time.sleep(1.0)
 
 
 def wait_quiet(cluster: LocalCluster, job_id: str, quiet_s: float = 3.0, max_s: float = 20.0) -> bool:

@@ -83,7 +83,7 @@ def extra_evidence(cluster: localcluster.LocalCluster, job_id: str, out: str) ->
 
 
 def run_one(cluster: localcluster.LocalCluster, client: JobSubmissionClient, name: str, out: str) -> None:
-    sub = client.submit_job(entrypoint=f"python {name}.py", runtime_env={"working_dir": str(HERE)})
+    sub = localcluster.submit_job(client, entrypoint=f"python {name}.py", runtime_env={"working_dir": str(HERE)})
     try:
         localcluster.wait_for(lambda s=sub: "READY" in client.get_job_logs(s)
                               or client.get_job_status(s).is_terminal(), 180, name)

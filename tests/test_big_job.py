@@ -27,7 +27,7 @@ def test_blocked_tasks_of_a_job_with_a_long_history_are_all_read_again(tmp_path:
         from ray.job_submission import JobSubmissionClient
 
         client = JobSubmissionClient(cluster.dashboard)
-        sub = client.submit_job(entrypoint=f"python many_tasks_then_blocked.py {FINISHED} {BLOCKED}",
+        sub = localcluster.submit_job(client, entrypoint=f"python many_tasks_then_blocked.py {FINISHED} {BLOCKED}",
                                 runtime_env={"working_dir": str(ROOT / "tests" / "jobs")})
         localcluster.wait_for(lambda: "READY" in client.get_job_logs(sub) or client.get_job_status(sub).is_terminal(),
                               300, "the job's history to finish")

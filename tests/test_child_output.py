@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from conftest import ROOT, LocalCluster, run_script, stop_job, wait_for
 
-from debug_hang.localcluster import SubmittedJob
+from debug_hang.localcluster import SubmittedJob, submit_job
 
 pytestmark = pytest.mark.integration
 ROW = re.compile(r"\d+,user\d+@customer-data\.example")  # a row of rows.csv (the code holds no digits there)
@@ -46,7 +46,7 @@ def test_data_written_through_a_childs_stdout_is_counted_not_quoted(ray_cluster:
     data = tmp_path / "data"
     data.mkdir()
     client = JobSubmissionClient(ray_cluster.dashboard)
-    sub = client.submit_job(entrypoint=f"python child_writes_data.py {data} 90",
+    sub = submit_job(client, entrypoint=f"python child_writes_data.py {data} 90",
                             runtime_env={"working_dir": str(ROOT / "tests" / "jobs")})
     try:
         # WHEN its children are writing (both data files growing), the job is diagnosed

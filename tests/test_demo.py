@@ -120,3 +120,31 @@ def test_the_demo_port_is_moved_by_flag_or_environment(monkeypatch: pytest.Monke
     monkeypatch.setenv(demo.PORT_ENV, "x")
     with pytest.raises(UsageError, match="port number"):
         demo.demo_port(None)
+
+
+class _HeadWithoutAgentYet:
+    """A job client whose head answers as Ray 2.31's did in CI until its agent registered."""
+
+    def __init__(self, refusals: int, message: str) -> None:
+        self.refusals, self.message, self.calls = refusals, message, 0
+
+    def submit_job(self, **kwargs: object) -> str:
+        self.calls += 1
+        if self.calls <= self.refusals:
+            raise RuntimeError(self.message)
+        return "raysubmit_1"
+
+
+@pytest.mark.unit
+def test_a_job_is_submitted_again_while_the_head_has_no_agent_but_other_errors_are_raised() -> None:
+    from debug_hang.localcluster import submit_job
+
+    refused = "Request failed with status code 500: No available agent to submit job, please try again later.."
+    head = _HeadWithoutAgentYet(2, refused)
+    assert submit_job(head, timeout_s=10, entrypoint="python x.py") == "raysubmit_1" and head.calls == 3
+    with pytest.raises(RuntimeError, match="No available agent"):
+        submit_job(_HeadWithoutAgentYet(100, refused), timeout_s=1.5, entrypoint="python x.py")
+    other = _HeadWithoutAgentYet(1, "Request failed with status code 400: bad runtime_env")
+    with pytest.raises(RuntimeError, match="400"):
+        submit_job(other, timeout_s=10, entrypoint="python x.py")
+    assert other.calls == 1

@@ -45,7 +45,7 @@ def test_truncation_and_several_jobs_are_reported(tmp_path: Path) -> None:
         for name, n in (("older.py", 3), ("many.py", 60)):
             (tmp_path / "job").mkdir(exist_ok=True)
             (tmp_path / "job" / name).write_text(MANY_TASKS_JOB.format(n=n))
-            sub = client.submit_job(entrypoint=f"python {name}", runtime_env={"working_dir": str(tmp_path / "job")})
+            sub = localcluster.submit_job(client, entrypoint=f"python {name}", runtime_env={"working_dir": str(tmp_path / "job")})
             localcluster.wait_for(lambda s=sub: "READY" in client.get_job_logs(s), 90, f"{name} READY")
             time.sleep(1)
         time.sleep(3)

@@ -77,7 +77,7 @@ def submit(cluster: LocalCluster, entrypoint: str, working_dir: Path) -> tuple[s
     from ray.job_submission import JobSubmissionClient
 
     client = JobSubmissionClient(cluster.dashboard)
-    return client.submit_job(entrypoint=entrypoint, runtime_env={"working_dir": str(working_dir)}), client
+    return localcluster.submit_job(client, entrypoint=entrypoint, runtime_env={"working_dir": str(working_dir)}), client
 
 
 @pytest.mark.integration
@@ -324,7 +324,7 @@ def test_as_a_ray_job_it_needs_no_cpu_and_never_watches_itself(ray_cluster: Loca
 
     client = JobSubmissionClient(ray_cluster.dashboard)
     sub = f"watch-self-{os.getpid()}-{int(time.time())}"
-    client.submit_job(entrypoint=f"python -m debug_hang watch --job-id {sub} --stall 5 --interval 1", submission_id=sub,
+    localcluster.submit_job(client, entrypoint=f"python -m debug_hang watch --job-id {sub} --stall 5 --interval 1", submission_id=sub,
                       entrypoint_num_cpus=0,
                       runtime_env={"working_dir": str(ROOT), "excludes": ["tests/", ".git/", "benchmarks/", "tools/"]})
     # WHEN it starts

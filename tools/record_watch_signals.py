@@ -47,7 +47,7 @@ def record(cluster: localcluster.LocalCluster, name: str, entrypoint: str, worki
     if hung_example:
         sub = localcluster.submit_example(cluster, hung_example).submission_id
     else:
-        sub = jobs.submit_job(entrypoint=entrypoint, runtime_env={"working_dir": str(working_dir)})
+        sub = localcluster.submit_job(jobs, entrypoint=entrypoint, runtime_env={"working_dir": str(working_dir)})
         localcluster.wait_for(lambda: "READY" in jobs.get_job_logs(sub), 180, f"{name} to print READY")
     job = next(j for j in client.get("/api/jobs/") if j.get("submission_id") == sub)
     start, series = time.monotonic(), []
