@@ -73,4 +73,7 @@ PatternId = Literal[
     "file-lock-wait",
     "file-lock-deadlock",
     "file-lock-held",
+    "import-lock-deadlock",
+    "lock-abandoned",
+    "exit-join-blocked",
 ]

@@ -11,6 +11,8 @@ the build's order, computed from the declarations (builder.pass_order).
 | builder | the Builder every pass shares; pass and handler declarations; build_graph |
 | threads | what the threads of one process can do for each other |
 | inprocess | who in the same process releases a wait, by the identities of the objects waited on |
+| exits | a process at interpreter exit joining a non-daemon thread that waits forever |
+| imports | a thread importing a module that waits on threads waiting for that module's import lock |
 | pools | thread pools whose every worker waits on work queued behind it |
 | processes | process and actor nodes, crash loops, running and queued calls |
 | raycalls | ray.get/ray.wait to the tasks submitted, streams, supervisors, Ray Train's barrier |
@@ -30,6 +32,8 @@ from debug_hang.analyse.graph import (  # noqa: F401 - imported for their declar
     collectives,
     edges,
     events,
+    exits,
+    imports,
     inprocess,
     libraries,
     locks,

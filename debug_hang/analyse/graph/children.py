@@ -68,7 +68,8 @@ def _edges_children(b: Builder, key: str, proc: Process) -> None:
                     "no other thread of the child runs job code, so no thread of the child holds that lock: "
                     "it was held in the parent when the child was forked (fork copies a lock's state, "
                     "not the thread that would release it)")
-        child.pattern = "child-process-hang"  # the chain ends in a child that does not exit
+        if child.pattern != "exit-join-blocked":  # that one names why it does not exit
+            child.pattern = "child-process-hang"  # the chain ends in a child that does not exit
         g.add_edge(key, child_key, "child-process-wait", f"waits for child pid {pid}")
         _edge_pipe_back(b, key, child_key, info)
 

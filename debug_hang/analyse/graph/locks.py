@@ -11,14 +11,17 @@ from debug_hang.analyse.graph.inprocess import ThreadEdge, describe
 from debug_hang.analyse.graph.model import GNode, WaitGraph
 from debug_hang.analyse.graph.threads import deciding_thread, frame_text, other_threads_in_job_code
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, is_library
-from debug_hang.model import Frame, ProcessRef
+from debug_hang.model import Frame, ProcessRef, Thread
 
 
-@graph_pass(after=("follow_threads",), decides=("lock-order-deadlock", "logging-lock-deadlock", "lock-self-deadlock"))
+@graph_pass(after=("follow_threads", "detect_import_lock_waits"),
+            decides=("lock-order-deadlock", "logging-lock-deadlock", "lock-self-deadlock", "lock-abandoned"))
 def detect_lock_waits(b: Builder) -> None:
     """Lock waits read across the threads of one process: by the lock's holder when the dump's
     facts name it, else lock order, or a lock nobody else holds."""
     for key, verdict in b.verdicts.items():
+        if b.g.nodes[key].pattern == "import-lock-deadlock":
+            continue  # decided by its import lock (imports.py)
         if _detect_lock_cycle(b, key) or _detect_known_holder(b.g.nodes[key], verdict):
             continue
         _detect_lock_order(b.g.nodes[key], verdict)
@@ -108,6 +111,26 @@ def _detect_lock_order(node: GNode, verdict: ProcessVerdict) -> None:
         node.evidence.append(f"thread {thread.name or thread.os_thread_id} waits at {frame_text(frame)}")
 
 
+# What runs a thread's or an actor call's code, and holds none of the job's locks: Ray's task
+# machinery, threading's and a thread pool's bootstrap.
+_CALL_MACHINERY = re.compile(r"(^|/)(ray/_private/|ray/util/tracing/|threading\.py$|concurrent/futures/thread\.py$)")
+
+
+def _mark_lock_abandoned(node: GNode, waiter: Thread, frame: Frame) -> None:
+    """The waiting thread has no frame above its wait that could hold the lock (only the machinery
+    that runs its code), and no other thread of the process can: the lock was left taken by a
+    thread that has ended, or a call that returned, without releasing it (lock-abandoned)."""
+    node.pattern, node.state = "lock-abandoned", "blocked"
+    node.evidence.append(
+        f"thread {waiter.name or waiter.os_thread_id} waits to take the lock at {frame_text(frame)}; no frame above it "
+        "on its stack could hold it (only the machinery that runs the call), and no other thread of this process runs "
+        "job code: no live thread holds it")
+    node.evidence.append(
+        "the lock was left taken by a thread that ended, or a call that returned, without releasing it (acquire() "
+        "without `with` or try/finally, an exception in between): a thread that died left its traceback in the "
+        "worker's .err log (Exception in thread ...)")
+
+
 # Functions run as finalisers: by the garbage collector or when a last reference is dropped.
 _FINALISER = re.compile(r"(__del__|finaliz|_callback|callback)$|weakref")
 
@@ -128,16 +151,19 @@ def _detect_lock_self(node: GNode, verdict: ProcessVerdict) -> None:
     others = other_threads_in_job_code(verdict, waiter)
     if others:
         return
-    node.pattern = "lock-self-deadlock"
-    node.state = "blocked"
     frames = [f for f in waiter.frames if not f.native]
     at = next((i for i, f in enumerate(frames) if f is frame), 0)
+    finaliser = next((f for f in frames[at:] if _FINALISER.search(f.function)), None)
+    if finaliser is None and all(_CALL_MACHINERY.search(f.file) for f in frames[at + 1:]):
+        _mark_lock_abandoned(node, waiter, frame)
+        return
+    node.pattern = "lock-self-deadlock"
+    node.state = "blocked"
     caller = next((f for f in frames[at + 1:] if not is_library(f)), None)
     node.evidence.append(
         f"thread {waiter.name or waiter.os_thread_id} waits to take the lock at {frame_text(frame)}, and no other "
         "thread of this process runs job code: nobody else can hold it — this thread holds it itself "
-        "further up its stack (threading.Lock is not reentrant), or a thread ended without releasing it")
-    finaliser = next((f for f in frames[at:] if _FINALISER.search(f.function)), None)
+        "further up its stack (threading.Lock is not reentrant)")
     if finaliser is not None and finaliser is not frame:
         below = frames[frames.index(finaliser) + 1] if frames.index(finaliser) + 1 < len(frames) else None
         node.evidence.append(
