@@ -71,7 +71,9 @@ class ImportWait:
 def import_wait(thread: Thread) -> ImportWait | None:
     """A thread idle in importlib's `_ModuleLock.acquire`: which import it waits in."""
     frames = _python(thread)
-    if not frames or not _bootstrap(frames[0]) or frames[0].name != "acquire" or "_ModuleLock" not in frames[0].function:
+    # `_ModuleLock.acquire` (py-spy 0.3.14 and tracebacks print a bare `acquire`: in importlib's
+    # bootstrap the only blocking one)
+    if not frames or not _bootstrap(frames[0]) or frames[0].name != "acquire" or "Dummy" in frames[0].function:
         return None
     caller = next((f for f in frames if not _bootstrap(f)), None)
     names: set[str] = set()
