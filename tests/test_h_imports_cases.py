@@ -163,6 +163,18 @@ def test_a_main_thread_not_at_exit_is_no_exit_join() -> None:
     assert "exit-join-blocked" not in _patterns(_diag(EXIT_HANG, main_code))
 
 
+def test_a_joined_thread_whose_wait_has_a_timeout_is_not_blocked_at_exit() -> None:
+    # GIVEN the hang's capture, the writer's Queue.get given a timeout (its locals in the last sample)
+    def with_timeout(cap: Capture) -> None:
+        for proc in _samples(cap, "child"):
+            for thread in proc.threads:
+                for frame in thread.frames:
+                    if frame.facts is not None and "timeout" in frame.facts:
+                        frame.facts["timeout"] = 5.0
+    # THEN not blocked at exit: the thread wakes by itself and may end its loop
+    assert "exit-join-blocked" not in _patterns(_diag(EXIT_HANG, with_timeout))
+
+
 def test_an_exit_waiting_for_a_working_uploader_is_not_blocked() -> None:
     # GIVEN the live capture of a healthy job: the export child's main thread in threading._shutdown,
     # its non-daemon uploader sleeping a second between batches

@@ -9,8 +9,9 @@ whoever waits for it (a parent in communicate(), a job) waits too. The blocked t
 its producer is gone (the main code returned); the fix is to stop it before the main code ends.
 
 The rule fires only when, in every sample, the main thread is at `_shutdown` and the other
-threads that run the job's code are idle in such an in-process wait at the same line: a thread
-that computes, sleeps out a timer or reads from outside the process is work still in flight.
+threads that run the job's code are idle in such an in-process wait at the same line, with no
+timeout where the dump's locals show one: a thread that computes, sleeps out a timer, waits with
+a timeout or reads from outside the process may still end.
 """
 
 from __future__ import annotations
@@ -43,9 +44,19 @@ def exit_blocked(verdict: ProcessVerdict, info: dict[str, object] | None = None)
         return None
     others = other_threads_in_job_code(verdict, main)
     blocked = [(t, m) for t, m in verdict.threads if t is not main and any(t is o for o in others)]
-    if not blocked or any(m.pattern not in IN_PROCESS_WAITS or runs(t, info) for t, m in blocked):
+    if not blocked or any(m.pattern not in IN_PROCESS_WAITS or runs(t, info) or _times_out(t) for t, m in blocked):
         return None
     return main, blocked
+
+
+def _times_out(thread: Thread) -> bool:
+    """A wait given a timeout (its frames' `timeout` local, when the dump has locals): the thread
+    wakes by itself and may end its loop; only an unbounded wait is blocked for good."""
+    for frame in thread.frames:
+        value = (frame.facts or {}).get("timeout")
+        if value is not None and str(value) != "None":
+            return True
+    return False
 
 
 def _line(match: ThreadMatch) -> Frame | None:
