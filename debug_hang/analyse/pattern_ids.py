@@ -73,4 +73,8 @@ PatternId = Literal[
     "file-lock-wait",
     "file-lock-deadlock",
     "file-lock-held",
+    "named-actor-wait",
+    "create-order-deadlock",
+    "process-stopped",
+    "data-pool-holds-resources",
 ]
