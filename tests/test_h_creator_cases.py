@@ -77,6 +77,32 @@ def test_a_creator_whose_creation_line_is_not_shown_leaves_the_pollers_as_candid
     assert set(_names(diag)) == {"Trainer"}
 
 
+def test_a_creation_of_another_name_is_no_creator_of_the_polled_actor(tmp_path: Path) -> None:
+    # GIVEN the same capture, the driver's next line creating an actor of another name than the
+    # one polled (`f"{run}-config"` looked up, "exp7-cache" created)
+    def rename(doc: dict[str, Any]) -> None:
+        for proc in doc["processes"]:
+            for thread in proc.get("threads") or []:
+                for frame in thread["frames"]:
+                    frame["context"] = [line.replace('name="exp7-config"', 'name="exp7-cache"')
+                                        for line in frame.get("context") or []] or frame.get("context")
+
+    diag = reanalyse(_edited(CREATED_AFTER_WAIT, tmp_path, "stacks.json", rename))
+    # THEN no cycle is closed through that line: the creator of the polled name is not shown
+    assert diag.verdict == "inconclusive" and all(c.pattern != "create-order-deadlock" for c in diag.causes)
+
+
+@pytest.mark.parametrize(("looked_up", "created", "same"), [
+    ('f"{run}-config"', '"exp7-config"', True), ('f"{run}-config"', '"exp7-cache"', False),
+    ('"store", namespace="ns"', '"store"', True), ('"store"', '"other"', False),
+    ("name", '"anything"', True), ('"store"', 'f"{x}"', True),
+])
+def test_a_lookup_and_a_creation_name_the_same_actor_unless_both_literals_differ(looked_up: str, created: str, same: bool) -> None:
+    from debug_hang.analyse.graph.lookups import _same_name
+
+    assert _same_name(looked_up, created) is same
+
+
 def test_a_poll_for_a_named_actor_nobody_of_the_job_could_create_stays_the_polls_own(tmp_path: Path) -> None:
     # GIVEN the same capture without the driver (no other party of the job runs code)
     def drop_driver(doc: dict[str, Any]) -> None:

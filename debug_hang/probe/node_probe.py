@@ -222,7 +222,8 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
 
     Result: {"node_id", "hostname", "pid_namespace", "pyspy", "processes": [stacks/v1 process
     dicts, one per pid and sample], "info": {pid: {title, ppid, env, cpu_percent, child_of,
-    progress, file_locks?, wchan?}} (`progress`: what moved between the first and the last sample,
+    progress, run_state, file_locks?, wchan?}} (`run_state`: the /proc/PID/stat state letter before
+    the first sample and after the last; `progress`: what moved between the first and the last sample,
     probe/progress.py),
     "errors": [{"pid", "error", "kind", "sample"}], "samples_taken", "sample_offsets_s" (when each
     sample started: `interval_s` apart, start to start), "seconds"}, plus

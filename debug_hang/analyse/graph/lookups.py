@@ -17,6 +17,9 @@ _LOOKUP = re.compile(r"\bget_actor\s*\(\s*(?P<name>[^)]*?)\s*\)")
 # A line that creates a named actor: `.options(..., name=...)` (or get_if_exists=...).
 _CREATES_NAMED = re.compile(r"\.options\s*\((?=[^#]*\b(name|get_if_exists)\s*=)")
 _NUMBERED = re.compile(r"^\s*(\d+):\s?(.*)$")
+# A name written as a string literal (or an f-string) in a lookup or a creation.
+_NAME_LITERAL = re.compile(r"""^(?P<f>[fF]?)(?P<q>["'])(?P<text>[^"']*)(?P=q)$""")
+_NAME_ARG = re.compile(r"""\bname\s*=\s*(?P<name>[fF]?(["'])[^"']*\2)""")
 # What can still run code that creates an actor: a process in a wait, busy, or not started yet.
 _LIVE_STATES = frozenset({"blocked", "busy", "pending", "restarting", "starved", "unknown"})
 _PARTIES = frozenset({"driver", "actor", "task", "process", "rank"})
@@ -50,16 +53,41 @@ def _lookup_in_loop(b: Builder, key: str) -> tuple[Frame, str] | None:
     return None
 
 
-def _creation_line(b: Builder, key: str) -> str | None:
-    """A line of the party's own code, after the line it waits at, that creates a named actor:
-    the creation its wait keeps it from reaching (read from the source the dump shows)."""
+def _name_pattern(text: str) -> re.Pattern[str] | None:
+    """What names a literal or f-string in the source can stand for (each `{...}` any text); None
+    when the name is computed (a variable, a call): it could be any."""
+    m = _NAME_LITERAL.match(text.split(",")[0].strip())
+    if m is None:
+        return None
+    if not m.group("f"):
+        return re.compile(re.escape(m.group("text")) + "$")
+    parts = re.split(r"\{[^}]*\}", m.group("text"))
+    return re.compile(".*".join(re.escape(p) for p in parts) + "$")
+
+
+def _same_name(looked_up: str, created: str) -> bool:
+    """Whether a lookup and a creation may name the same actor: both written out and
+    incompatible (`f"{run}-config"` against `"exp7-cache"`) is a no; unknown either side, a maybe."""
+    wanted, made = _name_pattern(looked_up), _NAME_LITERAL.match(created.strip())
+    if wanted is None or made is None or made.group("f"):
+        return True
+    return wanted.match(made.group("text")) is not None
+
+
+def _creation_line(b: Builder, key: str, looked_up: str) -> str | None:
+    """A line of the party's own code, after the line it waits at, that creates a named actor
+    whose name may be the one looked up: the creation its wait keeps it from reaching (read from
+    the source the dump shows)."""
     verdict = b.verdicts.get(key)
     thread = (b.deciding.get(key) or deciding_thread(verdict)) if verdict is not None else None
     for frame in thread.frames if thread is not None else []:
         if frame.native or is_library(frame) or not frame.line:
             continue
         for number, text in sorted(_lines(frame).items()):
-            if number > frame.line and _CREATES_NAMED.search(text):
+            if number <= frame.line or not _CREATES_NAMED.search(text):
+                continue
+            named = _NAME_ARG.search(text)
+            if named is None or _same_name(looked_up, named.group("name")):
                 return f"{frame.short_file}:{number} `{text.strip()}`"
     return None
 
@@ -100,7 +128,9 @@ def follow_named_lookups(b: Builder) -> None:
         return  # nobody of the job could create it: the poll itself is the cause (a wrong name or namespace)
     waiting = [n for n in parties if _waits_on(b, n.key) & pollers]
     free = [n for n in parties if n not in waiting]
-    creators = {n.key: line for n in waiting if (line := _creation_line(b, n.key)) is not None}
+    names = sorted({name for _, name in polls.values()})
+    creators = {n.key: line for n in waiting
+                if (line := next(filter(None, (_creation_line(b, n.key, name) for name in names)), None))}
     for key, (frame, name) in polls.items():
         node = b.g.nodes[key]
         node.pattern = "named-actor-wait"
