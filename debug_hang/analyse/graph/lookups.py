@@ -23,6 +23,7 @@ _NAME_ARG = re.compile(r"""\bname\s*=\s*(?P<name>[fF]?(["'])[^"']*\2)""")
 # What can still run code that creates an actor: a process in a wait, busy, or not started yet.
 _LIVE_STATES = frozenset({"blocked", "busy", "pending", "restarting", "starved", "unknown"})
 _PARTIES = frozenset({"driver", "actor", "task", "process", "rank"})
+MAX_FREE = 16  # parties not waiting on a poll that its guessed edges lead to
 
 
 def _lines(frame: Frame) -> dict[int, str]:
@@ -127,7 +128,8 @@ def follow_named_lookups(b: Builder) -> None:
     if not parties:
         return  # nobody of the job could create it: the poll itself is the cause (a wrong name or namespace)
     waiting = [n for n in parties if _waits_on(b, n.key) & pollers]
-    free = [n for n in parties if n not in waiting]
+    # The driver first, then the others: at most MAX_FREE of them get an edge (a job of many tasks).
+    free = sorted((n for n in parties if n not in waiting), key=lambda n: (n.kind != "driver", n.key))[:MAX_FREE]
     names = sorted({name for _, name in polls.values()})
     creators = {n.key: line for n in waiting
                 if (line := next(filter(None, (_creation_line(b, n.key, name) for name in names)), None))}
