@@ -73,4 +73,8 @@ PatternId = Literal[
     "file-lock-wait",
     "file-lock-deadlock",
     "file-lock-held",
+    "socket-read-deadlock",
+    "p2p-order-deadlock",
+    "store-wait",
+    "store-key-never-set",
 ]
