@@ -7,6 +7,7 @@ will set, both ends of a TCP connection reading. On real captures recorded live
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -156,7 +157,7 @@ def test_a_rank_waiting_in_a_store_for_a_key_its_writer_spelled_otherwise_is_the
     assert not any(n.pattern == "collective-skipped" for n in diag.graph.nodes.values())
     # AND the key mismatch the source shows is named
     text = " ".join(waiter.evidence)
-    assert '`f"ckpt/{epoch + 1}"`' in text and '`f"ckpt/{epoch}"` (line 43): a different key' in text
+    assert '`f"ckpt/{epoch + 1}"`' in text and re.search(r'`f"ckpt/\{epoch\}"` \(line \d+\): a different key', text), text
 
 
 def test_a_store_wait_whose_writer_is_not_waiting_on_it_is_no_finding(tmp_path: Path) -> None:
@@ -238,3 +239,20 @@ def test_two_sends_with_a_third_member_connected_to_both_are_not_read_as_head_to
     # THEN the peer of each send is not known: no loop of the two is claimed, the outsider is named
     assert diag.verdict != "hang" or all(c.pattern != "p2p-order-deadlock" for c in diag.causes)
     assert not any(c.pattern == "p2p-order-deadlock" for c in diag.causes)
+
+
+def test_a_store_wait_connected_to_a_process_outside_the_job_is_no_finding(tmp_path: Path) -> None:
+    # GIVEN the store capture where the waiter also holds a TCP connection to a process outside the
+    # job (a TCPStore's server, another client: it could set the key)
+    waiter = next(n.pid for n in nodes_of(reanalyse(STORE), "Rank") if n.pattern == "store-key-never-set")
+
+    def outsider(doc: dict[str, Any]) -> None:
+        for info in doc["meta"]["info"]:
+            if info.get("pid") == waiter:
+                info["socket_peers"].append({"pid": 999999, "title": "python launcher.py", "connections": 1})
+
+    diag = reanalyse(variant(tmp_path, STORE, outsider))
+    # THEN nothing is said to never set the key, and the outside process is named
+    assert not any(c.pattern == "store-key-never-set" for c in diag.causes)
+    node = next(n for n in nodes_of(diag, "Rank") if n.pid == waiter)
+    assert any("pid 999999 `python launcher.py`" in t for t in node.evidence), node.evidence

@@ -9,7 +9,9 @@ import re
 
 from debug_hang.analyse.graph.builder import Builder, graph_pass
 from debug_hang.analyse.graph.model import GNode
+from debug_hang.analyse.graph.sockets import socket_peers_of
 from debug_hang.analyse.graph.threads import frame_text, reachable_from
+from debug_hang.model import ProcessRef
 
 # The key(s) a wait/get names in the job's line: `store.wait(["k1", f"k/{i}"])`, `store.get(f"k/{i}")`.
 _WAITED = re.compile(r"([\w.\[\]]+)\.(?:wait|get|multi_get)\(\s*(\[[^\]]*\]|f?(['\"])[^'\"]*\3)")
@@ -71,6 +73,13 @@ def _group(b: Builder, node: GNode) -> list[GNode]:
     return [b.g.nodes[k] for k in sorted(keys) if k != node.key]
 
 
+def _outside_peers(b: Builder, node: GNode) -> list[str]:
+    """The waiter's TCP peers on its node that are no process of the job (a TCPStore's server or
+    another client may be one: it could set the key), each as its pid and title."""
+    return [f"pid {p['pid']} `{str(p.get('title') or '')[:60]}`" for p in socket_peers_of(b, node.key)
+            if b.by_pid.get(ProcessRef(node.node_id, p["pid"])) is None]
+
+
 def _setters(b: Builder, node: GNode) -> list[GNode]:
     """Every other process of the job the graph holds (any of them may hold the store): its
     group's members first."""
@@ -97,6 +106,12 @@ def mark_store_waits(b: Builder) -> None:
         ended = [m for m in setters if m not in waiting_on_it and m.state in ("dead", "idle")]
         could = [m for m in setters if m not in waiting_on_it and m not in ended]
         where = frame_text(node.user_frame)
+        outside = _outside_peers(b, node)
+        if outside and not could:
+            node.evidence.append(f"in a torch.distributed store wait at {where}; every process of the job waits on it or "
+                                 "has ended, but it is connected by TCP to process(es) outside the job that could set "
+                                 "the key: " + ", ".join(outside[:4]))
+            continue
         if could:
             for m in could:
                 role = "a member of its group" if m in members else "a process of the job"
