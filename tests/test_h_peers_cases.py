@@ -256,3 +256,25 @@ def test_a_store_wait_connected_to_a_process_outside_the_job_is_no_finding(tmp_p
     assert not any(c.pattern == "store-key-never-set" for c in diag.causes)
     node = next(n for n in nodes_of(diag, "Rank") if n.pid == waiter)
     assert any("pid 999999 `python launcher.py`" in t for t in node.evidence), node.evidence
+
+
+def test_ranks_and_the_peers_their_sends_name_decide_when_both_are_known(tmp_path: Path) -> None:
+    # GIVEN the capture with each Stage's rank (as a RANK-started process shows it) and the `dst`
+    # argument --locals would show: rank 0 sends to 1, rank 1 to 0
+    first, second = pids_of(HEAD_TO_HEAD, "Stage")
+
+    def ranked(dst_of_first: str) -> Edit:
+        def edit(doc: dict[str, Any]) -> None:
+            for p in doc["processes"]:
+                if p["pid"] in (first, second):
+                    p["rank"] = 0 if p["pid"] == first else 1
+            for pid, dst in ((first, dst_of_first), (second, "0")):
+                for frames in frames_of(doc, pid):
+                    frames[0]["locals"] = {"dst": dst}
+        return edit
+
+    diag = reanalyse(variant(tmp_path / "a", HEAD_TO_HEAD, ranked("1")))
+    assert [c.pattern for c in diag.causes] == ["p2p-order-deadlock"]
+    # AND a send rank 0 would make to itself reads as no known peer: nothing is claimed
+    diag = reanalyse(variant(tmp_path / "b", HEAD_TO_HEAD, ranked("0")))
+    assert not any(c.pattern == "p2p-order-deadlock" for c in diag.causes)

@@ -100,9 +100,9 @@ def _p2p_op(node: GNode) -> tuple[str, int | None] | None:
 def _p2p_peers(b: Builder, waiting: list[str]) -> dict[str, tuple[str, str]] | None:
     """Each rank's op and the node of the peer it sends to or receives from: {rank: (op, peer)}.
     The peer is read from the ranks' own numbers and the peer each names, or, for a group of two
-    (no WORLD_SIZE, no rank number saying it is bigger), it is the other rank (a rank never sends
-    to itself; two peers named must differ; no third member connected to both by TCP). None unless every rank is in a point-to-point op
-    whose peer is known."""
+    (no WORLD_SIZE, no rank number saying it is bigger, no third member connected to both by
+    TCP), it is the other rank (a rank never sends to itself; two peers named must differ). None
+    unless every rank is in a point-to-point op whose peer is known."""
     g = b.g
     ops = {k: _p2p_op(g.nodes[k]) for k in waiting}
     if any(op is None for op in ops.values()):
