@@ -77,4 +77,8 @@ PatternId = Literal[
     "create-order-deadlock",
     "process-stopped",
     "data-pool-holds-resources",
+    "socket-read-deadlock",
+    "p2p-order-deadlock",
+    "store-wait",
+    "store-key-never-set",
 ]
