@@ -5,8 +5,11 @@ Scenario: EmbeddingClient wraps an async HTTP-style client: `__init__` creates
 that `connect()` was supposed to start; `embed()` calls
 `asyncio.run_coroutine_threadsafe(self._embed(batch), self.loop).result()`. The driver calls
 `embed` without `connect` (the start moved there in a refactor). The coroutine is scheduled on a
-loop that nobody runs; the Future is never completed. The only thread is the actor's main thread,
-in `concurrent.futures.Future.result` → `Condition.wait` (no timeout).
+loop that nobody runs; the Future is never completed. Because the class has an `async def`,
+Ray runs it as an async actor: `embed` (a sync method) runs on Ray's own event-loop thread
+("AsyncIO Thread: default") in `concurrent.futures.Future.result` → `Condition.wait` (no timeout)
+and does block that loop — but that is not why it hangs: the Future belongs to `self.loop`, a
+different loop, which no thread runs (the one thread meant to run it was never started).
 
 Mechanism: a cross-thread Future bound to an event loop that is not running (no thread runs it).
 Truth: culprit EmbeddingClient (its loop thread is never started: embed() before connect()).
