@@ -1,8 +1,10 @@
-"""A wait with a timeout returns by itself (red-team round 6: two healthy jobs called hung).
+"""Red-team round 6 misses, on real captures recorded live (tests/data/captures/README.md), each
+with the variant where the answer must change.
 
-`stop.wait(timeout=45)` is a ticker's sleep and `q.get(timeout=40)` a flush timer: a window of two
-samples a second apart cannot show that such a wait never ends. On real captures recorded live
-(tests/data/captures/README.md), each with the untimed variant where the answer must change.
+A wait with a timeout returns by itself: `stop.wait(timeout=45)` is a ticker's sleep and
+`q.get(timeout=40)` a flush timer, and a window of two samples a second apart cannot show that such
+a wait never ends. Children that all wait for a multiprocessing lock no live process holds are
+victims of a holder that ended, never children that never exit.
 """
 
 from __future__ import annotations
@@ -82,3 +84,38 @@ def test_the_live_runs_said_what_the_re_analysis_says() -> None:
     for case in (TICKER, FLUSHER):
         live = json.loads((case / "diagnosis.json").read_text())
         assert live["verdict"] == "inconclusive", case.name
+
+
+# ------------------------------------------------ a multiprocessing lock no live process holds
+
+KILLED_READER = CAPTURES / "mp_queue_lock_of_a_killed_reader"
+NO_LIVE_HOLDER = "no live process of the family holds it"
+
+
+def test_children_that_all_wait_for_a_multiprocessing_lock_are_victims_not_children_that_never_exit() -> None:
+    # GIVEN a pool whose reader was killed inside a multiprocessing.Queue's get: the two live
+    # children wait at the queue's reader lock (a SemLock), the parent joins them
+    diag = reanalyse(KILLED_READER)
+    # THEN no child is named as a child that never exits: the lock's holder ended, unseen
+    assert diag.verdict == "inconclusive" and diag.causes[0].pattern == "lock-wait"
+    assert all(c.pattern != "child-process-hang" for c in diag.causes)
+    children = [n for n in diag.graph.nodes.values() if n.pattern == "lock-wait"]
+    assert len(children) == 2 and all(any(NO_LIVE_HOLDER in e for e in n.evidence) for n in children)
+
+
+def test_a_child_reading_inside_the_lock_is_its_live_holder_and_the_rule_does_not_fire(tmp_path: Path) -> None:
+    # GIVEN the same capture with one child inside the queue's read (past the lock: it holds it)
+    out = tmp_path / KILLED_READER.name
+    shutil.copytree(KILLED_READER, out)
+    (out / "diagnosis.json").unlink()
+    doc = json.loads((out / "stacks.json").read_text())
+    reader = min(p["pid"] for p in doc["processes"] if p["role"] == "child")
+    for proc in doc["processes"]:
+        if proc["pid"] == reader:
+            frames = proc["threads"][0]["frames"]
+            frames[0].update(function="Connection._recv", file=frames[0]["file"].replace("synchronize.py", "connection.py"),
+                             line=395, code="chunk = read(handle, remaining)")
+            frames[1].update(line=103, code="res = self._recv_bytes()")
+    (out / "stacks.json").write_text(json.dumps(doc))
+    diag = reanalyse(out)
+    assert not any(NO_LIVE_HOLDER in e for n in diag.graph.nodes.values() for e in n.evidence)
