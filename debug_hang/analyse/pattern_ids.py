@@ -73,4 +73,5 @@ PatternId = Literal[
     "file-lock-wait",
     "file-lock-deadlock",
     "file-lock-held",
+    "queue-threads-standstill",
 ]
