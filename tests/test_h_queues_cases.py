@@ -174,3 +174,59 @@ def test_a_join_with_a_live_downstream_stage_that_marks_items_done_is_no_hang() 
     diag = _diag(HEALTHY)
     assert diag.verdict != "hang"
     assert all(c.pattern != "queue-threads-standstill" for c in diag.causes)
+
+
+# ------------------------------------------------------------------ a lock a multiprocessing manager serves
+MANAGER = "manager_lock_dead_client"  # redteam/shared_quota_broker.py
+
+
+def test_a_proxy_call_is_a_call_into_the_manager_not_an_empty_queue() -> None:
+    diag = _diag(MANAGER)
+    readings = {str(v.process.task_name or v.process.actor_class): v.pattern for v in diag.verdicts}
+    assert readings["allocate"] == "manager-call-wait" and readings["QuotaBroker"] == "manager-served-wait"
+    # Each allocate's socket read is followed to the broker, its one TCP peer no Ray call explains.
+    edges = [(diag.graph.nodes[e.src].name, diag.graph.nodes[e.dst].name) for e in diag.graph.edges]
+    assert edges.count(("allocate", "QuotaBroker")) == 2
+
+
+def test_a_served_lock_every_live_client_waits_for_is_held_by_the_client_that_died() -> None:
+    diag = _diag(MANAGER)
+    assert diag.verdict == "hang" and _top(diag) == ("native-wait-holder-died", ["calibrate"])
+    assert "serves a client's call to a lock it serves" in "\n".join(
+        line for n in diag.graph.nodes.values() for line in n.evidence)
+
+
+def _proc_of(cap: Capture, title: str) -> list[Process]:
+    return [p for p in cap.collection.processes if (p.title or "").startswith(title)]
+
+
+def test_a_client_free_of_its_proxy_call_may_hold_the_lock() -> None:
+    def one_client_works(cap: Capture) -> None:
+        client = max(_proc_of(cap, "ray::allocate"), key=lambda p: (p.pid or 0, p.sample))
+        for proc in (p for p in cap.collection.processes if p.pid == client.pid):
+            main = _thread(proc, "MainThread")
+            outer = [f for f in main.frames if not f.file.endswith(("connection.py", "managers.py"))]
+            # Past its acquire: in the job's code (holding the lock, for all anyone can tell).
+            main.frames = [dataclasses.replace(outer[0], line=(outer[0].line or 0) + 1, code="return job", facts={}),
+                           *outer[1:]]
+    diag = _diag(MANAGER, one_client_works)
+    assert all(c.pattern != "native-wait-holder-died" for c in diag.causes) and diag.verdict != "hang"
+
+
+def test_no_client_seen_on_the_managers_connections_names_no_holder() -> None:
+    def no_peers(cap: Capture) -> None:
+        for info in cap.collection.info.values():
+            info.pop("socket_peers", None)
+    diag = _diag(MANAGER, no_peers)
+    assert all(c.pattern != "native-wait-holder-died" for c in diag.causes) and diag.verdict != "hang"
+
+
+def test_a_served_queue_is_fed_by_its_clients_not_held_by_a_dead_one() -> None:
+    def serves_a_queue(cap: Capture) -> None:
+        for proc in _proc_of(cap, "ray::QuotaBroker"):
+            for thread in proc.threads:
+                for frame in thread.frames:
+                    if frame.function.endswith("serve_client") and frame.facts:
+                        frame.facts = {**frame.facts, "obj": "Queue@0x7f00"}
+    diag = _diag(MANAGER, serves_a_queue)
+    assert all(c.pattern != "native-wait-holder-died" for c in diag.causes) and diag.verdict != "hang"

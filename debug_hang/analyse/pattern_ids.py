@@ -74,4 +74,6 @@ PatternId = Literal[
     "file-lock-deadlock",
     "file-lock-held",
     "queue-threads-standstill",
+    "manager-call-wait",
+    "manager-served-wait",
 ]
