@@ -158,6 +158,16 @@ def test_a_producer_seen_elsewhere_in_an_earlier_sample_is_no_standstill() -> No
     assert all(c.pattern != "queue-threads-standstill" for c in diag.causes)
 
 
+def test_a_join_of_a_thread_outside_the_waits_may_end() -> None:
+    def other_thread(cap: Capture) -> None:
+        thread = _thread(_last(cap, "SampleReader"), "MainThread")
+        for frame in thread.frames:
+            if frame.function.endswith(("Thread.join", "_wait_for_tstate_lock")) and frame.facts:
+                frame.facts = {**frame.facts, "self": "Thread@0x2222"}
+    diag = _diag(CLOSE, other_thread)
+    assert all(c.pattern != "queue-threads-standstill" for c in diag.causes)
+
+
 def test_a_call_queued_on_the_actor_is_left_to_the_queued_call_rules() -> None:
     def queued(cap: Capture) -> None:
         head = next(t for t in cap.snapshot.tasks if str(t.get("name")) == "SampleReader.head")

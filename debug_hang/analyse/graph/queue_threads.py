@@ -26,7 +26,7 @@ from debug_hang.analyse.graph.events import _later_callers
 from debug_hang.analyse.graph.inprocess import ThreadGraph, name_of, python_frames, runs
 from debug_hang.analyse.graph.model import QUEUED_STATES
 from debug_hang.analyse.graph.threads import frame_text, job_frame, other_threads_in_job_code, pending_timers
-from debug_hang.analyse.patterns import is_library
+from debug_hang.analyse.patterns import catalog, is_library
 from debug_hang.facts import parse_identity
 from debug_hang.model import Frame, Thread
 from debug_hang.snapshot import DONE_STATES
@@ -98,6 +98,22 @@ def _thread_identity(thread: Thread) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _library_thread_may_act(graph: ThreadGraph, counted: list[Thread]) -> bool:
+    """A thread left out of the count (a library thread idle on its own queue or event) that is
+    no known housekeeping loop and runs, or waits with a timeout: it wakes on its own and may
+    act (a stop flag checked every second, a periodic flush that puts)."""
+    cat = catalog()
+    for thread, match in graph.verdict.threads:
+        if any(thread is t for t in counted):
+            continue
+        match = graph.matches.get(id(thread), match)
+        if match.pattern != "unknown" and cat[match.pattern].kind == "benign":
+            continue
+        if runs(thread, graph.info) or _timed(thread):
+            return True
+    return False
+
+
 def _same_in_every_sample(b: Builder, key: str, thread: Thread) -> bool:
     """The thread (by its id) shows the same innermost frame and line in every sample (two at least)."""
     samples = b.inp.samples.get(b.g.nodes[key].ref, [])
@@ -128,6 +144,11 @@ def standstill(b: Builder, key: str) -> list[StillThread] | None:
     still = [s for t in threads if (s := still_thread(graph, t)) is not None]
     if len(still) < 2 or len(still) < len(threads) or not all(_same_in_every_sample(b, key, s.thread) for s in still):
         return None
+    if _library_thread_may_act(graph, threads):
+        return None
+    joined = {ident for s in still if (ident := _thread_identity(s.thread))}
+    if any(s.op == "joins" and s.obj not in joined for s in still):
+        return None  # it joins a thread outside these: that one may end on its own
     node = b.g.nodes[key]
     own = b.own_calls(key)
     if any(t.parent_task_id in own and t.state not in DONE_STATES for t in b.tasks):
