@@ -117,6 +117,16 @@ def test_a_consumer_seen_elsewhere_in_an_earlier_sample_moved() -> None:
     assert all(c.pattern != "queue-threads-standstill" for c in diag.causes)
 
 
+def test_idle_worker_threads_of_an_actor_with_no_call_running_are_idle_not_stuck() -> None:
+    def finished(cap: Capture) -> None:
+        for rows in (cap.snapshot.tasks, cap.tasks_after or []):
+            for row in rows:
+                if str(row.get("name")) == "Deduper.ingest":
+                    row["state"] = "FINISHED"
+    diag = _diag(JOIN, finished)
+    assert all(c.pattern != "queue-threads-standstill" for c in diag.causes)
+
+
 def test_a_join_whose_consumers_wait_on_another_queue_names_no_consumer_loop() -> None:
     def other_queue(cap: Capture) -> None:
         for name in ("Thread-1", "Thread-2"):

@@ -150,6 +150,8 @@ def standstill(b: Builder, key: str) -> list[StillThread] | None:
     if any(s.op == "joins" and s.obj not in joined for s in still):
         return None  # it joins a thread outside these: that one may end on its own
     node = b.g.nodes[key]
+    if node.kind != "driver" and not b.running.get(key):
+        return None  # an idle actor whose worker threads wait for work is idle, not stuck
     own = b.own_calls(key)
     if any(t.parent_task_id in own and t.state not in DONE_STATES for t in b.tasks):
         return None  # a call it made may still complete and run a callback here
