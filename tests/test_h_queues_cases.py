@@ -250,3 +250,20 @@ def test_a_served_queue_is_fed_by_its_clients_not_held_by_a_dead_one() -> None:
                         frame.facts = {**frame.facts, "obj": "Queue@0x7f00"}
     diag = _diag(MANAGER, serves_a_queue)
     assert all(c.pattern != "native-wait-holder-died" for c in diag.causes) and diag.verdict != "hang"
+
+
+# ------------------------------------------------------------------ a paced writer standing for its process
+PACED = "paced_writer_stands_for_joiner"  # redteam/healthy_queue_paced_writer.py
+
+
+def test_a_sleeping_thread_standing_for_its_process_is_read_across_its_samples() -> None:
+    diag = _diag(PACED)
+    work = [w for w in diag.busy if w.sleeping]
+    assert work and work[0].function.endswith("_write") and work[0].loop is not None
+
+
+def test_a_loop_with_no_test_that_takes_work_every_round_is_no_poll_hang() -> None:
+    # `while True: out.get(); time.sleep(0.5); ...; q.task_done()`: paced work fed by a queue, not a
+    # poll of a condition; a one-second window cannot show it move, so no hang.
+    diag = _diag(PACED)
+    assert diag.verdict == "inconclusive" and "A hang needs a poll whose condition nothing changes" in diag.summary

@@ -757,14 +757,19 @@ def standing_threads(graph: WaitGraph, verdicts: list[ProcessVerdict], collectio
     samples: dict[ProcessRef, list[Process]] = {}
     for proc in collection.processes:
         samples.setdefault(proc.ref, []).append(proc)
+    paced = set(rules().busy.paced_patterns)
     out: list[BusyWork] = []
     for node in graph.nodes.values():
         verdict = by_ref.get(node.ref)
-        if node.state != "busy" or node.frame is None or verdict is None or node.ref in known:
+        # A thread standing for its process that sleeps in a loop (a poll, or paced work: a setter
+        # that sleeps between items) is read across its samples like a process that does.
+        sleeping = node.state == "blocked" and node.pattern in paced and verdict is not None \
+            and verdict.pattern not in paced
+        if not (node.state == "busy" or sleeping) or node.frame is None or verdict is None or node.ref in known:
             continue
         thread = next((t for t in verdict.process.threads if any(f is node.frame for f in t.frames)), None)
         work = busy_work(verdict, samples.get(node.ref, [verdict.process]), collection.info.get(node.ref, {}),
-                         deciding=thread) if thread is not None else None
+                         sleeping=sleeping, deciding=thread) if thread is not None else None
         if work is not None:
             out.append(work)
     return out
