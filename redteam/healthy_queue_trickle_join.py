@@ -2,11 +2,11 @@
 
 Scenario: Ingestor (an actor) runs a two-stage pipeline on queue.Queues: two parser threads take
 records from `q` and hand them to `out`; one writer thread takes from `out`, checksums each record
-(a checksum chain, ~0.3 s of CPU) and only then calls `q.task_done()` (a record counts as done once written). `ingest`
+(a checksum chain, 0.4 s of CPU) and only then calls `q.task_done()` (a record counts as done once written). `ingest`
 puts 300 records and waits in `q.join()`. The parsers drain `q` at once and sit idle in
 `q.get()`; the joiner waits in `Queue.join` - the picture of a Queue.join whose task_done was
-skipped - but the writer is alive (computing) and marks one record done every ~0.3 s: join
-returns after a minute or two.
+skipped - but the writer is alive (computing) and marks one record done every 0.4 s: join
+returns after ~120 s.
 
 Mechanism: none (a slow last stage). Written by h-queues as the counterfactual of
 dedup_worker_queue: a live thread that can still call task_done (or put) means the join may finish.
@@ -16,6 +16,7 @@ import hashlib
 import os
 import queue
 import threading
+import time
 
 import ray
 
@@ -38,8 +39,8 @@ class Ingestor:
     def _write(self) -> None:
         while True:
             rec = self.out.get()
-            digest = rec.to_bytes(8, "little")
-            for _ in range(100_000):  # checksum the record before it counts as written
+            digest, until = rec.to_bytes(8, "little"), time.monotonic() + 0.4
+            while time.monotonic() < until:  # checksum the record (0.4 s of CPU) before it counts as written
                 digest = hashlib.sha256(digest).digest()
             self.written += 1
             self.q.task_done()
