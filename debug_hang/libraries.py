@@ -149,6 +149,10 @@ def datasets_of(raw: dict[str, Any] | None) -> list[Dataset]:
     return out
 
 
+# The class name Ray Data gives the actors of an operator's pool (map_batches with a callable class).
+_POOL_ACTOR_CLASS = re.compile(r"^MapWorker\((.+)\)$")
+
+
 @dataclass
 class LibraryState:
     """Ray Serve's and Ray Data's state as read for one diagnosis (empty when neither is in use)."""
@@ -193,6 +197,22 @@ class LibraryState:
 
     def deployment_of(self, replica: Replica) -> Deployment | None:
         return next((d for d in self.deployments if d.app == replica.app and d.name == replica.deployment), None)
+
+    def pool_operator(self, class_name: str | None, job_id: str | None) -> tuple[Dataset, Operator] | None:
+        """The Ray Data operator whose actor pool an actor belongs to: Ray Data names each pool
+        actor's class `MapWorker(<operator name>)` (ray/data/_internal/execution/operators/
+        actor_pool_map_operator.py), and that operator is listed for an unfinished dataset of the
+        actor's job. None for any other actor (a class merely named so, with no such operator)."""
+        m = _POOL_ACTOR_CLASS.match(class_name or "")
+        if m is None:
+            return None
+        for ds in (self.datasets_after or []) + self.datasets:
+            if ds.state == "FINISHED" or (job_id and ds.job_id and ds.job_id != job_id):
+                continue
+            op = next((o for o in ds.operators if o.name == m.group(1)), None)
+            if op is not None:
+                return ds, op
+        return None
 
     def samples(self, name: str) -> list[MetricSample]:
         return [s for s in self.metrics if s.name == name]

@@ -100,7 +100,8 @@ def graph_inputs(job: dict[str, Any], snap: Snapshot, collection: Collection, ro
                        node_totals=node_totals(snap), verdicts=verdicts, info=collection.info,
                        available=available_resources(snap), jobs=rows.jobs, now_s=snap.taken_at,
                        usage=resource_usage(snap), usage_by_node=usage_by_node(snap), status_text=snap.cluster_status_text,
-                       libraries=LibraryState.of(snap.libraries, collection.library_metrics), samples=samples)
+                       libraries=LibraryState.of(snap.libraries, collection.library_metrics), samples=samples,
+                       dump_errors=list(collection.errors))
 
 
 def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_after: list[dict[str, Any]] | None,

@@ -342,6 +342,8 @@ def _calls(diag: Diagnosis, cause: RootCause, chain: Chain) -> list[CallCount]:
     for task in diag.rows.tasks:
         if task.type == "ACTOR_CREATION_TASK" or task.name in POLLING_TASKS:
             continue
+        if diag.job_id and diag.job_id not in (task.job_id, (task.parent_task_id or "")[-8:]):
+            continue  # another job's call (an actor class of the same name in an earlier run)
         owner = task.name.split(".", 1)[0] if task.actor_id else None
         if (owner is not None and owner in classes) or task.name in names:
             counts.setdefault(task.name, Counter())[task.state] += 1

@@ -152,7 +152,7 @@ def _cycle_causes(g: WaitGraph) -> list[RootCause]:
 
 # The patterns a wait-for cycle is named by whose rule is here (_cycle_pattern, _cycle_causes)...
 CYCLE_DECIDES: frozenset[PatternId] = frozenset({"actor-call-cycle", "pipe-full-deadlock", "file-lock-deadlock", "train-barrier-skipped",
-                                                 "queue-cycle", "split-consumer-left"})
+                                                 "queue-cycle", "split-consumer-left", "create-order-deadlock"})
 # ... and those a cycle carries from its members or its closing edge, decided elsewhere.
 CYCLE_CARRIES: frozenset[PatternId] = frozenset({"resource-starvation", "generator-backpressure", "async-loop-blocked", "lock-order-deadlock"})
 END_CARRIES = frozenset(_END_PATTERN.values())
@@ -175,9 +175,12 @@ _CLOSING_EDGES: tuple[tuple[EdgeReason, PatternId, bool], ...] = (
     # A streaming_split whose consumer left its shard early and waits on what the other consumers
     # would do once the split hands them blocks again: the consumer that left must read on.
     ("split-consumer-left", "split-consumer-left", True),
+    # A poll for a named actor whose only possible creators wait on the poller: the creator must
+    # create it before it waits (or pass the handle in).
+    ("named-actor-wait", "create-order-deadlock", True),
 )
 # Cycles whose closing edge's end alone is the culprit: the other members wait as designed.
-_ONLY_LEADERS: frozenset[PatternId] = frozenset({"split-consumer-left"})
+_ONLY_LEADERS: frozenset[PatternId] = frozenset({"split-consumer-left", "create-order-deadlock"})
 
 
 def _cycle_pattern(g: WaitGraph, cycle: list[str], has_resource: bool) -> tuple[PatternId, set[str]]:

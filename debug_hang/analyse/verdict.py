@@ -10,6 +10,7 @@ from debug_hang.analyse.busy import BusyWork
 from debug_hang.analyse.crashloop import DEATH_PREFIX, DEATH_SOURCE, death_reason
 from debug_hang.analyse.diagnosis import Diagnosis, Verdict
 from debug_hang.analyse.graph import WaitGraph
+from debug_hang.analyse.graph.processes import stopped_by_signal
 from debug_hang.analyse.patterns import ProcessVerdict, catalog
 from debug_hang.analyse.progress import ProcessProgress, progress_confidence, rules, summary_text
 from debug_hang.analyse.rootcause import RootCause
@@ -44,7 +45,8 @@ def uninspected(job: JobRow, tasks: list[TaskRow], collection: Collection) -> li
             wanted[(t.node_id, t.worker_pid)] = t.name
     if job.driver_pid:
         wanted[(job.driver_node_id, job.driver_pid)] = "driver"
-    seen = {p.pid for p in collection.processes}
+    # Read, though not dumped: a process stopped by a signal (its /proc state says why py-spy failed).
+    seen = {p.pid for p in collection.processes} | {ref.pid for ref, info in collection.info.items() if stopped_by_signal(info)}
     by_pid: dict[int, CollectionError] = {}
     by_node: dict[Any, CollectionError] = {}
     for err in collection.errors:

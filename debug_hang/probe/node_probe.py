@@ -195,6 +195,17 @@ def cpu_ticks(pid: int) -> int | None:
         return None
 
 
+def run_state(pid: int) -> str | None:
+    """The process's state letter in /proc/PID/stat (R, S, D; T: stopped by a signal; t: stopped
+    by a tracer, as py-spy does while it dumps; Z), None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
+            fields = fh.read().rsplit(")", 1)[-1].split()
+        return fields[0] if fields else None
+    except OSError:
+        return None
+
+
 def parent_pid(pid: int) -> int | None:
     try:
         with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
@@ -211,7 +222,8 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
 
     Result: {"node_id", "hostname", "pid_namespace", "pyspy", "processes": [stacks/v1 process
     dicts, one per pid and sample], "info": {pid: {title, ppid, env, cpu_percent, child_of,
-    progress, file_locks?, wchan?}} (`progress`: what moved between the first and the last sample,
+    progress, run_state, file_locks?, wchan?}} (`run_state`: the /proc/PID/stat state letter before
+    the first sample and after the last; `progress`: what moved between the first and the last sample,
     probe/progress.py),
     "errors": [{"pid", "error", "kind", "sample"}], "samples_taken", "sample_offsets_s" (when each
     sample started: `interval_s` apart, start to start), "seconds"}, plus
@@ -402,7 +414,7 @@ def _window_starts(all_pids: list[int], info: dict[int, dict[str, Any]],
     now = time.time()
     for pid in all_pids:
         start = {"point": progress.read_point(pid, log_rule[pid]), "ticks": cpu_ticks(pid),
-                 "threads": schedstat.thread_times(pid), "wall": now}
+                 "threads": schedstat.thread_times(pid), "wall": now, "state": run_state(pid)}
         earlier = (since or {}).get(str(pid))
         if isinstance(earlier, dict) and isinstance(earlier.get("point"), dict):
             start = earlier
@@ -418,6 +430,9 @@ def _window_facts(all_pids: list[int], info: dict[int, dict[str, Any]], spans: C
     for pid in all_pids:
         start = info[pid]["window_start"]
         window = max(time.time() - float(start.get("wall") or time.time()), 1e-3)
+        # The state before the first dump and after the last (py-spy's own stops read `t`): `T`
+        # both times is a process stopped by a signal for the whole window.
+        info[pid]["run_state"] = [start.get("state"), run_state(pid)]
         ticks0, ticks1 = start.get("ticks"), cpu_ticks(pid)
         if ticks0 is not None and ticks1 is not None:
             info[pid]["cpu_percent"] = round(100.0 * (ticks1 - ticks0) / CLOCK_TICKS / window, 1)

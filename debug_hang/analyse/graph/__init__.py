@@ -22,6 +22,7 @@ the build's order, computed from the declarations (builder.pass_order).
 | sockets | socket reads to the process at the other end of the connection (TCP peers on the node) |
 | resources | pending and infeasible demands, placement groups, holders |
 | children | child processes, pools, pipes |
+| lookups | polls for a named actor (ray.get_actor retried) to whoever could create it |
 | libraries | Ray Serve handles to their replicas, stuck replicas, Ray Data consumers to the stalled operator |
 | edges | follow_edges: each node's wait by its catalog edge |
 """
@@ -34,6 +35,7 @@ from debug_hang.analyse.graph import (  # noqa: F401 - imported for their declar
     inprocess,
     libraries,
     locks,
+    lookups,
     pools,
     processes,
     queue_threads,

@@ -14,7 +14,7 @@ from debug_hang.analyse.crashloop import CrashLoop
 from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.analyse.patterns import ProcessVerdict
 from debug_hang.libraries import LibraryState
-from debug_hang.model import Frame, Process, ProcessRef
+from debug_hang.model import CollectionError, Frame, Process, ProcessRef
 from debug_hang.rows import ActorRow, JobRow, PlacementGroupRow, TaskRow
 from debug_hang.snapshot import TaskState
 
@@ -163,3 +163,4 @@ class GraphInputs:
     status_text: str | None = None  # `ray status` as text
     libraries: LibraryState = field(default_factory=LibraryState)  # Ray Serve's and Ray Data's own state
     samples: dict[ProcessRef, list[Process]] = field(default_factory=dict)  # every sample of each process, oldest first
+    dump_errors: list[CollectionError] = field(default_factory=list)  # the dumps that failed (py-spy's errors)

@@ -112,6 +112,62 @@ def add_actor_nodes(b: Builder) -> None:
         b.actor_node[actor_id] = node.key
 
 
+def stopped_by_signal(info: dict[str, Any]) -> bool:
+    """The probe read the process's state as `T` (stopped by a signal) before its first dump and
+    after its last: stopped for the whole window (py-spy's own pauses read `t`, never `T`)."""
+    states = info.get("run_state")
+    return isinstance(states, list) and len(states) == 2 and all(s == "T" for s in states)
+
+
+@graph_pass(after=("add_actor_nodes",), decides=("process-stopped",))
+def add_stopped_processes(b: Builder) -> None:
+    """A process stopped by a signal (SIGSTOP): nothing in it runs until a SIGCONT, whatever its
+    stack shows (py-spy cannot attach to it). It is a cause of its own; a stopped process py-spy
+    could not dump still gets its node (its actor, its RUNNING call, or the driver), so that its
+    waiters lead to it."""
+    for ref, info in b.inp.info.items():
+        if not stopped_by_signal(info):
+            continue
+        key = b.by_pid.get(ref) or _stopped_node(b, ref, info)
+        if key is None:
+            continue
+        node = b.g.nodes[key]
+        node.pattern, node.state = "process-stopped", "blocked"
+        node.evidence.append(
+            f"stopped by a signal: state T in /proc/{ref.pid}/stat before the first sample and after the last "
+            "(SIGSTOP/SIGTSTP, no SIGCONT since); nothing in it runs, its stack is frozen where the signal came, "
+            "and only a SIGCONT from outside resumes it")
+        errors = [e for e in b.inp.dump_errors if e.pid == ref.pid and e.node_id in (None, ref.node_id) and "SIGSTOP" in str(e.error or "")]
+        if errors:
+            node.evidence.append(f"py-spy could not attach: {str(errors[0].error)[:200]}")
+
+
+def _stopped_node(b: Builder, ref: ProcessRef, info: dict[str, Any]) -> str | None:
+    """A node for a stopped process with no stack: its actor, the call it runs, or the driver."""
+    actor = next((a for a in b.actors.values() if a.pid == ref.pid and a.node_id in (None, ref.node_id)
+                  and a.state == "ALIVE"), None)
+    task = next((t for t in b.tasks if t.state == "RUNNING" and t.worker_pid == ref.pid and t.node_id in (None, ref.node_id)), None)
+    job = b.inp.job
+    if actor is not None:
+        node = GNode(key=f"actor:{actor.actor_id}", kind="actor", name=str(actor.class_name), state="blocked",
+                     pid=ref.pid, node_id=ref.node_id, actor_id=actor.actor_id, class_name=actor.class_name,
+                     actor_name=actor.name)
+        b.actor_node[actor.actor_id] = node.key
+    elif task is not None:
+        node = GNode(key=f"task:{task.task_id}", kind="task", name=str(task.name), state="blocked", pid=ref.pid,
+                     node_id=ref.node_id, task_id=task.task_id, task_name=task.name)
+    elif job.driver_pid == ref.pid and job.driver_node_id in (None, ref.node_id):
+        node = GNode(key=f"driver:{job.job_id}", kind="driver", name=f"driver ({str(info.get('title') or '')[:60]})",
+                     state="blocked", pid=ref.pid, node_id=ref.node_id)
+    else:
+        return None
+    if node.key in b.g.nodes:
+        return None
+    b.g.nodes[node.key] = node
+    b.by_pid[ref] = node.key
+    return node.key
+
+
 @graph_pass(after=("add_actor_nodes",), decides=("crash-loop",))
 def mark_crash_loops(b: Builder) -> None:
     """Actors restarted (tasks retried) after each death: not "starting", a crash loop (crashloop.py).
@@ -140,7 +196,7 @@ def mark_crash_loop(node: GNode, loop: CrashLoop) -> None:
     node.evidence.append(loop.text())
 
 
-@graph_pass(after=("mark_crash_loops",))
+@graph_pass(after=("mark_crash_loops", "add_stopped_processes"))
 def index_running_tasks(b: Builder) -> None:
     """The RUNNING calls of each dumped process; a call that no thread shows is not idleness."""
     for task in b.tasks:

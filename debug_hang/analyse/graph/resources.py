@@ -161,7 +161,7 @@ def _edge_to_pending_group(b: Builder, key: str, actor: ActorRow, creation: Task
     return True
 
 
-@graph_pass(after=("classify_demands",), decides=("placement-group-leaked", "idle-actor-holds-resources"))
+@graph_pass(after=("classify_demands",), decides=("placement-group-leaked", "idle-actor-holds-resources", "data-pool-holds-resources"))
 def edges_resource_holders(b: Builder) -> None:
     """Every unmet demand has holders. A feasible request that waits for lack of room (a starved
     task or actor, a PENDING group, an actor to restart, work scheduled into a full group) waits
@@ -181,10 +181,26 @@ def edges_resource_holders(b: Builder) -> None:
         if h.used or h.orphaned or h.age_s is None or h.age_s >= _threshold("placement-group-leaked", "min_age_never_used_s")}
     never |= {h.id: h for h in idle_actors(inp.actors, inp.tasks, jobs, inp.now_s)
               if h.age_s is None or h.age_s >= _threshold("idle-actor-holds-resources", "min_idle_s")}
+    for holder in never.values():
+        _mark_data_pool(b, holder)
     held = claims(inp.actors, inp.tasks, inp.placement_groups, _cpu_released(b))
     reserved = status_reserved_line(inp.status_text)
     for key in demands:
         _follow_holders(b, key, held, never, reserved)
+
+
+def _mark_data_pool(b: Builder, holder: Holder) -> None:
+    """An idle actor of a Ray Data operator's pool is the dataset's own, started before any input
+    reached it and kept for the whole dataset: the fix is the pool's size, never a kill."""
+    found = b.inp.libraries.pool_operator(holder.class_name, holder.job_id) if holder.kind == "actor" else None
+    if found is None:
+        return
+    ds, op = found
+    holder.pattern = "data-pool-holds-resources"
+    holder.evidence.append(
+        f"one of the actor pool of Ray Data's operator {op.name} (dataset {ds.dataset}, {ds.state}; the operator "
+        f"{op.state}, {op.progress or 0} block(s) out): Ray Data starts the pool before input reaches it and keeps "
+        "it for the whole dataset")
 
 
 def _cpu_released(b: Builder) -> set[str]:
@@ -410,6 +426,10 @@ def _holder_node(b: Builder, holder: Holder, reserved: str | None) -> str | None
 
 def _release_advice(holder: Holder) -> str:
     """How to release a holder (advice only: the diagnosis never changes the cluster)."""
+    if holder.pattern == "data-pool-holds-resources":
+        return ("to release it: size the pool to leave CPUs for the operators upstream - fewer CPUs per UDF actor "
+                "(map_batches(..., num_cpus=...)) or a smaller pool (concurrency=...); killing Ray Data's own pool "
+                "actors is no fix — advice only, this tool changes nothing")
     if holder.kind == "placement_group":
         named = holder.class_name and not holder.name.endswith(holder.id[:12])
         how = (f"ray.util.remove_placement_group(ray.util.get_placement_group({holder.class_name!r})) from its namespace"
