@@ -67,6 +67,7 @@ class LoopShape:
     changes: tuple[str, ...] = ()  # what it changes of what it tests (self-advancing)
     calls: tuple[str, ...] = ()  # calls that may change anything (not builtins, not clocks)
     body_calls: bool = False  # some of them are in its body, not only in its tests
+    exits: bool = True  # a break or return in it (False: it can end only by an exception)
 
     def covers(self, line: int | None) -> bool:
         return line is not None and self.header <= line < self.end
@@ -442,7 +443,8 @@ def _classify(node: ast.While | ast.For | ast.AsyncFor, header: int, end: int, t
     queries = {c for c in test_calls if not _is_pure(c)} | {f"{n} = (a call)" for n in reads & flow.call_fed}
     if flow.calls or queries:
         return LoopShape("unknown", header, end, text, shown, calls=tuple(sorted(flow.calls | queries)),
-                         body_calls=bool(flow.calls))
+                         body_calls=bool(flow.calls),
+                         exits=any(isinstance(n, (ast.Break, ast.Return)) for n in ast.walk(node)))
     return LoopShape("endless" if not tests else "spin-wait", header, end, text, shown)
 
 

@@ -197,10 +197,11 @@ def still_starting(cause: RootCause, busy: list[BusyWork]) -> str:
 
 
 def _waits_each_round(work: BusyWork) -> bool:
-    """A sleeping loop with no test of its own that calls out every round (`while True:` around a
-    `q.get()` and a sleep): it is fed work, not polling a condition; whether it moves is not seen."""
+    """A sleeping loop with no test and no exit of its own that calls out every round (`while True:`
+    around a `q.get()` and a sleep): it is fed work, not polling a condition (a retry loop that
+    breaks once a call succeeds polls one); whether it moves is not seen."""
     loop = work.loop
-    return loop is not None and not loop.tests and bool(loop.calls) and loop.body_calls
+    return loop is not None and not loop.tests and bool(loop.calls) and loop.body_calls and not loop.exits
 
 
 def _busy_decision(job_id: str | None, top: RootCause, title: str, busy: list[BusyWork],
