@@ -152,7 +152,8 @@ def _cycle_causes(g: WaitGraph) -> list[RootCause]:
 
 # The patterns a wait-for cycle is named by whose rule is here (_cycle_pattern, _cycle_causes)...
 CYCLE_DECIDES: frozenset[PatternId] = frozenset({"actor-call-cycle", "pipe-full-deadlock", "file-lock-deadlock", "train-barrier-skipped",
-                                                 "queue-cycle", "split-consumer-left", "create-order-deadlock"})
+                                                 "queue-cycle", "split-consumer-left", "create-order-deadlock",
+                                                 "socket-read-deadlock", "p2p-order-deadlock"})
 # ... and those a cycle carries from its members or its closing edge, decided elsewhere.
 CYCLE_CARRIES: frozenset[PatternId] = frozenset({"resource-starvation", "generator-backpressure", "async-loop-blocked", "lock-order-deadlock"})
 END_CARRIES = frozenset(_END_PATTERN.values())
@@ -194,6 +195,14 @@ def _cycle_pattern(g: WaitGraph, cycle: list[str], has_resource: bool) -> tuple[
         ends = {e.dst for e in closing if e.why == why}
         if ends:
             return pattern, ends if fix_at_end else set()
+    if closing and all(e.why == "io-wait" for e in closing):
+        # Every wait of the loop is a socket read whose other end is the next member (the only
+        # io-wait edges: graph/sockets.py): each end waits for bytes only the other would send.
+        return "socket-read-deadlock", set()
+    if closing and all(e.why == "p2p-order-deadlock" for e in closing):
+        # Every wait of the loop is a blocking send or recv whose peer is in an op that does not
+        # match it (graph/collectives.py): each would post the matching op only after its own.
+        return "p2p-order-deadlock", set()
     members = [g.nodes[k] for k in cycle]
     if any(n.class_name == QUEUE_ACTOR_CLASS for n in members):
         return "queue-cycle", set()  # ray.util.queue's actors on the loop: it runs through queues

@@ -20,6 +20,7 @@ the build's order, computed from the declarations (builder.pass_order).
 | queue_threads | a process whose every thread waits, through a queue.Queue or a join, on another of its threads |
 | collectives | ranks in collectives: skipped, dead, mismatched peers, members outside the job |
 | sockets | socket reads to the process at the other end of the connection (TCP peers on the node) |
+| stores | torch.distributed store waits (Store.wait/get): the group's members that could set the key |
 | resources | pending and infeasible demands, placement groups, holders |
 | children | child processes, pools, pipes |
 | lookups | polls for a named actor (ray.get_actor retried) to whoever could create it |
@@ -43,6 +44,7 @@ from debug_hang.analyse.graph import (  # noqa: F401 - imported for their declar
     raycalls,
     resources,
     sockets,
+    stores,
 )
 from debug_hang.analyse.graph.builder import DECLARED, HANDLERS, Builder, GraphPass, build_graph, pass_order
 from debug_hang.analyse.graph.model import Edge, GNode, GraphInputs, TaskIndex, WaitGraph

@@ -67,9 +67,95 @@ def edges_collectives(b: Builder) -> None:
         # Ranks in different collectives explain the hang themselves (a mismatch); a member outside
         # the job is looked for only when they all wait in the same one (Ray's own gRPC links a
         # Train controller to every rank too).
+        if not others and waiting and _link_p2p(b, waiting):
+            continue  # point-to-point ops pair by (source, destination), not by call order
         if not others and waiting and not (len(waiting) > 1 and _mark_mismatch(g, waiting)) \
                 and not _link_members_by_socket(b, waiting, _missing_members(b, waiting)[1]):
             _mark_incomplete(b, _cls, waiting)
+
+
+# Blocking point-to-point ops (torch.distributed), by the torch frame's function: their direction.
+_P2P_DIRECTION = {"send": "send", "send_object_list": "send", "recv": "recv", "recv_object_list": "recv"}
+_P2P_PEER_ARG = {"send": ("dst", "group_dst"), "recv": ("src", "group_src")}
+_PEER_IN_CODE = {"send": re.compile(r"\bdst\s*=\s*(\d+)\b"), "recv": re.compile(r"\bsrc\s*=\s*(\d+)\b")}
+
+
+def _p2p_op(node: GNode) -> tuple[str, int | None] | None:
+    """The blocking send or recv a rank is in and the peer rank it names, when its stack shows
+    it: the torch frame's argument (`dst`/`src`, read with --locals), else a literal in the job's
+    line (`dst=1`). None when the rank is in no point-to-point op."""
+    frame = node.frame
+    direction = _P2P_DIRECTION.get(frame.name) if frame is not None else None
+    if direction is None or frame is None:
+        return None
+    for name in _P2P_PEER_ARG[direction]:
+        value = (frame.locals or {}).get(name, "")
+        if value.isdigit():
+            return direction, int(value)
+    code = node.user_frame.code if node.user_frame is not None else None
+    found = _PEER_IN_CODE[direction].search(code or "")
+    return direction, int(found.group(1)) if found else None
+
+
+def _p2p_peers(b: Builder, waiting: list[str]) -> dict[str, tuple[str, str]] | None:
+    """Each rank's op and the node of the peer it sends to or receives from: {rank: (op, peer)}.
+    The peer is read from the ranks' own numbers and the peer each names, or, for a group of two
+    (no WORLD_SIZE, no rank number saying it is bigger, no third member connected to both by
+    TCP), it is the other rank (a rank never sends to itself; two peers named must differ). None
+    unless every rank is in a point-to-point op whose peer is known."""
+    g = b.g
+    ops = {k: _p2p_op(g.nodes[k]) for k in waiting}
+    if any(op is None for op in ops.values()):
+        return None
+    by_rank = {g.nodes[k].rank: k for k in waiting if g.nodes[k].rank is not None}
+    out: dict[str, tuple[str, str]] = {}
+    if len(by_rank) == len(waiting) and all(op is not None and op[1] in by_rank for op in ops.values()):
+        for k, op in ops.items():
+            assert op is not None
+            if by_rank[op[1]] == k:
+                return None
+            out[k] = (op[0], by_rank[op[1]])
+        return out
+    named = [op[1] for op in ops.values() if op is not None and op[1] is not None]
+    if len(waiting) != 2 or _missing_members(b, waiting)[0] is not None or len(set(named)) != len(named) \
+            or any(n not in (0, 1) for n in named) or _socket_members(b, waiting):
+        return None  # a bigger group (a member seen by its rank numbers, WORLD_SIZE or TCP): peers unknown
+    first, second = waiting
+    for k, peer in ((first, second), (second, first)):
+        op = ops[k]
+        assert op is not None
+        out[k] = (op[0], peer)
+    return out
+
+
+def _link_p2p(b: Builder, waiting: list[str]) -> bool:
+    """Ranks in blocking sends and receives: p2p ops pair by (source, destination), not by call
+    order, so a send waits for its peer's matching recv (and a recv for its peer's send). A peer
+    in the matching op with this rank is a transfer in progress (no wait drawn); a peer in the same
+    op towards this rank, or in an op towards another rank, is what this one waits on: two ranks
+    each in send to the other (or each in recv from the other) are a cycle nothing can break.
+    True when every rank is in a point-to-point op whose peer is known (decided here)."""
+    g = b.g
+    peers = _p2p_peers(b, waiting)
+    if peers is None:
+        return False
+    for k, (op, peer) in peers.items():
+        peer_op, peer_peer = peers[peer]
+        node, other = g.nodes[k], g.nodes[peer]
+        who = f"{other.name}{'' if other.rank is None else f' rank {other.rank}'} (pid {other.pid})"
+        if peer_op != op and peer_peer == k:
+            node.evidence.append(f"in {op} with {who}, which is in the matching {peer_op}: a transfer in progress, "
+                                 "not a wait on each other")
+            continue
+        towards = f"{'to' if peer_op == 'send' else 'from'} {'it' if peer_peer == k else 'another rank'}"
+        match = "recv" if op == "send" else "send"
+        node.evidence.append(f"in a blocking {op} ({_text(g, k)}) {'to' if op == 'send' else 'from'} {who}, "
+                             f"which is in {peer_op} {towards}: "
+                             f"a {op} completes only when its peer posts the matching {match} "
+                             "(point-to-point ops pair by source and destination)")
+        # A p2p wait of its own kind: a loop made only of them is an ordering deadlock (rootcause).
+        g.add_edge(k, peer, "p2p-order-deadlock", f"in {op}; {who} is in {peer_op} {towards}, not in the matching {match}")
+    return True
 
 
 def _where(g: WaitGraph, k: str) -> tuple[str, int | None, str]:
