@@ -67,6 +67,7 @@ class LoopShape:
     changes: tuple[str, ...] = ()  # what it changes of what it tests (self-advancing)
     calls: tuple[str, ...] = ()  # calls that may change anything (not builtins, not clocks)
     body_calls: bool = False  # some of them are in its body, not only in its tests
+    exits: bool = True  # a break or return in it (False: it can end only by an exception)
 
     def covers(self, line: int | None) -> bool:
         return line is not None and self.header <= line < self.end
@@ -442,7 +443,8 @@ def _classify(node: ast.While | ast.For | ast.AsyncFor, header: int, end: int, t
     queries = {c for c in test_calls if not _is_pure(c)} | {f"{n} = (a call)" for n in reads & flow.call_fed}
     if flow.calls or queries:
         return LoopShape("unknown", header, end, text, shown, calls=tuple(sorted(flow.calls | queries)),
-                         body_calls=bool(flow.calls))
+                         body_calls=bool(flow.calls),
+                         exits=any(isinstance(n, (ast.Break, ast.Return)) for n in ast.walk(node)))
     return LoopShape("endless" if not tests else "spin-wait", header, end, text, shown)
 
 
@@ -757,14 +759,19 @@ def standing_threads(graph: WaitGraph, verdicts: list[ProcessVerdict], collectio
     samples: dict[ProcessRef, list[Process]] = {}
     for proc in collection.processes:
         samples.setdefault(proc.ref, []).append(proc)
+    paced = set(rules().busy.paced_patterns)
     out: list[BusyWork] = []
     for node in graph.nodes.values():
         verdict = by_ref.get(node.ref)
-        if node.state != "busy" or node.frame is None or verdict is None or node.ref in known:
+        # A thread standing for its process that sleeps in a loop (a poll, or paced work: a setter
+        # that sleeps between items) is read across its samples like a process that does.
+        sleeping = node.state == "blocked" and node.pattern in paced and verdict is not None \
+            and verdict.pattern not in paced
+        if not (node.state == "busy" or sleeping) or node.frame is None or verdict is None or node.ref in known:
             continue
         thread = next((t for t in verdict.process.threads if any(f is node.frame for f in t.frames)), None)
         work = busy_work(verdict, samples.get(node.ref, [verdict.process]), collection.info.get(node.ref, {}),
-                         deciding=thread) if thread is not None else None
+                         sleeping=sleeping, deciding=thread) if thread is not None else None
         if work is not None:
             out.append(work)
     return out

@@ -196,6 +196,14 @@ def still_starting(cause: RootCause, busy: list[BusyWork]) -> str:
     return work.text() if work is not None and work.starting else ""
 
 
+def _waits_each_round(work: BusyWork) -> bool:
+    """A sleeping loop with no test and no exit of its own that calls out every round (`while True:`
+    around a `q.get()` and a sleep): it is fed work, not polling a condition (a retry loop that
+    breaks once a call succeeds polls one); whether it moves is not seen."""
+    loop = work.loop
+    return loop is not None and not loop.tests and bool(loop.calls) and loop.body_calls and not loop.exits
+
+
 def _busy_decision(job_id: str | None, top: RootCause, title: str, busy: list[BusyWork],
                    tasks: list[TaskRow]) -> tuple[tuple[Verdict, str] | None, BusyWork | None]:
     """A busy culprit is a hang only with positive evidence that it does not advance; a sleep in a
@@ -207,7 +215,7 @@ def _busy_decision(job_id: str | None, top: RootCause, title: str, busy: list[Bu
     work = _culprit_work(top, busy)
     lead = f"Job {job_id} may be hung ({title[:1].lower() + title[1:]} — culprit {names}), but"
     if work is not None and work.sleeping:
-        if work.state == "no-spin":
+        if work.state == "no-spin" or (work.state == "undecided" and _waits_each_round(work)):
             return ("inconclusive", f"{lead} {work.text()}. A hang needs a poll whose condition nothing changes."), None
         return None, work if work.state == "spin" else None
     if culprit.state == "busy" or work is not None:

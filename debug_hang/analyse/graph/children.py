@@ -72,6 +72,46 @@ def _edges_children(b: Builder, key: str, proc: Process) -> None:
             child.pattern = "child-process-hang"  # the chain ends in a child that does not exit
         g.add_edge(key, child_key, "child-process-wait", f"waits for child pid {pid}")
         _edge_pipe_back(b, key, child_key, info)
+    _semlock_held_by_no_live_process(b, key)
+
+
+_MP_SYNC_FILE = re.compile(r"(^|/)multiprocessing/synchronize\.py$")
+
+
+def _at_semlock_acquire(verdict: ProcessVerdict | None) -> bool:
+    """The process's deciding thread waits to take a multiprocessing lock (a SemLock: shared
+    between processes, e.g. a multiprocessing.Queue's reader lock), idle in every sample."""
+    thread = deciding_thread(verdict) if verdict is not None else None
+    if thread is None or thread.active:
+        return False
+    inner = next((f for f in thread.frames if not f.native), None)
+    return inner is not None and bool(_MP_SYNC_FILE.search(inner.file)) and inner.name in ("__enter__", "acquire")
+
+
+def _semlock_held_by_no_live_process(b: Builder, key: str) -> None:
+    """Children that all wait to take a multiprocessing lock are not children that never exit.
+
+    A SemLock is shared by the processes forked from one parent. When every live child waits
+    to take it and the parent waits on the children, no live process of the family holds it:
+    its holder ended inside it (a worker killed mid-`get`), and a SemLock is never released for a
+    process that dies. The children are that holder's victims, not the root cause; the holder has
+    no stack to read, so the wait stays a symptom (the chain is inconclusive, with what was seen)."""
+    g = b.g
+    kids = [e.dst for e in g.out(key) if e.why == "child-process-wait"]
+    if not kids or not all(_at_semlock_acquire(b.verdicts.get(k)) for k in kids):
+        return
+    if _at_semlock_acquire(b.verdicts.get(key)):
+        return  # the parent takes it too: one of the family may yet release it
+    where = frame_text(g.nodes[kids[0]].user_frame or g.nodes[kids[0]].frame)
+    for kid in kids:
+        child = g.nodes[kid]
+        child.pattern, child.state = "lock-wait", "blocked"
+        child.evidence.append(
+            f"waits to take a multiprocessing lock (a SemLock, shared by the processes of one parent) at {where}, "
+            f"as every live child of {g.nodes[key].name} does ({len(kids)}), while the parent waits on them: no live "
+            "process of the family holds it. A SemLock is not released when its holder dies, so the holder is "
+            "likely a process of this family that ended inside it (a worker killed in the middle of a queue's get); "
+            "it has no stack to read. The children are its victims, not children that never exit")
 
 
 _POOL_FILE = re.compile(r"(^|/)multiprocessing/pool\.py$")

@@ -16,6 +16,8 @@ from debug_hang.analyse.graph.threads import (
     other_threads_in_job_code,
     pending_timers,
     reachable_from,
+    timed_wait,
+    timed_wait_text,
 )
 from debug_hang.analyse.patterns import ProcessVerdict
 from debug_hang.model import Frame, Thread
@@ -216,6 +218,9 @@ def _detect_event_wait(b: Builder, key: str, verdict: ProcessVerdict) -> None:
                              f"behind it ({names}): they cannot start until it returns, so none of them can signal it")
         return
     waiter = deciding_thread(verdict)
+    if waiter is not None and (timed := timed_wait(waiter)) is not None:
+        node.evidence.append(timed_wait_text(where, timed))
+        return
     timers = pending_timers(verdict, waiter)
     if timers:
         node.evidence.append(f"waits at {where} inside {doing}; thread(s) {', '.join(str(t.name or t.os_thread_id) for t in timers)} "

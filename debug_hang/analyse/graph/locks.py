@@ -9,8 +9,10 @@ from typing import Any
 from debug_hang.analyse.graph.builder import Builder, follows, graph_pass
 from debug_hang.analyse.graph.inprocess import ThreadEdge, describe
 from debug_hang.analyse.graph.model import GNode, WaitGraph
+from debug_hang.analyse.graph.sockets import ray_linked, socket_peers_of
 from debug_hang.analyse.graph.threads import deciding_thread, frame_text, other_threads_in_job_code
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, is_library
+from debug_hang.analyse.progress import rules
 from debug_hang.model import Frame, ProcessRef, Thread
 
 
@@ -273,8 +275,10 @@ def mark_file_lock_holders(b: Builder) -> None:
             node.pattern = "file-lock-held"
 
 
-# Native waits whose releaser is whoever holds or posts the object waited on (a mutex, a semaphore).
-_NATIVE_WAITS = ("native-condition-wait", "native-lock-wait")
+# Native waits whose releaser is whoever holds or posts the object waited on (a mutex, a semaphore;
+# a lock a multiprocessing manager serves, taken in C by the thread serving a client's acquire).
+_NATIVE_WAITS = ("native-condition-wait", "native-lock-wait", "manager-served-wait")
+_MANAGERS = re.compile(r"multiprocessing/managers\.py$")
 
 
 @graph_pass(after=("detect_lock_waits",), decides=("native-wait-holder-died",))
@@ -287,25 +291,84 @@ def edges_native_wait_holders(b: Builder) -> None:
     for key, verdict in b.verdicts.items():
         node = b.g.nodes[key]
         waiter = b.deciding.get(key) or deciding_thread(verdict)
-        if node.pattern not in _NATIVE_WAITS or waiter is None or other_threads_in_job_code(verdict, waiter):
+        if node.pattern not in _NATIVE_WAITS or waiter is None \
+                or any(not _manager_machinery(t) for t in other_threads_in_job_code(verdict, waiter)):
             continue
-        node.evidence.append(
-            f"thread {waiter.name or waiter.os_thread_id} waits in native code at {frame_text(node.user_frame or node.frame)}, "
-            "and no other thread of this process runs job code: nothing in this process can release or post what it "
-            "waits on - another process holds it (a named or shared-memory semaphore, a process-shared mutex), or nobody")
+        served = node.pattern == "manager-served-wait"
+        if served and (not _serves_a_lock(waiter) or not _every_client_waits(b, key)):
+            continue  # a served queue or event (its clients feed it), or a live client that may hold the lock
+        if served:
+            node.evidence.append(
+                f"thread {waiter.name or waiter.os_thread_id} of this multiprocessing manager serves a client's call to a "
+                f"lock it serves ({frame_text(node.user_frame or node.frame)}: the served Lock.acquire, in C), and no "
+                "thread of this process runs job code: the lock is held on behalf of a client (a served lock belongs to "
+                "the server, not to the client connection), and only that client's release call frees it")
+        else:
+            node.evidence.append(
+                f"thread {waiter.name or waiter.os_thread_id} waits in native code at {frame_text(node.user_frame or node.frame)}, "
+                "and no other thread of this process runs job code: nothing in this process can release or post what it "
+                "waits on - another process holds it (a named or shared-memory semaphore, a process-shared mutex), or nobody")
         started = min((t.start_time_ms for t in b.running.get(key, []) if t.start_time_ms), default=None)
-        for dead_key, dead in _dead_before(b, started):
+        if started is None and served:
+            started = min((t.start_time_ms for t in b.tasks if t.state == "RUNNING" and t.start_time_ms), default=None)
+        for dead_key, dead in _dead_before(b, started) + (_died_tasks_before(b, started) if served else []):
             calls = [t for t in b.index.of_actor(dead.actor_id or "") if t.state == "FAILED"]
             last = max(calls, key=lambda t: t.end_time_ms or 0.0, default=None)
             b.g.add_edge(key, dead_key, "native-wait-holder-died",
                          f"may wait for what {dead.label()} held: it died before this wait began"
                          + (f" (its call {last.name} FAILED)" if last is not None else "")
-                         + "; a semaphore or lock taken in native code is not released when its holder dies",
+                         + ("; a lock a manager serves is not released when the client holding it dies" if served
+                            else "; a semaphore or lock taken in native code is not released when its holder dies"),
                          guessed=True)
             if dead.pattern is None:
                 dead.pattern = "native-wait-holder-died"
                 if last is not None:
                     dead.evidence.append(f"its last call {last.name} FAILED ({last.error_type or 'error'})")
+
+
+def _manager_machinery(thread: Thread) -> bool:
+    """A thread of a multiprocessing manager's own server that runs no job code: its accept loop,
+    its serve_forever, a handler serving a call (each waits for clients, none releases a lock)."""
+    frames = [f for f in thread.frames if not f.native]
+    return all(is_library(f) for f in frames) and any(_MANAGERS.search(f.file) for f in frames)
+
+
+def _every_client_waits(b: Builder, key: str) -> bool:
+    """Every process of the job at the other end of the manager's TCP connections that no Ray call
+    explains waits in a proxy call itself (none of them is free, holding the served lock); a peer
+    that is no process of the job, or none seen (a unix-socket manager), may hold it."""
+    node = b.g.nodes[key]
+    linked = ray_linked(b, [key])
+    peers = [p for p in socket_peers_of(b, key) if ProcessRef(node.node_id, p["pid"]) not in linked]
+    keys = [b.by_pid.get(ProcessRef(node.node_id, p["pid"])) for p in peers]
+    return bool(keys) and all(k is not None and b.g.nodes[k].pattern == "manager-call-wait" for k in keys)
+
+
+def _serves_a_lock(thread: Thread) -> bool:
+    """The manager's handler thread serves a call on a lock (its `obj` fact is a Lock or RLock);
+    unknown (no facts) counts as one: the served call blocks in C, as an acquire does."""
+    frame = next((f for f in thread.frames if not f.native and f.function.endswith("serve_client")), None)
+    obj = (frame.facts or {}).get("obj") if frame is not None else None
+    return not isinstance(obj, str) or bool(re.match(r"^_?(thread\.)?(lock|RLock|Lock|_RLock)@", obj))
+
+
+def _died_tasks_before(b: Builder, started_ms: float | None) -> list[tuple[str, GNode]]:
+    """The job's tasks whose worker died (FAILED with a death error type) before `started_ms`: a
+    node each, graphed here (all of them when unknown)."""
+    deaths = set(rules().crash_loop.death_error_types)
+    out = []
+    for task in b.tasks:
+        if task.state != "FAILED" or task.error_type not in deaths or task.actor_id or not task.task_id:
+            continue
+        if started_ms is not None and (task.end_time_ms is None or task.end_time_ms > started_ms):
+            continue
+        key = f"task:{task.task_id}"
+        if key not in b.g.nodes:
+            b.g.nodes[key] = GNode(key=key, kind="task", name=task.name, state="dead", task_id=task.task_id,
+                                   node_id=task.node_id, task_name=task.name, pid=task.worker_pid)
+            b.g.nodes[key].evidence.append(f"FAILED: its worker died ({task.error_type})")
+        out.append((key, b.g.nodes[key]))
+    return out
 
 
 def _dead_before(b: Builder, started_ms: float | None) -> list[tuple[str, GNode]]:

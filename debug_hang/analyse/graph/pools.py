@@ -135,7 +135,7 @@ def _call_queue(thread: Thread) -> str | None:
 # What a blocked job waits on when later jobs of the same pool could release it: a queue (a
 # multiprocessing or Manager queue), an event, a lock. A job in a socket read, a sleep or a Ray
 # call waits on the world outside: the pool may well move.
-_POOL_FED = frozenset({"queue-get-wait", "event-wait", "lock-wait"})
+_POOL_FED = frozenset({"queue-get-wait", "event-wait", "lock-wait", "manager-call-wait"})
 
 
 def _waits_on_the_pool(b: Builder, child_key: str, thread: Thread) -> bool:

@@ -16,6 +16,8 @@ from debug_hang.analyse.graph.threads import (
     joins,
     other_threads_in_job_code,
     pending_timers,
+    timed_wait,
+    timed_wait_text,
 )
 from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.analyse.patterns import ProcessVerdict
@@ -114,6 +116,9 @@ def _check_in_process_producer(node: GNode, verdict: ProcessVerdict) -> None:
     if busy:
         names = ", ".join(str(t.name or t.os_thread_id) for t in busy)
         node.evidence.append(f"queue.Queue of this process; threads running job code that may fill it: {names}")
+        return
+    if consumer is not None and (timed := timed_wait(consumer)) is not None:
+        node.evidence.append(timed_wait_text(frame_text(waited_at), timed))
         return
     node.pattern = "producer-gone"
     node.state = "blocked"

@@ -3,6 +3,8 @@ which others could set an event or fill a queue it waits on, and how frames are 
 
 from __future__ import annotations
 
+import re
+
 from debug_hang.analyse.graph.model import WaitGraph
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, is_library
 from debug_hang.model import Frame, Process, Thread
@@ -50,6 +52,40 @@ def reachable_from(g: WaitGraph, start: str) -> set[str]:
                 seen.add(e.dst)
                 todo.append(e.dst)
     return seen
+
+
+# The timed branch of the standard library's blocking waits: Condition.wait (under Event.wait,
+# Queue.get/put, Semaphore.acquire and Barrier.wait given a timeout) calls
+# `waiter.acquire(True, timeout)` only when it was given one; `waiter.acquire()` otherwise.
+_TIMED_CONDITION = re.compile(r"\bacquire\(\s*True\s*,\s*timeout\s*\)")
+# A job line that passes a timeout to the call it waits in (a C-level wait such as
+# `lock.acquire(timeout=5)` has no frame of its own): `timeout=` not None, or `.wait(45)`.
+_TIMED_CALL = re.compile(r"\.(?:wait|get|put|acquire|join|result)\([^()]*\btimeout\s*=\s*(?!None\b)[^\s,)]"
+                         r"|\.(?:wait|join)\(\s*\d+(?:\.\d*)?\s*\)")
+
+
+def timed_wait(thread: Thread) -> Frame | None:
+    """The frame whose source shows that `thread`'s wait has a timeout, if one does: such a wait
+    returns by itself when the timeout runs out, so no window shorter than it shows that the wait
+    never ends (`stop.wait(timeout=45)` is a ticker's sleep). None when the wait is untimed or its
+    source was not read."""
+    frames = [f for f in thread.frames if not f.native]
+    if not frames:
+        return None
+    inner = frames[0]
+    if inner.file.endswith("threading.py") and inner.function.endswith("Condition.wait") and inner.code:
+        return inner if _TIMED_CONDITION.search(inner.code) else None
+    job = next((f for f in frames if not is_library(f)), None)
+    if job is not None and job.code and _TIMED_CALL.search(job.code):
+        return job
+    return None
+
+
+def timed_wait_text(where: str, timed: Frame) -> str:
+    """Evidence for a wait that has a timeout (timed_wait)."""
+    return (f"waits at {where} with a timeout (`{timed.code}`, {timed.short_file}:{timed.line}): the wait returns by "
+            "itself when the timeout runs out, so a window shorter than it cannot show that it never ends; what the "
+            "code does after it decides (a ticker or a poll waits like this between its rounds)")
 
 
 def pending_timers(verdict: ProcessVerdict, thread: Thread | None) -> list[Thread]:

@@ -1,0 +1,121 @@
+"""Red-team round 6 misses, on real captures recorded live (tests/data/captures/README.md), each
+with the variant where the answer must change.
+
+A wait with a timeout returns by itself: `stop.wait(timeout=45)` is a ticker's sleep and
+`q.get(timeout=40)` a flush timer, and a window of two samples a second apart cannot show that such
+a wait never ends. Children that all wait for a multiprocessing lock no live process holds are
+victims of a holder that ended, never children that never exit.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT
+
+from debug_hang.pipeline import reanalyse
+
+pytestmark = pytest.mark.unit
+
+CAPTURES = ROOT / "tests" / "data" / "captures"
+TICKER = CAPTURES / "timed_event_wait_ticker_healthy"
+FLUSHER = CAPTURES / "timed_queue_get_flusher_healthy"
+
+Edit = Callable[[dict[str, Any]], None]
+
+
+def variant(tmp_path: Path, case: Path, edit: Edit) -> Path:
+    """A copy of a capture with the actor's main thread edited in every sample, the live diagnosis dropped."""
+    out = tmp_path / case.name
+    shutil.copytree(case, out)
+    (out / "diagnosis.json").unlink(missing_ok=True)
+    doc = json.loads((out / "stacks.json").read_text())
+    for proc in doc["processes"]:
+        for thread in proc["threads"]:
+            if proc.get("actor_class") and thread.get("name") == "MainThread":
+                edit(thread["frames"])
+    (out / "stacks.json").write_text(json.dumps(doc))
+    return out
+
+
+def untimed(frames: list[dict[str, Any]], inner_line: int, job_code: str, middle: tuple[int, str]) -> None:
+    """The same wait without a timeout: Condition.wait's untimed branch, the job line without it."""
+    frames[0].update(line=inner_line, code="waiter.acquire()")
+    frames[1].update(line=middle[0], code=middle[1])
+    frames[2].update(code=job_code)
+
+
+def verdict_and_pattern(case: Path) -> tuple[str, str | None]:
+    diag = reanalyse(case)
+    return diag.verdict, (diag.causes[0].pattern if diag.causes else None)
+
+
+def test_an_event_wait_with_a_timeout_is_not_a_hang_and_without_one_it_is(tmp_path: Path) -> None:
+    # GIVEN an actor whose only job thread ticks in `stop_event.wait(timeout=period_s)` (healthy)
+    assert verdict_and_pattern(TICKER) == ("inconclusive", "event-wait")
+    # WHEN the same wait has no timeout, nothing of this process can set the event: a hang
+    edited = variant(tmp_path, TICKER, lambda f: untimed(f, 327, "if self.stop_event.wait():",
+                                                          (629, "signaled = self._cond.wait(timeout)")))
+    assert verdict_and_pattern(edited) == ("hang", "event-never-set")
+
+
+def test_a_queue_get_with_a_timeout_is_not_a_producer_gone_and_without_one_it_is(tmp_path: Path) -> None:
+    # GIVEN a shipper whose only job thread waits in `events.get(timeout=period_s)` and flushes on each timeout
+    assert verdict_and_pattern(FLUSHER) == ("inconclusive", "queue-get-wait")
+    edited = variant(tmp_path, FLUSHER, lambda f: untimed(f, 327, "self.batch.append(self.events.get())",
+                                                           (171, "self.not_empty.wait()")))
+    assert verdict_and_pattern(edited) == ("hang", "producer-gone")
+
+
+def test_the_timeout_is_read_from_the_job_line_when_the_wait_has_no_frame_of_its_own(tmp_path: Path) -> None:
+    # GIVEN the ticker's stack cut at the job line (a C-level wait, e.g. lock.acquire(timeout=5), has no
+    # stdlib frame): the job line's `timeout=` alone says that the wait returns by itself
+    def cut(frames: list[dict[str, Any]]) -> None:
+        del frames[:2]
+    assert verdict_and_pattern(variant(tmp_path, TICKER, cut))[0] != "hang"
+
+
+def test_the_live_runs_said_what_the_re_analysis_says() -> None:
+    for case in (TICKER, FLUSHER):
+        live = json.loads((case / "diagnosis.json").read_text())
+        assert live["verdict"] == "inconclusive", case.name
+
+
+# ------------------------------------------------ a multiprocessing lock no live process holds
+
+KILLED_READER = CAPTURES / "mp_queue_lock_of_a_killed_reader"
+NO_LIVE_HOLDER = "no live process of the family holds it"
+
+
+def test_children_that_all_wait_for_a_multiprocessing_lock_are_victims_not_children_that_never_exit() -> None:
+    # GIVEN a pool whose reader was killed inside a multiprocessing.Queue's get: the two live
+    # children wait at the queue's reader lock (a SemLock), the parent joins them
+    diag = reanalyse(KILLED_READER)
+    # THEN no child is named as a child that never exits: the lock's holder ended, unseen
+    assert diag.verdict == "inconclusive" and diag.causes[0].pattern == "lock-wait"
+    assert all(c.pattern != "child-process-hang" for c in diag.causes)
+    children = [n for n in diag.graph.nodes.values() if n.pattern == "lock-wait"]
+    assert len(children) == 2 and all(any(NO_LIVE_HOLDER in e for e in n.evidence) for n in children)
+
+
+def test_a_child_reading_inside_the_lock_is_its_live_holder_and_the_rule_does_not_fire(tmp_path: Path) -> None:
+    # GIVEN the same capture with one child inside the queue's read (past the lock: it holds it)
+    out = tmp_path / KILLED_READER.name
+    shutil.copytree(KILLED_READER, out)
+    (out / "diagnosis.json").unlink()
+    doc = json.loads((out / "stacks.json").read_text())
+    reader = min(p["pid"] for p in doc["processes"] if p["role"] == "child")
+    for proc in doc["processes"]:
+        if proc["pid"] == reader:
+            frames = proc["threads"][0]["frames"]
+            frames[0].update(function="Connection._recv", file=frames[0]["file"].replace("synchronize.py", "connection.py"),
+                             line=395, code="chunk = read(handle, remaining)")
+            frames[1].update(line=103, code="res = self._recv_bytes()")
+    (out / "stacks.json").write_text(json.dumps(doc))
+    diag = reanalyse(out)
+    assert not any(NO_LIVE_HOLDER in e for n in diag.graph.nodes.values() for e in n.evidence)
