@@ -4,7 +4,8 @@ with the variant where the answer must change.
 A wait with a timeout returns by itself: `stop.wait(timeout=45)` is a ticker's sleep and
 `q.get(timeout=40)` a flush timer, and a window of two samples a second apart cannot show that such
 a wait never ends. Children that all wait for a multiprocessing lock no live process holds are
-victims of a holder that ended, never children that never exit.
+victims of a holder that ended, never children that never exit. Ranks in one rendezvous are in
+one operation, not in different collectives.
 """
 
 from __future__ import annotations
@@ -119,3 +120,35 @@ def test_a_child_reading_inside_the_lock_is_its_live_holder_and_the_rule_does_no
     (out / "stacks.json").write_text(json.dumps(doc))
     diag = reanalyse(out)
     assert not any(NO_LIVE_HOLDER in e for n in diag.graph.nodes.values() for e in n.evidence)
+
+
+# ------------------------------------------------ a rendezvous is one operation
+
+RENDEZVOUS = CAPTURES / "rendezvous_for_a_rank_never_started"
+
+
+def test_ranks_in_one_rendezvous_at_different_inner_frames_are_not_in_different_collectives() -> None:
+    # GIVEN two ranks in init_process_group for a world of 3: rank 0 in the TCPStore it hosts
+    # (_create_c10d_store), rank 1 already in _new_process_group_helper
+    diag = reanalyse(RENDEZVOUS)
+    # THEN neither is named as a rank in a different collective: one rendezvous, waiting for a
+    # member that is not there (inconclusive without the world size: --locals reads it)
+    assert diag.verdict == "inconclusive" and diag.causes[0].pattern == "rendezvous-wait"
+    assert all(n.pattern != "collective-mismatch" for n in diag.graph.nodes.values())
+
+
+def test_a_rank_in_a_collective_while_its_peer_is_in_the_rendezvous_is_still_compared(tmp_path: Path) -> None:
+    # GIVEN the same capture with one rank moved on into an all_reduce
+    out = tmp_path / RENDEZVOUS.name
+    shutil.copytree(RENDEZVOUS, out)
+    (out / "diagnosis.json").unlink()
+    doc = json.loads((out / "stacks.json").read_text())
+    moved = min(p["pid"] for p in doc["processes"] if p.get("actor_class") == "EvalRank")
+    for proc in doc["processes"]:
+        for thread in proc["threads"]:
+            if proc["pid"] == moved and thread.get("name") == "MainThread":
+                inner = thread["frames"][1]
+                thread["frames"][:2] = [dict(inner, function="all_reduce", line=2806, code="work.wait()")]
+    (out / "stacks.json").write_text(json.dumps(doc))
+    diag = reanalyse(out)
+    assert any(n.pattern == "collective-mismatch" for n in diag.graph.nodes.values())

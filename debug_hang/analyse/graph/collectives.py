@@ -342,6 +342,10 @@ def _mark_mismatch(g: WaitGraph, waiting: list[str]) -> bool:
             return f"{len(keys)} peers are"
         return f"rank {known[0]} is" if len(known) == 1 else "ranks " + ", ".join(str(r) for r in known) + " are"
 
+    if all(g.nodes[k].pattern == "rendezvous-wait" for k in waiting):
+        # One operation, whatever each rank's inner frame: rank 0 in the store it hosts waiting for
+        # its workers, another already connecting to the whole group. No collective was called.
+        return False
     groups: dict[tuple[str, int | None, str], list[str]] = {}
     for k in waiting:
         groups.setdefault(where(k), []).append(k)
