@@ -10,7 +10,7 @@ its producer is gone (the main code returned); the fix is to stop it before the 
 
 The rule fires only when, in every sample, the main thread is at `_shutdown` and the other
 threads that run the job's code are idle in such an in-process wait at the same line, with no
-timeout where the dump's locals show one: a thread that computes, sleeps out a timer, waits with
+timeout where the dump's locals or source lines show one: a thread that computes, sleeps out a timer, waits with
 a timeout or reads from outside the process may still end.
 """
 
@@ -20,7 +20,7 @@ import re
 
 from debug_hang.analyse.graph.builder import Builder, graph_pass
 from debug_hang.analyse.graph.inprocess import name_of, runs
-from debug_hang.analyse.graph.threads import frame_text, other_threads_in_job_code
+from debug_hang.analyse.graph.threads import frame_text, other_threads_in_job_code, timed_wait
 from debug_hang.analyse.patterns import ProcessVerdict, ThreadMatch
 from debug_hang.model import Frame, Process, Thread
 
@@ -50,8 +50,11 @@ def exit_blocked(verdict: ProcessVerdict, info: dict[str, object] | None = None)
 
 
 def _times_out(thread: Thread) -> bool:
-    """A wait given a timeout (its frames' `timeout` local, when the dump has locals): the thread
-    wakes by itself and may end its loop; only an unbounded wait is blocked for good."""
+    """A wait given a timeout (its frames' `timeout` local, when the dump has locals, or what its
+    source lines show: threads.timed_wait): the thread wakes by itself and may end its loop; only
+    an unbounded wait is blocked for good."""
+    if timed_wait(thread) is not None:
+        return True
     for frame in thread.frames:
         value = (frame.facts or {}).get("timeout")
         if value is not None and str(value) != "None":
