@@ -161,10 +161,10 @@ def test_a_process_not_stopped_for_the_whole_window_is_not_called_stopped(tmp_pa
 def test_the_probe_reads_its_own_state_as_running() -> None:
     import os
 
-    from debug_hang.probe.node_probe import run_state
+    from debug_hang.probe.pyspy import process_state
 
-    assert run_state(os.getpid()) in ("R", "S")
-    assert run_state(2**22 + 12345) is None
+    assert process_state(os.getpid()) in ("R", "S")
+    assert process_state(2**22 + 12345) is None
 
 
 # ---------------------------------------------------------------- Ray Data's own actor pool

@@ -33,6 +33,7 @@ from debug_hang.probe.pyspy import (
     child_pids,
     dump_pids,
     find_pyspy,
+    process_state,
     process_tree,
     pyspy_missing_message,
     read_title,
@@ -192,17 +193,6 @@ def cpu_ticks(pid: int) -> int | None:
             fields = fh.read().rsplit(")", 1)[-1].split()
         return int(fields[11]) + int(fields[12])
     except (OSError, IndexError, ValueError):
-        return None
-
-
-def run_state(pid: int) -> str | None:
-    """The process's state letter in /proc/PID/stat (R, S, D; T: stopped by a signal; t: stopped
-    by a tracer, as py-spy does while it dumps; Z), None if it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
-            fields = fh.read().rsplit(")", 1)[-1].split()
-        return fields[0] if fields else None
-    except OSError:
         return None
 
 
@@ -414,7 +404,7 @@ def _window_starts(all_pids: list[int], info: dict[int, dict[str, Any]],
     now = time.time()
     for pid in all_pids:
         start = {"point": progress.read_point(pid, log_rule[pid]), "ticks": cpu_ticks(pid),
-                 "threads": schedstat.thread_times(pid), "wall": now, "state": run_state(pid)}
+                 "threads": schedstat.thread_times(pid), "wall": now, "state": process_state(pid)}
         earlier = (since or {}).get(str(pid))
         if isinstance(earlier, dict) and isinstance(earlier.get("point"), dict):
             start = earlier
@@ -432,7 +422,7 @@ def _window_facts(all_pids: list[int], info: dict[int, dict[str, Any]], spans: C
         window = max(time.time() - float(start.get("wall") or time.time()), 1e-3)
         # The state before the first dump and after the last (py-spy's own stops read `t`): `T`
         # both times is a process stopped by a signal for the whole window.
-        info[pid]["run_state"] = [start.get("state"), run_state(pid)]
+        info[pid]["run_state"] = [start.get("state"), process_state(pid)]
         ticks0, ticks1 = start.get("ticks"), cpu_ticks(pid)
         if ticks0 is not None and ticks1 is not None:
             info[pid]["cpu_percent"] = round(100.0 * (ticks1 - ticks0) / CLOCK_TICKS / window, 1)

@@ -338,7 +338,8 @@ def _run_pyspy_in_slot(argv: list[str], pid: int, options: DumpOptions, pyspy: s
 
 
 def process_state(pid: int) -> str | None:
-    """The state letter of /proc/PID/stat (R, S, D, T, t, Z, ...), None when the pid is gone."""
+    """The state letter of /proc/PID/stat (R, S, D; T: stopped by a signal; t: stopped by a tracer,
+    as py-spy does while it dumps; Z), None when the pid is gone."""
     return _stat_state(f"/proc/{pid}/stat")
 
 
