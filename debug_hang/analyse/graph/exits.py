@@ -20,7 +20,7 @@ import re
 
 from debug_hang.analyse.graph.builder import Builder, graph_pass
 from debug_hang.analyse.graph.inprocess import name_of, runs
-from debug_hang.analyse.graph.threads import frame_text, other_threads_in_job_code, timed_wait
+from debug_hang.analyse.graph.threads import frame_text, other_threads_in_job_code, waits_with_timeout
 from debug_hang.analyse.patterns import ProcessVerdict, ThreadMatch
 from debug_hang.model import Frame, Process, Thread
 
@@ -44,22 +44,9 @@ def exit_blocked(verdict: ProcessVerdict, info: dict[str, object] | None = None)
         return None
     others = other_threads_in_job_code(verdict, main)
     blocked = [(t, m) for t, m in verdict.threads if t is not main and any(t is o for o in others)]
-    if not blocked or any(m.pattern not in IN_PROCESS_WAITS or runs(t, info) or _times_out(t) for t, m in blocked):
+    if not blocked or any(m.pattern not in IN_PROCESS_WAITS or runs(t, info) or waits_with_timeout(t) for t, m in blocked):
         return None
     return main, blocked
-
-
-def _times_out(thread: Thread) -> bool:
-    """A wait given a timeout (its frames' `timeout` local, when the dump has locals, or what its
-    source lines show: threads.timed_wait): the thread wakes by itself and may end its loop; only
-    an unbounded wait is blocked for good."""
-    if timed_wait(thread) is not None:
-        return True
-    for frame in thread.frames:
-        value = (frame.facts or {}).get("timeout")
-        if value is not None and str(value) != "None":
-            return True
-    return False
 
 
 def _line(match: ThreadMatch) -> Frame | None:

@@ -25,7 +25,13 @@ from debug_hang.analyse.graph.builder import Builder, graph_pass
 from debug_hang.analyse.graph.events import _later_callers
 from debug_hang.analyse.graph.inprocess import ThreadGraph, name_of, python_frames, runs
 from debug_hang.analyse.graph.model import QUEUED_STATES
-from debug_hang.analyse.graph.threads import frame_text, job_frame, other_threads_in_job_code, pending_timers
+from debug_hang.analyse.graph.threads import (
+    frame_text,
+    job_frame,
+    other_threads_in_job_code,
+    pending_timers,
+    waits_with_timeout,
+)
 from debug_hang.analyse.patterns import catalog, is_library
 from debug_hang.facts import parse_identity
 from debug_hang.model import Frame, Thread
@@ -37,9 +43,6 @@ _QUEUE_OPS = {"get": "get", "put": "put", "join": "join"}
 # frame's kind in inprocess.wait_of; a Future may be completed by a Ray callback thread, a lock
 # `with` line may be a multiprocessing lock: neither is counted.
 _IN_PROCESS_KINDS = frozenset({"event", "condition", "semaphore", "barrier", "join"})
-_NO_TIMEOUT = (None, "None", -1)
-
-
 @dataclass
 class StillThread:
     """One thread of the process, idle in a wait only the process's threads can release."""
@@ -65,21 +68,9 @@ def queue_op(thread: Thread) -> tuple[str, str, Frame] | None:
     return None
 
 
-def _timed(thread: Thread) -> bool:
-    """A library frame above the job's code waits with a timeout (or without blocking): the
-    thread wakes on its own."""
-    for frame in python_frames(thread):
-        if not is_library(frame):
-            return False
-        facts = frame.facts or {}
-        if facts.get("timeout", None) not in _NO_TIMEOUT or facts.get("block", True) is False:
-            return True
-    return False
-
-
 def still_thread(graph: ThreadGraph, thread: Thread) -> StillThread | None:
     """The thread's wait, when it is idle in one only the process's threads can release."""
-    if runs(thread, graph.info) or _timed(thread):
+    if runs(thread, graph.info) or waits_with_timeout(thread):
         return None
     found = queue_op(thread)
     if found is not None:
@@ -109,7 +100,7 @@ def _library_thread_may_act(graph: ThreadGraph, counted: list[Thread]) -> bool:
         match = graph.matches.get(id(thread), match)
         if match.pattern != "unknown" and cat[match.pattern].kind == "benign":
             continue
-        if runs(thread, graph.info) or _timed(thread):
+        if runs(thread, graph.info) or waits_with_timeout(thread):
             return True
     return False
 

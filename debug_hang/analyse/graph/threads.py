@@ -81,6 +81,25 @@ def timed_wait(thread: Thread) -> Frame | None:
     return None
 
 
+# A `timeout` local that means "no timeout" (None; -1 is Thread.join's and Lock.acquire's "forever").
+_NO_TIMEOUT = (None, "None", -1, "-1")
+
+
+def waits_with_timeout(thread: Thread) -> bool:
+    """The thread's wait has a timeout, so it wakes by itself: its source shows one (timed_wait),
+    or, in a dump with locals, a library frame above the job's code has a `timeout` local that is
+    set (or `block=False`)."""
+    if timed_wait(thread) is not None:
+        return True
+    for frame in (f for f in thread.frames if not f.native):
+        if not is_library(frame):
+            return False
+        facts = frame.facts or {}
+        if facts.get("timeout") not in _NO_TIMEOUT or facts.get("block", True) is False:
+            return True
+    return False
+
+
 def timed_wait_text(where: str, timed: Frame) -> str:
     """Evidence for a wait that has a timeout (timed_wait)."""
     return (f"waits at {where} with a timeout (`{timed.code}`, {timed.short_file}:{timed.line}): the wait returns by "
