@@ -91,11 +91,12 @@ def _at_semlock_acquire(verdict: ProcessVerdict | None) -> bool:
 def _semlock_held_by_no_live_process(b: Builder, key: str) -> None:
     """Children that all wait to take a multiprocessing lock are not children that never exit.
 
-    A SemLock is shared by the processes forked from one parent. When every live child waits
-    to take it and the parent waits on the children, no live process of the family holds it:
-    its holder ended inside it (a worker killed mid-`get`), and a SemLock is never released for a
-    process that dies. The children are that holder's victims, not the root cause; the holder has
-    no stack to read, so the wait stays a symptom (the chain is inconclusive, with what was seen)."""
+    A SemLock is shared by the processes of one parent. When every live child waits to take it
+    and the parent waits on the children, no child holds it: its holder is the parent (had it
+    taken the lock before its wait: its stack does not show a lock it holds) or a process that
+    ended inside it (a worker killed mid-`get`; a SemLock is never released for a process that
+    dies). The children are that holder's victims, not the root cause; which holder it is does not
+    show, so the wait stays a symptom (the chain is inconclusive, with what was seen)."""
     g = b.g
     kids = [e.dst for e in g.out(key) if e.why == "child-process-wait"]
     if not kids or not all(_at_semlock_acquire(b.verdicts.get(k)) for k in kids):
@@ -109,9 +110,10 @@ def _semlock_held_by_no_live_process(b: Builder, key: str) -> None:
         child.evidence.append(
             f"waits to take a multiprocessing lock (a SemLock, shared by the processes of one parent) at {where}, "
             f"as every live child of {g.nodes[key].name} does ({len(kids)}), while the parent waits on them: no live "
-            "process of the family holds it. A SemLock is not released when its holder dies, so the holder is "
-            "likely a process of this family that ended inside it (a worker killed in the middle of a queue's get); "
-            "it has no stack to read. The children are its victims, not children that never exit")
+            "process of the family holds it, unless the parent took it before its wait (a stack does not show the "
+            "locks it holds). A SemLock is not released when its holder dies, so the holder is likely a process of "
+            "this family that ended inside it (a worker killed in the middle of a queue's get); it has no stack to "
+            "read. The children are its victims, not children that never exit")
 
 
 _POOL_FILE = re.compile(r"(^|/)multiprocessing/pool\.py$")
