@@ -180,6 +180,22 @@ def loop_shape(frame: Frame) -> LoopShape | None:
     return _classify(node, header, end, text)
 
 
+def exitless_loop(frame: Frame) -> LoopShape | None:
+    """The loop around the frame's line when nothing in it ends it - no `break`, `return` or
+    `raise`, not a `for` over a finite iterable - so only an exception from a call can; else None."""
+    parsed = _parsed_loop(frame)
+    shape = loop_shape(frame)
+    if parsed is None or parsed[3] is None or shape is None or shape.kind == "iterating":
+        return None
+    node = parsed[3].body[0] if parsed[3].body else None
+    if not isinstance(node, (ast.While, ast.For, ast.AsyncFor)) or (isinstance(node, ast.While) and not (
+            isinstance(node.test, ast.Constant) and node.test.value)):
+        return None  # a `while COND:` ends when COND does
+    if any(isinstance(n, (ast.Break, ast.Return, ast.Raise)) for n in ast.walk(node)):
+        return None
+    return shape
+
+
 @dataclass(frozen=True)
 class ReleaseGuard:
     """A sleeping loop whose every call that could change anything runs only under `if` tests:

@@ -77,6 +77,7 @@ class Rules:
     crash_loop: CrashLoopRules
     inconclusive_when_silent: dict[str, str] = field(default_factory=dict)
     proven_stuck: frozenset[str] = frozenset()  # root causes that earlier activity does not make doubtful
+    own_work_no_release: frozenset[str] = frozenset()  # root causes whose culprit's own activity releases nothing
     before_window_signals: frozenset[str] = frozenset()  # signals that read the log before the window
     proven_without_task_state: frozenset[str] = frozenset()  # root causes one process's stacks prove
     busy: BusyRules = BusyRules()  # when a busy thread spins, and how many more samples to take
@@ -124,6 +125,7 @@ def load_rules(path: Path | str = RULES_PATH) -> Rules:
             death_reasons=_compile(crash.get("death_reasons"), f"{path}: crash_loop.death_reasons")),
         inconclusive_when_silent={str(k): str(v) for k, v in (doc.get("inconclusive_when_silent") or {}).items()},
         proven_stuck=frozenset(str(p) for p in doc.get("proven_stuck") or ()),
+        own_work_no_release=frozenset(str(p) for p in doc.get("own_work_no_release") or ()),
         before_window_signals=frozenset(str(p) for p in doc.get("before_window_signals") or ()),
         proven_without_task_state=frozenset(str(p) for p in doc.get("proven_without_task_state") or ()),
         busy=_busy_rules(doc.get("busy") or {}, f"{path}: busy"),
@@ -375,7 +377,7 @@ def assess(node_id: str | None, pid: int | None, name: str, window: dict[str, An
             families_read.add(family)
         value, example = values[rule.reading]
         if value < rule.min or (rule.below is not None and value >= rule.below) \
-                or (pattern is not None and pattern in rule.unless):
+                or (pattern is not None and (pattern in rule.unless or pattern in r.own_work_no_release)):
             continue
         text = rule.says.format(value=f"{value:g}", amount=_amount(value), example=example)
         result.findings.append(Finding(rule.id, rule.strength, family, value, text))

@@ -177,6 +177,8 @@ def at_work(cause: RootCause, busy: list[BusyWork], tasks: list[TaskRow]) -> str
     """What shows a root cause's culprit working ("" when nothing does): its thread seen to advance
     between samples, or, for a demand starved of resources, running calls that hold them and
     advance. Such a cause is no root cause: what waits on it waits for work in flight."""
+    if cause.pattern in rules().own_work_no_release:
+        return ""
     work = _culprit_work(cause, busy)
     if work is not None and work.state == "advancing":
         return work.text()
@@ -212,6 +214,8 @@ def _busy_decision(job_id: str | None, top: RootCause, title: str, busy: list[Bu
     aside before: `at_work`.) Returns the decision (None: go on) and the culprit's spin, if any."""
     culprit = top.culprits[0]
     names = ", ".join(c.label() for c in top.culprits)
+    if top.pattern in rules().own_work_no_release:
+        return None, None  # its work, seen or not, is not what its waiters wait for
     work = _culprit_work(top, busy)
     lead = f"Job {job_id} may be hung ({title[:1].lower() + title[1:]} — culprit {names}), but"
     if work is not None and work.sleeping:

@@ -11,6 +11,7 @@ the build's order, computed from the declarations (builder.pass_order).
 | builder | the Builder every pass shares; pass and handler declarations; build_graph |
 | threads | what the threads of one process can do for each other |
 | inprocess | who in the same process releases a wait, by the identities of the objects waited on |
+| endless | an actor call that never returns (a loop with no exit), waited on or queued behind |
 | exits | a process at interpreter exit joining a non-daemon thread that waits forever |
 | imports | a thread importing a module that waits on threads waiting for that module's import lock |
 | pools | thread pools whose every worker waits on work queued behind it |
@@ -34,6 +35,7 @@ from debug_hang.analyse.graph import (  # noqa: F401 - imported for their declar
     children,
     collectives,
     edges,
+    endless,
     events,
     exits,
     imports,

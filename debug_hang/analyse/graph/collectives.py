@@ -128,10 +128,19 @@ def _p2p_peers(b: Builder, waiting: list[str]) -> dict[str, tuple[str, str]] | N
     return out
 
 
+def _p2p_tag(node: GNode) -> int | None:
+    """The tag of the send or recv a rank is in, from the torch frame's facts (its locals, read on the node)."""
+    value = (node.frame.facts or {}).get("tag") if node.frame is not None else None
+    text = str(value) if isinstance(value, (int, str)) and not isinstance(value, bool) else ""
+    return int(text) if text.lstrip("-").isdigit() else None
+
+
 def _link_p2p(b: Builder, waiting: list[str]) -> bool:
     """Ranks in blocking sends and receives: p2p ops pair by (source, destination), not by call
     order, so a send waits for its peer's matching recv (and a recv for its peer's send). A peer
-    in the matching op with this rank is a transfer in progress (no wait drawn); a peer in the same
+    in the matching op with this rank is a transfer in progress (no wait drawn) - unless their tags,
+    read from the torch frames' locals, differ: a send pairs only with a recv of its tag, so the
+    two never complete (collective-mismatch); a peer in the same
     op towards this rank, or in an op towards another rank, is what this one waits on: two ranks
     each in send to the other (or each in recv from the other) are a cycle nothing can break.
     True when every rank is in a point-to-point op whose peer is known (decided here)."""
@@ -144,6 +153,13 @@ def _link_p2p(b: Builder, waiting: list[str]) -> bool:
         node, other = g.nodes[k], g.nodes[peer]
         who = f"{other.name}{'' if other.rank is None else f' rank {other.rank}'} (pid {other.pid})"
         if peer_op != op and peer_peer == k:
+            tags = _p2p_tag(node), _p2p_tag(other)
+            if None not in tags and tags[0] != tags[1]:
+                node.pattern = "collective-mismatch"
+                node.evidence.append(f"in a blocking {op} ({_text(g, k)}) with tag {tags[0]}, while {who} is in the "
+                                     f"matching {peer_op} with tag {tags[1]}: a send pairs only with a recv of the same "
+                                     "tag (and a recv with a send), so neither can ever complete")
+                continue
             node.evidence.append(f"in {op} with {who}, which is in the matching {peer_op}: a transfer in progress, "
                                  "not a wait on each other")
             continue

@@ -174,6 +174,17 @@ def _detect_async_slots_taken(b: Builder, key: str, verdict: ProcessVerdict) -> 
     queued = [t for t in b.index.of_actor(node.actor_id) if t.state in QUEUED_STATES and not t.worker_pid]
     if not queued:
         return False
+    turned = _slot_turned_over(b.index.of_actor(node.actor_id), running)
+    due = next((d for t in loops if (d := _loop_wakes_in(t, b.inp.info.get(verdict.process.ref))) is not None), None)
+    if turned or due is not None:
+        # Its slots free up (a call ended while these ran), or its loop will run code of the
+        # actor by itself (a timer: an asyncio.sleep, a wait_for timeout): not proven stuck.
+        node.evidence.append(f"{len(running)} call(s) RUNNING here show in no thread (coroutines awaiting) while "
+                             f"{len(queued)} call(s) are queued, but "
+                             + (f"{turned} ended while they ran: its slots free up" if turned else
+                                f"its event loop's next timer is due in {due:.3g}s: a sleeping coroutine or a timeout "
+                                "runs then, and may release them"))
+        return True
     node.pattern, node.state = "event-setter-queued", "blocked"
     b.paused.pop(key, None)  # not a generator paused mid-stream: coroutines awaiting
     doing = ", ".join(f"{n} x{c}" if c > 1 else n for n, c in _counted(running))
@@ -188,6 +199,27 @@ def _detect_async_slots_taken(b: Builder, key: str, verdict: ProcessVerdict) -> 
         f"at most max_concurrency calls at once, awaiting ones included, so these - the only other code of this actor "
         f"that could set what the {len(running)} running call(s) await - cannot start until one of them returns")
     return True
+
+
+def _slot_turned_over(calls: list[TaskRow], running: list[TaskRow]) -> str:
+    """A call of the actor that ended after one of its running calls started ("" when none did):
+    the actor's slots are not all held for good."""
+    starts = [t.start_time_ms for t in running if t.start_time_ms]
+    if not starts:
+        return ""
+    ended = [t for t in calls if t.state in DONE_STATES and t.end_time_ms and t.end_time_ms > min(starts)
+             and t.name not in POLLING_TASKS]
+    return f"{ended[0].name} ({ended[0].state})" if ended else ""
+
+
+def _loop_wakes_in(thread: Thread, info: dict[str, object] | None) -> float | None:
+    """In how many seconds an idle event loop runs a timer (its `_run_once` timeout, or the epoll
+    timeout the node read); None when no timer is due or it was not read."""
+    due = timer_due(thread)
+    if due is not None:
+        return due
+    ms = loop_poll_timeout_ms(thread, info)
+    return ms / 1000.0 if ms is not None and ms >= 0 else None
 
 
 def _counted(tasks: list[TaskRow]) -> list[tuple[str, int]]:

@@ -15,9 +15,10 @@ from debug_hang.analyse.graph.inprocess import (
     pool_running,
     runs,
 )
-from debug_hang.analyse.graph.threads import frame_text
+from debug_hang.analyse.graph.model import QUEUED_STATES
+from debug_hang.analyse.graph.threads import frame_text, waits_with_timeout
 from debug_hang.analyse.patterns import is_library
-from debug_hang.model import ProcessRef, Thread
+from debug_hang.model import Process, ProcessRef, Thread
 
 
 @graph_pass(after=("follow_threads",), decides=("executor-self-wait",))
@@ -29,7 +30,7 @@ def detect_pool_self_wait(b: Builder) -> None:
     process that could complete one are idle (an event loop whose coroutines await). Nothing moves.
     """
     for key in b.verdicts:
-        if _process_pool_full(b, key):
+        if _process_pool_full(b, key) or _thread_pool_fed_by_itself(b, key):
             continue
         found = b.in_process.get(key)
         if found is None or found.end is not None or not found.cycle or any(e.kind != "future" for e in found.cycle):
@@ -116,6 +117,63 @@ def _process_pool_full(b: Builder, key: str) -> bool:
         node.frame, node.user_frame = waiting[0].frame, waiting[0].where
         return True
     return False
+
+
+def _thread_pool_fed_by_itself(b: Builder, key: str) -> bool:
+    """A thread pool whose every worker runs a job blocked on an in-process object (a queue.Queue,
+    an Event, a lock) that nothing running in the process can release - the in-process graph ends
+    at one of those workers - while a thread of the process waits on the pool's Futures: only a
+    job queued in that same pool (a producer submitted after its consumers) could release them,
+    and it starts only when a worker is free. A process with calls queued on its actor, or with
+    a job that waits with a timeout or runs, is left to other rules."""
+    graph = b.thread_graphs.get(key)
+    found = b.in_process.get(key)
+    node = b.g.nodes[key]
+    if graph is None or found is None or found.end is None or node.pattern not in (None, *_IN_PROCESS_READINGS):
+        return False  # the in-process graph re-pointed it at the worker, and nothing else named it
+    pool = pool_of(found.end)
+    if pool is None or pool == "?" or not any(e.kind == "future" for e in found.path):
+        return False
+    if node.actor_id and any(t.actor_id == node.actor_id and t.state in QUEUED_STATES for t in b.tasks):
+        return False  # a later call to the actor might release them (event-setter-queued's question)
+    workers = [t for t, _m in graph.verdict.threads if pool_of(t) == pool]
+    info = b.inp.info.get(graph.verdict.process.ref)
+    kinds = {id(w.thread): w.kind for w in graph.waits.values()}
+    if not workers or any(not pool_running(w) or kinds.get(id(w)) not in _IN_PROCESS_OBJECTS
+                          or waits_with_timeout(w) or runs(w, info) for w in workers):
+        return False
+    if not _same_waits_in_every_sample(b.inp.samples.get(node.ref) or [], workers, graph):
+        return False
+    node.pattern, node.state = "executor-self-wait", "blocked"
+    node.evidence.append(f"thread pool with work queue {pool}: all {len(workers)} worker(s) "
+                         f"({', '.join(name_of(w) for w in workers)}) run a job that waits inside the process, and no "
+                         "running thread of the process can release what they wait for:")
+    for worker in workers:
+        node.evidence.append(f"  {describe(graph, worker)}")
+    node.evidence.append(f"{describe(graph, found.start)}: it waits on the pool's jobs")
+    node.evidence.append("only a job queued in that same pool (a producer submitted after its consumers) could release "
+                         "them, and a queued job starts only when a worker is free: none will be")
+    match = graph.matches[id(workers[0])]
+    node.frame, node.user_frame = match.frame, match.user_frame
+    return True
+
+
+# What a thread pool's job may wait on that only a thread of the same process can release.
+_IN_PROCESS_OBJECTS = frozenset({"lock", "event", "condition", "semaphore", "barrier"})
+_IN_PROCESS_READINGS = ("event-wait", "queue-get-wait", "lock-wait")
+
+
+def _same_waits_in_every_sample(samples: list[Process], workers: list[Thread], graph: ThreadGraph) -> bool:
+    """Each worker at the same job line in every sample (a wait seen once may be a passing one)."""
+    for worker in workers:
+        line = graph.matches[id(worker)].user_frame
+        tid = worker.os_thread_id or worker.thread_id
+        for sample in samples:
+            then = next((t for t in sample.threads if (t.os_thread_id or t.thread_id) == tid), None)
+            job = next((f for f in then.frames if not f.native and not is_library(f)), None) if then is not None else None
+            if line is None or job is None or (job.function, job.line) != (line.function, line.line):
+                return False
+    return True
 
 
 def node_is_decided(b: Builder, key: str) -> bool:

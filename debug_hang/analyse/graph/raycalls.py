@@ -316,7 +316,7 @@ _ACTOR_CALL_FRAME = re.compile(r"ray/(_private/function_manager|util/tracing/tra
 _FOLLOWING: set[tuple[int, str, int]] = set()
 
 
-def _runs_actor_call(thread: Thread) -> bool:
+def runs_actor_call(thread: Thread) -> bool:
     """The thread executes a call of its actor (Ray's executor frames under the job's method)."""
     return any(not f.native and _ACTOR_CALL_FRAME.search(f.file) for f in thread.frames)
 
@@ -339,7 +339,7 @@ def self_call_blocks(b: Builder, key: str, task: TaskRow) -> bool:
     waiter = b.deciding.get(key) or (deciding_thread(verdict) if verdict is not None else None)
     if verdict is None or waiter is None:
         return True
-    others = [(t, m) for t, m in verdict.threads if t is not waiter and _runs_actor_call(t)]
+    others = [(t, m) for t, m in verdict.threads if t is not waiter and runs_actor_call(t)]
     node = b.g.nodes[key]
     if task.state == "RUNNING":
         runner = next(((t, m) for t, m in others if _runs_method(t, task)), None)
