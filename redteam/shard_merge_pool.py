@@ -52,7 +52,7 @@ class ShardMerger:
         return n
 
     def merge(self, paths: list[str], out_dir: str) -> int:
-        q: "queue.Queue[tuple[int, str] | None]" = queue.Queue(maxsize=1024)
+        q: queue.Queue[tuple[int, str] | None] = queue.Queue(maxsize=1024)
         writers = [self.pool.submit(self._write, q, os.path.join(out_dir, f"part-{i}.tsv"))
                    for i in range(self.workers)]
         decoder = self.pool.submit(self._decode, paths, q)
