@@ -87,4 +87,7 @@ PatternId = Literal[
     "import-lock-deadlock",
     "lock-abandoned",
     "exit-join-blocked",
+    "pool-checkout-wait",
+    "pool-exhausted",
+    "placement-group-hold-and-wait",
 ]
