@@ -55,6 +55,7 @@ EDGE_TEXT = {
     "socket-peer": "the one process at the other end of its TCP connections on its node that no Ray call explains (/proc)",
     "serve-replicas": "the replicas of the Serve deployment it has requests in flight at (Serve controller state, Serve metrics)",
     "dataset-operators": "the Ray Data operator whose output stopped and the actors and tasks running its work (dashboard Ray Data endpoint)",
+    "pool-holders": "the threads of the same process that hold a slot of the pool (in its library's request, or job code that may release one)",
     "none": "nowhere: the chain ends here (lock and event holders are read from the same process's other threads)",
 }
 

@@ -144,6 +144,21 @@ def leaked_placement_groups(pgs: list[PlacementGroupRow], actors: list[ActorRow]
     return found
 
 
+def live_creators(pg: PlacementGroupRow, tasks: list[TaskRow], actors: list[ActorRow]) -> list[TaskRow]:
+    """The calls of the group's job that were running when the group was requested and whose
+    party is still alive: an actor's call (finished or not) on an ALIVE actor, or a task still
+    RUNNING. The State API does not name a group's creator; one of these made it, and a group
+    lives until removed or its job ends, so a live creator may still use what it reserved."""
+    stamp = pg.created_ns or ""
+    if not stamp.isdigit() or int(stamp) <= 0:
+        return []
+    made = int(stamp) / 1e6
+    alive = {a.actor_id for a in actors if a.state == "ALIVE"}
+    return [t for t in tasks if t.job_id == pg.creator_job_id and t.start_time_ms and t.start_time_ms <= made
+            and t.state in ("RUNNING", "FINISHED") and (t.end_time_ms is None or made <= t.end_time_ms)
+            and (t.actor_id in alive if t.actor_id else t.state == "RUNNING")]
+
+
 def _failed_attempt_creating(pg: PlacementGroupRow, tasks: list[TaskRow]) -> tuple[TaskRow, str] | None:
     """A task attempt of the group's job that was running when the group was requested and then
     FAILED: the group is probably its leftover. A group outlives the worker that created it (it

@@ -88,4 +88,7 @@ PatternId = Literal[
     "lock-abandoned",
     "exit-join-blocked",
     "endless-call-holds-actor",
+    "pool-checkout-wait",
+    "pool-exhausted",
+    "placement-group-hold-and-wait",
 ]

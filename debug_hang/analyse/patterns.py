@@ -29,7 +29,7 @@ KINDS = ("symptom", "root-cause", "benign")
 DETECTS = ("stack", "state", "graph")
 EDGES = ("submitted-tasks", "own-calls", "collective-peers", "placement-group",
          "queue-producers", "child-process", "train-barrier", "lock-holder", "serve-replicas", "dataset-operators",
-         "socket-peer", "none")
+         "socket-peer", "pool-holders", "none")
 # cpu: how real CPU use (read on the node over the sampling window) bears on a stack reading.
 CPU_RULES = ("busy", "idle")
 # Files of the Python runtime and installed packages: never the job's own code.

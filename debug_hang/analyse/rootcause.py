@@ -153,7 +153,7 @@ def _cycle_causes(g: WaitGraph) -> list[RootCause]:
 # The patterns a wait-for cycle is named by whose rule is here (_cycle_pattern, _cycle_causes)...
 CYCLE_DECIDES: frozenset[PatternId] = frozenset({"actor-call-cycle", "pipe-full-deadlock", "file-lock-deadlock", "train-barrier-skipped",
                                                  "queue-cycle", "split-consumer-left", "create-order-deadlock",
-                                                 "socket-read-deadlock", "p2p-order-deadlock"})
+                                                 "socket-read-deadlock", "p2p-order-deadlock", "placement-group-hold-and-wait"})
 # ... and those a cycle carries from its members or its closing edge, decided elsewhere.
 CYCLE_CARRIES: frozenset[PatternId] = frozenset({"resource-starvation", "generator-backpressure", "async-loop-blocked", "lock-order-deadlock"})
 END_CARRIES = frozenset(_END_PATTERN.values())
@@ -181,16 +181,19 @@ _CLOSING_EDGES: tuple[tuple[EdgeReason, PatternId, bool], ...] = (
     ("named-actor-wait", "create-order-deadlock", True),
 )
 # Cycles whose closing edge's end alone is the culprit: the other members wait as designed.
-_ONLY_LEADERS: frozenset[PatternId] = frozenset({"split-consumer-left", "create-order-deadlock"})
+_ONLY_LEADERS: frozenset[PatternId] = frozenset({"split-consumer-left", "create-order-deadlock", "placement-group-hold-and-wait"})
 
 
 def _cycle_pattern(g: WaitGraph, cycle: list[str], has_resource: bool) -> tuple[PatternId, set[str]]:
     """What kind of deadlock a cycle is, from its members and the edges that close it, and the
     members to name first (where the fix goes; empty: the cycle's own order)."""
-    if has_resource:
-        return "resource-starvation", set()
     inside = set(cycle)
     closing = [e for e in g.edges if e.src in inside and e.dst in inside]
+    if has_resource:
+        # Groups held by creators that wait, inside the loop, for more groups: hold-and-wait; the
+        # creators (where the reservation is made in two steps) are the culprits.
+        creators = {e.dst for e in closing if e.why == "placement-group-hold-and-wait"}
+        return ("placement-group-hold-and-wait", creators) if creators else ("resource-starvation", set())
     for why, pattern, fix_at_end in _CLOSING_EDGES:
         ends = {e.dst for e in closing if e.why == why}
         if ends:

@@ -20,6 +20,7 @@ the build's order, computed from the declarations (builder.pass_order).
 | locks | lock order, self-deadlock, library locks held across a wait, OS file locks |
 | events | Event/Condition/asyncio waits: who could set them |
 | queues | in-process queues and ray.util.queue |
+| checkouts | a library pool's checkout (a queue of free connections) to whoever holds a slot |
 | queue_threads | a process whose every thread waits, through a queue.Queue or a join, on another of its threads |
 | collectives | ranks in collectives: skipped, dead, mismatched peers, members outside the job |
 | sockets | socket reads to the process at the other end of the connection (TCP peers on the node) |
@@ -32,6 +33,7 @@ the build's order, computed from the declarations (builder.pass_order).
 """
 
 from debug_hang.analyse.graph import (  # noqa: F401 - imported for their declarations
+    checkouts,
     children,
     collectives,
     edges,

@@ -30,7 +30,7 @@ def follow_queue(b: Builder, key: str) -> None:
     """A queue wait: an in-process queue.Queue is filled by threads of this process; a
     ray.util.queue by other actors."""
     if _in_process_queue(b.verdicts[key]):
-        _check_in_process_producer(b.g.nodes[key], b.verdicts[key])
+        check_in_process_producer(b.g.nodes[key], b.verdicts[key])
         feeders = [t for t, m in b.verdicts[key].threads if m.pattern == "ray-get-wait"]
         if b.g.nodes[key].pattern == "queue-get-wait" and feeders:
             # The threads that fill this queue may be waiting on Ray work themselves (a
@@ -102,7 +102,7 @@ def _in_process_queue(verdict: ProcessVerdict) -> bool:
     return frame is not None and bool(_IN_PROCESS_QUEUE.search(frame.file)) and "ray/util/" not in frame.file
 
 
-def _check_in_process_producer(node: GNode, verdict: ProcessVerdict) -> None:
+def check_in_process_producer(node: GNode, verdict: ProcessVerdict) -> None:
     """A wait on a queue.Queue: its producers can only be threads of this very process. When no
     other thread runs any job code, the producer thread is gone (it returned or died; Python
     printed its traceback, if any, to this worker's stderr): the consumer can never be fed."""

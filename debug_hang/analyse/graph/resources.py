@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from debug_hang.analyse.capacity import Capacity, Claim, claims, describe, fits, group_fits, group_of, norm
 from debug_hang.analyse.graph.builder import Builder, follows, graph_pass
 from debug_hang.analyse.graph.model import GNode, NodeKind, NodeState, WaitGraph
-from debug_hang.analyse.holders import Holder, idle_actors, leaked_placement_groups, status_reserved_line
+from debug_hang.analyse.holders import Holder, idle_actors, leaked_placement_groups, live_creators, status_reserved_line
 from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.analyse.patterns import catalog
 from debug_hang.rows import ActorRow, PlacementGroupRow, TaskRow
@@ -176,9 +176,11 @@ def edges_resource_holders(b: Builder) -> None:
         return
     inp = b.inp
     jobs = {str(j.job_id): j for j in inp.jobs}
+    unused = leaked_placement_groups(inp.placement_groups, inp.actors, inp.tasks, jobs, inp.now_s, inp.usage)
+    creators = _waiting_creators(b, [h for h in unused if not h.used and not h.orphaned])
     never: dict[str, Holder] = {
-        h.id: h for h in leaked_placement_groups(inp.placement_groups, inp.actors, inp.tasks, jobs, inp.now_s, inp.usage)
-        if h.used or h.orphaned or h.age_s is None or h.age_s >= _threshold("placement-group-leaked", "min_age_never_used_s")}
+        h.id: h for h in unused if h.id not in creators
+        and (h.used or h.orphaned or h.age_s is None or h.age_s >= _threshold("placement-group-leaked", "min_age_never_used_s"))}
     never |= {h.id: h for h in idle_actors(inp.actors, inp.tasks, jobs, inp.now_s)
               if h.age_s is None or h.age_s >= _threshold("idle-actor-holds-resources", "min_idle_s")}
     for holder in never.values():
@@ -186,7 +188,25 @@ def edges_resource_holders(b: Builder) -> None:
     held = claims(inp.actors, inp.tasks, inp.placement_groups, _cpu_released(b))
     reserved = status_reserved_line(inp.status_text)
     for key in demands:
-        _follow_holders(b, key, held, never, reserved)
+        _follow_holders(b, key, held, never, reserved, creators)
+
+
+def _waiting_creators(b: Builder, groups: list[Holder]) -> dict[str, list[tuple[str, TaskRow]]]:
+    """Groups nothing was placed in yet whose creator is alive and waits (blocked): each with the
+    graph nodes of its possible creators and the call each made it in. Such a group is held for
+    the work its creator starts once its wait ends (hold-and-wait), not leaked."""
+    out: dict[str, list[tuple[str, TaskRow]]] = {}
+    rows = {p.placement_group_id: p for p in b.inp.placement_groups}
+    for holder in groups:
+        found: list[tuple[str, TaskRow]] = []
+        for call in live_creators(rows[holder.id], b.inp.tasks, b.inp.actors):
+            key = b.actor_node.get(call.actor_id) if call.actor_id else (
+                b.by_pid.get(call.worker) if call.worker is not None else None)
+            if key is not None and b.g.nodes[key].state == "blocked" and all(k != key for k, _ in found):
+                found.append((key, call))
+        if found:
+            out[holder.id] = found
+    return out
 
 
 def _mark_data_pool(b: Builder, holder: Holder) -> None:
@@ -221,6 +241,7 @@ class _Held:
     key: str | None
     frees: bool  # may release it (False: idle, leaked, or waits for the demand itself)
     how: str  # its state, as said in the evidence
+    cyclic: bool = False  # never frees because it waits for the demand itself (not idle or leaked)
 
     def amounts(self, wanted: set[str]) -> str:
         keys = {norm(w) for w in wanted}
@@ -242,7 +263,8 @@ def _demand_of(b: Builder, key: str) -> tuple[dict[str, float], PlacementGroupRo
     return dict(node.demand), pg
 
 
-def _follow_holders(b: Builder, key: str, held: list[Claim], never: dict[str, Holder], reserved: str | None) -> None:
+def _follow_holders(b: Builder, key: str, held: list[Claim], never: dict[str, Holder], reserved: str | None,
+                    creators: dict[str, list[tuple[str, TaskRow]]]) -> None:
     g, cap = b.g, capacity_of(b)
     need, pg = _demand_of(b, key)
     wanted = {r for r in need if r != "object_store_memory" and need[r] > 0}
@@ -253,12 +275,16 @@ def _follow_holders(b: Builder, key: str, held: list[Claim], never: dict[str, Ho
         if claim.id in holders:
             holders[claim.id].claims.append(claim)
             continue
-        holders[claim.id] = _resolve(b, claim, key, never, reserved)
+        holders[claim.id] = _resolve(b, claim, key, never, reserved, creators)
     maybe = [c for h in holders.values() if h.frees for c in h.claims]
     maybe += cap.unlisted([c for c in held if c.pool == pool], wanted)
     room = cap.room_after(maybe)
     later = group_fits(pg.bundles, pg.strategy, room) if pg is not None else fits(need, room)
     lead = [h for h in holders.values() if h.frees == later and h.key is not None]
+    if not later and _fits_without_the_stuck(b, pg, need, maybe, holders):
+        # Those that wait for this request would go on once the idle or leaked holders released
+        # theirs: the request waits on those alone (no cycle of its own holders).
+        lead = [h for h in lead if not h.cyclic]
     node = g.nodes[key]
     listed = sorted(holders.values(), key=lambda h: (h.frees != later, h.claims[0].name))
     if listed:
@@ -293,10 +319,23 @@ def _follow_holders(b: Builder, key: str, held: list[Claim], never: dict[str, Ho
         elif target.state in ("blocked", "busy", "unknown") and target.kind != "placement_group":
             g.add_edge(key, h.key, "resource-starvation", f"{target.name} holds {amounts}{note}")
         elif target.kind == "placement_group" and target.state == "blocked":
-            g.add_edge(key, h.key, "resource-starvation", f"{target.name} reserves {amounts} for its members{note}")
+            who = "its creator" if any(e.why == "placement-group-hold-and-wait" for e in g.out(h.key)) else "its members"
+            g.add_edge(key, h.key, "resource-starvation", f"{target.name} reserves {amounts} for {who}{note}")
         else:
             g.add_edge(key, h.key, "held-by", f"needs {describe({r: need[r] for r in wanted})}; "
                        f"{target.name} holds {amounts} and nothing uses it{note}")
+
+
+def _fits_without_the_stuck(b: Builder, pg: PlacementGroupRow | None, need: dict[str, float], maybe: list[Claim],
+                            holders: dict[str, _Held]) -> bool:
+    """Whether the request would get room once, besides the holders that may finish, those that
+    never will but do not wait for it (idle actors, leaked groups) released theirs - while some
+    holders wait for the request itself."""
+    stuck = [h for h in holders.values() if not h.frees and not h.cyclic]
+    if not stuck or not any(h.cyclic for h in holders.values()):
+        return False
+    room = capacity_of(b).room_after(maybe + [c for h in stuck for c in h.claims])
+    return group_fits(pg.bundles, pg.strategy, room) if pg is not None else fits(need, room)
 
 
 def _reaches(b: Builder, src: str, dst: str, budget: int = 5000) -> bool:
@@ -313,9 +352,12 @@ def _reaches(b: Builder, src: str, dst: str, budget: int = 5000) -> bool:
     return False
 
 
-def _resolve(b: Builder, claim: Claim, demand: str, never: dict[str, Holder], reserved: str | None) -> _Held:
+def _resolve(b: Builder, claim: Claim, demand: str, never: dict[str, Holder], reserved: str | None,
+             creators: dict[str, list[tuple[str, TaskRow]]]) -> _Held:
     """A holder's graph node and whether it can ever free what it holds."""
     g = b.g
+    if claim.kind == "placement_group" and claim.id in creators:
+        return _group_held_by_creator(b, claim, demand, creators[claim.id])
     if claim.kind == "placement_group" and claim.id not in never:
         return _group_in_use(b, claim, demand)
     key: str | None = None
@@ -325,7 +367,7 @@ def _resolve(b: Builder, claim: Claim, demand: str, never: dict[str, Holder], re
         task = next((t for t in b.inp.tasks if t.task_id == claim.id and t.state == "RUNNING"), None)
         key = b.by_pid.get(task.worker) if task is not None and task.worker is not None else None
     if key is not None and _reaches(b, key, demand):
-        return _Held([claim], key, False, f"{g.nodes[key].state}, waiting for this very request")
+        return _Held([claim], key, False, f"{g.nodes[key].state}, waiting for this very request", cyclic=True)
     if claim.id in never and (key is None or g.nodes[key].state == "idle"):
         return _Held([claim], _holder_node(b, never[claim.id], reserved), False,
                      "nothing uses it" if claim.kind == "placement_group" else "idle")
@@ -373,7 +415,36 @@ def _group_in_use(b: Builder, claim: Claim, demand: str) -> _Held:
     for m in members:
         g.add_edge(key, m, "held-by", f"reserved for {g.nodes[m].label()}, which runs in it (freed when the group is removed)")
     names = ", ".join(g.nodes[m].name for m in members[:3])
-    return _Held([claim], key, not cyclic, f"in use by {names}" + (", which wait for this very request" if cyclic else ""))
+    return _Held([claim], key, not cyclic, f"in use by {names}" + (", which wait for this very request" if cyclic else ""),
+                 cyclic=cyclic)
+
+
+def _group_held_by_creator(b: Builder, claim: Claim, demand: str, creators: list[tuple[str, TaskRow]]) -> _Held:
+    """A CREATED group nothing was placed in yet, made by a party that is alive and waits: it holds
+    the reservation for the work it starts once its wait ends. When every creator waits for this
+    very request, each holds what the other needs while it waits (hold-and-wait): a cycle."""
+    g = b.g
+    gid = claim.id
+    pg = next(p for p in b.inp.placement_groups if p.placement_group_id == gid)
+    key = f"pg:{gid}"
+    cyclic = all(_reaches(b, k, demand) for k, _ in creators)
+    if key not in g.nodes:
+        g.nodes[key] = GNode(key=key, kind="placement_group", name=claim.name, state="blocked",
+                             class_name=pg.name or gid[:12],
+                             evidence=[f"CREATED, reserves {describe(pg.total)} in {len(pg.bundles)} bundle(s); nothing "
+                                       "placed in it yet, and its creator is alive and waiting: held, not leaked"])
+    maybe = "" if len(creators) == 1 else (f" (one of {len(creators)} possible creators: the State API does not name a "
+                                           "group's creator, only which calls of its job ran when it was requested)")
+    for k, call in creators:
+        if any(e.dst == k for e in g.out(key)):
+            continue  # met already, from another demand it holds up
+        g.add_edge(key, k, "placement-group-hold-and-wait",
+                   f"reserved by {g.nodes[k].label()}{maybe}: requested while its call {call.name} ran; it is alive "
+                   "and waits while holding it, for the work it starts once that wait ends")
+    names = ", ".join(g.nodes[k].label() for k, _ in creators[:3])
+    return _Held([claim], key, not cyclic,
+                 f"held by its creator {names}" + (", which waits for this very request" if cyclic else ", which waits"),
+                 cyclic=cyclic)
 
 
 def _unmet_for_lack_of_resources(b: Builder, key: str) -> bool:
