@@ -87,4 +87,6 @@ PatternId = Literal[
     "import-lock-deadlock",
     "lock-abandoned",
     "exit-join-blocked",
+    "async-loop-not-running",
+    "child-awaits-input",
 ]
