@@ -91,4 +91,6 @@ PatternId = Literal[
     "pool-checkout-wait",
     "pool-exhausted",
     "placement-group-hold-and-wait",
+    "async-loop-not-running",
+    "child-awaits-input",
 ]

@@ -153,7 +153,8 @@ def _cycle_causes(g: WaitGraph) -> list[RootCause]:
 # The patterns a wait-for cycle is named by whose rule is here (_cycle_pattern, _cycle_causes)...
 CYCLE_DECIDES: frozenset[PatternId] = frozenset({"actor-call-cycle", "pipe-full-deadlock", "file-lock-deadlock", "train-barrier-skipped",
                                                  "queue-cycle", "split-consumer-left", "create-order-deadlock",
-                                                 "socket-read-deadlock", "p2p-order-deadlock", "placement-group-hold-and-wait"})
+                                                 "socket-read-deadlock", "p2p-order-deadlock", "placement-group-hold-and-wait",
+                                                 "child-awaits-input"})
 # ... and those a cycle carries from its members or its closing edge, decided elsewhere.
 CYCLE_CARRIES: frozenset[PatternId] = frozenset({"resource-starvation", "generator-backpressure", "async-loop-blocked", "lock-order-deadlock"})
 END_CARRIES = frozenset(_END_PATTERN.values())
@@ -168,6 +169,8 @@ _CLOSING_EDGES: tuple[tuple[EdgeReason, PatternId, bool], ...] = (
     ("pipe-write-wait", "pipe-full-deadlock", True),
     # ... or reads its stdin to the end, and the parent waits for it without closing that pipe.
     ("pipe-read-wait", "pipe-full-deadlock", True),
+    # ... or reads its stdin (a prompt) while the parent reads its output: the parent must answer.
+    ("child-awaits-input", "child-awaits-input", True),
     # A paused stream whose consumer waits on what the stream would do: the consumer must read on.
     ("generator-backpressure", "generator-backpressure", True),
     # A full queue nobody ever read from, whose creator (its reader) waits in the loop itself: the
@@ -181,7 +184,8 @@ _CLOSING_EDGES: tuple[tuple[EdgeReason, PatternId, bool], ...] = (
     ("named-actor-wait", "create-order-deadlock", True),
 )
 # Cycles whose closing edge's end alone is the culprit: the other members wait as designed.
-_ONLY_LEADERS: frozenset[PatternId] = frozenset({"split-consumer-left", "create-order-deadlock", "placement-group-hold-and-wait"})
+_ONLY_LEADERS: frozenset[PatternId] = frozenset({"split-consumer-left", "create-order-deadlock", "placement-group-hold-and-wait",
+                                                 "child-awaits-input"})
 
 
 def _cycle_pattern(g: WaitGraph, cycle: list[str], has_resource: bool) -> tuple[PatternId, set[str]]:

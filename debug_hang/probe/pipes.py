@@ -14,7 +14,7 @@ import os
 import re
 from typing import Any
 
-from debug_hang.probe.file_locks import thread_wchans
+from debug_hang.probe.file_locks import thread_syscall, thread_wchans
 from debug_hang.probe.procfd import MAX_FDS, fd_links
 
 _PIPE = re.compile(r"^pipe:\[(\d+)\]$")
@@ -53,17 +53,49 @@ def pipe_ends(pid: int, inodes: set[int], max_fds: int = MAX_FDS) -> dict[int, l
     return held
 
 
+# The kernel functions a thread sleeps in inside a read or a write of a pipe (`anon_` on newer kernels).
+_PIPE_WAIT = re.compile(r"(^|_)pipe_(read|write)$")
+
+
+def pipe_waits(pid: int, inodes: set[int], max_fds: int = MAX_FDS) -> dict[int, list[str]]:
+    """{inode: ["read"|"write", ...]}: the pipes among `inodes` that a thread of `pid` sleeps in a
+    read or a write of. The thread's wchan says which (pipe_read / pipe_write) and its system call's
+    first argument is the descriptor (read, readv, write, writev all take it first), which
+    /proc/PID/fd names: the one blocked pipe, whatever the machine numbers its calls."""
+    waits: dict[int, list[str]] = {}
+    wchans = {tid: m.group(2) for tid, name in thread_wchans(pid).items() if (m := _PIPE_WAIT.search(name))}
+    if not wchans:
+        return waits
+    links = dict(fd_links(pid, max_fds))
+    for tid, direction in wchans.items():
+        call = thread_syscall(pid, int(tid)) if tid.isdigit() else None
+        try:
+            fd = str(int(call[1], 16)) if call else None
+        except ValueError:
+            continue
+        match = _PIPE.match(links.get(fd or "", ""))
+        if match and int(match.group(1)) in inodes:
+            waits.setdefault(int(match.group(1)), []).append(direction)
+    return waits
+
+
 def child_pipes(child: int, parent: int | None) -> dict[str, Any] | None:
     """For a child process: the kernel functions its threads sleep in and, for each of its
-    standard descriptors that is a pipe, whether its parent holds the pipe's read or write end:
-    {"wchan": {tid: name}, "std_pipes": {fd: {"inode", "parent_ends": [...]}}}; None when the
-    child has no pipe on 0/1/2."""
+    standard descriptors that is a pipe, whether its parent holds the pipe's read or write end
+    and which side of it a thread of the child, or of the parent, sleeps on (a read or a write):
+    {"wchan": {tid: name}, "std_pipes": {fd: {"inode", "parent_ends": [...], "child_waits": [...],
+    "parent_waits": [...]}}}; None when the child has no pipe on 0/1/2."""
     pipes = std_pipes(child)
     if not pipes:
         return None
-    ends = pipe_ends(parent, set(pipes.values())) if parent else {}
+    inodes = set(pipes.values())
+    ends = pipe_ends(parent, inodes) if parent else {}
+    mine = pipe_waits(child, inodes)
+    theirs = pipe_waits(parent, inodes) if parent else {}
     return {
         "wchan": thread_wchans(child),
-        "std_pipes": {fd: {"inode": inode, "parent_ends": sorted(set(ends.get(inode, [])))}
+        "std_pipes": {fd: {"inode": inode, "parent_ends": sorted(set(ends.get(inode, []))),
+                           "child_waits": sorted(set(mine.get(inode, []))),
+                           "parent_waits": sorted(set(theirs.get(inode, [])))}
                       for fd, inode in pipes.items()},
     }

@@ -27,6 +27,7 @@ the build's order, computed from the declarations (builder.pass_order).
 | stores | torch.distributed store waits (Store.wait/get): the group's members that could set the key |
 | resources | pending and infeasible demands, placement groups, holders |
 | children | child processes, pools, pipes |
+| loops | a wait on a run_coroutine_threadsafe Future in a process where no thread runs an event loop |
 | lookups | polls for a named actor (ray.get_actor retried) to whoever could create it |
 | libraries | Ray Serve handles to their replicas, stuck replicas, Ray Data consumers to the stalled operator |
 | edges | follow_edges: each node's wait by its catalog edge |
@@ -45,6 +46,7 @@ from debug_hang.analyse.graph import (  # noqa: F401 - imported for their declar
     libraries,
     locks,
     lookups,
+    loops,
     pools,
     processes,
     queue_threads,

@@ -215,15 +215,17 @@ _PIPE_SIDES: dict[str, tuple[str, str, PatternId, str]] = {
 def _edge_pipe_back(b: Builder, parent_key: str, child_key: str, info: dict[str, Any]) -> None:
     """A child asleep in the kernel on one of its standard pipes (catalog `pipe-write-wait`,
     `pipe-read-wait`: its wchan), silent on it over the sampling window (no byte written, or
-    read), whose other end its parent holds while it waits for the child to exit: only the parent
-    could move it (read the full stdout/stderr, or write or close stdin). The wait closes into a
-    cycle (pipe-full-deadlock)."""
+    read), whose other end its parent holds: only the parent could move it (read the full
+    stdout/stderr, or write or close stdin). The wait closes into a cycle: pipe-full-deadlock
+    when the parent waits for the child to exit, child-awaits-input when the child reads its
+    stdin while the parent reads its output (a prompt: nothing is full, nobody writes)."""
     io = ((info.get("progress") or {}).get("io") or {})
     child, parent = b.g.nodes[child_key], b.g.nodes[parent_key]
     verdict = b.verdicts.get(parent_key)
     if verdict is not None and other_threads_in_job_code(verdict, b.deciding.get(parent_key) or deciding_thread(verdict)):
         return  # another thread of the parent may read (or write, or close) the pipe between two samples
-    for fd, pipe in sorted((info.get("std_pipes") or {}).items()):
+    pipes: dict[str, dict[str, Any]] = info.get("std_pipes") or {}
+    for fd, pipe in sorted(pipes.items()):
         if fd not in _PIPE_SIDES:
             continue
         stream, parent_end, pattern_id, counter = _PIPE_SIDES[fd]
@@ -236,9 +238,14 @@ def _edge_pipe_back(b: Builder, parent_key: str, child_key: str, info: dict[str,
         # pipe (a parent reading it, in communicate() or a loop, lets the child write on).
         if not asleep or io.get(counter) != 0:
             continue
+        if "child_waits" in pipe and _CHILD_SIDE[fd] not in pipe["child_waits"]:
+            continue  # the probe read the pipe the child sleeps on (its call's descriptor): another one
         where = f"its {stream} (fd {fd}, pipe:[{pipe['inode']}])"
         child.pattern, child.state = pattern_id, "blocked"  # the kernel says so, whatever py-spy shows
-        if fd == "0":
+        read = _parent_reads(pipes)
+        if fd == "0" and read:
+            _edge_prompt(b, parent_key, child_key, where, asleep, read)
+        elif fd == "0":
             child.evidence.append(f"asleep in the kernel reading {where} ({', '.join(asleep)}), no byte read in the "
                                   f"sampling window; its parent {parent.label()} holds the write end")
             b.g.add_edge(child_key, parent_key, "pipe-read-wait",
@@ -246,8 +253,39 @@ def _edge_pipe_back(b: Builder, parent_key: str, child_key: str, info: dict[str,
                          "the write end, but the parent waits for this child to exit instead of closing it")
         else:
             child.evidence.append(f"asleep in the kernel writing to a full pipe ({', '.join(asleep)}), no byte written in "
-                                  f"the sampling window: {where}, whose read end its parent {parent.label()} holds")
+                                  f"the sampling window: {where}, whose read end its parent {parent.label()} holds"
+                                  + (f"; the parent reads its {read} instead" if read else ""))
             b.g.add_edge(child_key, parent_key, "pipe-write-wait",
                          f"blocked writing {where}: the pipe is full and only the parent holds its read end, "
-                         "but the parent waits for this child to exit instead of reading")
+                         "but the parent " + (f"reads its {read} instead" if read else "waits for this child to exit instead of reading"))
         return
+
+
+# Which side of each standard pipe a child's blocked call is on: it reads stdin, writes stdout/stderr.
+_CHILD_SIDE = {"0": "read", "1": "write", "2": "write"}
+
+
+def _parent_reads(pipes: dict[str, dict[str, Any]]) -> str | None:
+    """The child's output pipe (stdout or stderr) that a thread of its parent sleeps reading
+    (the probe's `parent_waits`: the thread's pipe_read wchan and its call's descriptor). A read
+    of a pipe that holds bytes returns at once: that pipe is empty."""
+    for fd in ("1", "2"):
+        pipe = pipes.get(fd) or {}
+        if "read" in (pipe.get("parent_waits") or []):
+            return f"{_PIPE_SIDES[fd][0]} (fd {fd}, pipe:[{pipe.get('inode')}], empty: the read waits)"
+    return None
+
+
+def _edge_prompt(b: Builder, parent_key: str, child_key: str, where: str, asleep: list[str], read: str) -> None:
+    """The child reads its stdin, whose write end only the parent holds, while the parent reads
+    the child's output: the child waits for input - an answer to a prompt - that the parent gives
+    only after the output it waits for (child-awaits-input). No pipe is full; neither side writes."""
+    child, parent = b.g.nodes[child_key], b.g.nodes[parent_key]
+    child.evidence.append(f"asleep in the kernel reading {where} ({', '.join(asleep)}), no byte read in the sampling "
+                          f"window; its parent {parent.label()} holds the only write end and sleeps reading the child's "
+                          f"{read}: the child waits for input (a prompt), not on a full pipe")
+    parent.evidence.append(f"sleeps reading the {read} of its child pid {child.pid}, which sleeps reading its stdin: "
+                           "a line the child prints only after it gets the input this process never writes")
+    b.g.add_edge(child_key, parent_key, "child-awaits-input",
+                 f"blocked reading {where}: it waits for input (the answer to a prompt) that only the parent could "
+                 f"write, and the parent reads this child's {read} instead of writing or closing stdin")
