@@ -1,0 +1,118 @@
+"""Who calls the method that sets what an actor waits on: an actor thread in `self.X.wait()` that
+nothing in its own process sets is released only by a later call of a method of its class that sets
+X (read from its source on the node, probe/setters.py). The processes whose stack shows a frame
+that makes that call after its current line are the ones to wait for; when such a caller itself
+waits, down its chain, on this actor, it will make the call only after a wait that cannot end: a
+deadlock through the caller's own program order, whose fix is in the caller (set-order-deadlock)."""
+
+from __future__ import annotations
+
+import re
+
+from debug_hang.analyse.graph.builder import Builder, graph_pass
+from debug_hang.analyse.graph.model import GNode
+from debug_hang.analyse.graph.threads import frame_text
+from debug_hang.analyse.patterns import ProcessVerdict, is_library
+from debug_hang.model import Frame
+
+_NUMBERED = re.compile(r"^\s*(\d+):\s?(.*)$")
+_ENTRY = re.compile(r"^(?P<name>[\w.<>]+):(?P<line>\d+)$")
+# What can still run code that calls in: a process in a wait, busy, or not started yet.
+_LIVE_STATES = frozenset({"blocked", "busy", "pending", "restarting", "starved", "unknown"})
+_PARTIES = frozenset({"driver", "actor", "task", "process", "rank"})
+MAX_NAMED = 4
+
+
+def _entries(items: list[str] | None) -> list[tuple[str, int]]:
+    return [(m.group("name"), int(m.group("line"))) for item in items or [] if (m := _ENTRY.match(item))]
+
+
+def _setter_methods(node: GNode, frame: Frame) -> dict[str, int]:
+    """The methods of the actor's own class that set what the frame waits on: name -> line of the set."""
+    out: dict[str, int] = {}
+    for qualname, line in _entries(frame.setters):
+        cls, _, method = qualname.rpartition(".")
+        if cls and cls.rsplit(".", 1)[-1] == node.class_name and "<locals>" not in qualname:
+            out.setdefault(method, line)
+    return out
+
+
+def _call_site(verdict: ProcessVerdict, methods: dict[str, int]) -> tuple[Frame, str, int] | None:
+    """The first frame of the process's job code whose function calls one of `methods` remotely
+    after its current line: (frame, method, line of the call)."""
+    for thread, _m in verdict.threads:
+        for frame in thread.frames:
+            if frame.native or is_library(frame):
+                continue
+            for name, line in _entries(frame.calls_after):
+                if name in methods:
+                    return frame, name, line
+    return None
+
+
+def _quoted(frame: Frame, line: int) -> str:
+    text = next((m.group(2).strip() for item in frame.context or []
+                 if (m := _NUMBERED.match(item)) and int(m.group(1)) == line), "")
+    return f"{frame.short_file}:{line}" + (f" `{text}`" if text else "")
+
+
+def _waits_on(b: Builder, start: str) -> set[str]:
+    """Every node `start` waits on by facts (guessed edges left out), directly or down a chain."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for e in b.g.out(todo.pop()):
+            if not e.guessed and e.dst not in seen:
+                seen.add(e.dst)
+                todo.append(e.dst)
+    return seen
+
+
+@graph_pass(after=("detect_event_waits",))
+def follow_event_setters(b: Builder) -> None:
+    """An actor's event nothing in its process sets (event-never-set), whose class's setting
+    methods the source shows: to the processes whose code calls one of them after their current
+    line. A caller that waits (down its chain) on the actor closes a cycle (set-order-deadlock,
+    the caller named); one that does not may still call it (a guessed edge: its own state decides).
+    When no process shows such a call the reading stays, saying so."""
+    for key, verdict in b.verdicts.items():
+        node = b.g.nodes[key]
+        frame = verdict.main.user_frame if verdict.main is not None else None
+        if node.pattern != "event-never-set" or node.kind != "actor" or frame is None or b.g.out(key):
+            continue
+        methods = _setter_methods(node, frame)
+        if not methods:
+            continue
+        sets = ", ".join(f"{node.class_name}.{m} ({frame.short_file}:{line})" for m, line in sorted(methods.items()))
+        where = frame_text(frame)
+        callers = {k: found for k, v in b.verdicts.items() if k != key and (found := _call_site(v, methods))}
+        if not callers:
+            free = _free_parties(b, key)
+            node.evidence.append(
+                f"what it waits on is set only by {sets}; nothing seen calls it: no stack of the job's processes shows a "
+                "frame that calls it after its current line" + (
+                    f"; {', '.join(n.label() for n in free[:MAX_NAMED])} does not wait on this actor and could still call it"
+                    if free else ""))
+            continue
+        node.pattern = "event-wait"
+        for k, (site, method, line) in sorted(callers.items()):
+            waits_back = key in _waits_on(b, k)
+            caller = b.g.nodes[k].label()
+            if waits_back:
+                b.g.add_edge(key, k, "setter-call",
+                             f"waits at {where}, set only by {sets}; {caller} calls {node.class_name}.{method} only after "
+                             f"the wait it is in at {frame_text(site)} ({_quoted(site, line)}), a wait on this actor")
+            else:
+                b.g.add_edge(key, k, "setter-call",
+                             f"waits at {where}, set only by {sets}; {caller} calls {node.class_name}.{method} after its "
+                             f"current line ({_quoted(site, line)}) and does not wait on this actor: it may still call it",
+                             guessed=True)
+        node.evidence.append(f"waits at {where}; what it waits on is set only by {sets}, which "
+                             + ", ".join(b.g.nodes[k].label() for k in sorted(callers)) + " call(s) after their current line")
+
+
+def _free_parties(b: Builder, key: str) -> list[GNode]:
+    """The job's other live processes that do not wait, down their chain, on `key`: the driver first."""
+    out = [n for k, n in b.g.nodes.items() if k != key and n.kind in _PARTIES and n.state in _LIVE_STATES
+           and k in b.verdicts and key not in _waits_on(b, k)]
+    return sorted(out, key=lambda n: (n.kind != "driver", n.key))
