@@ -34,6 +34,7 @@ class _Parsed:
         self.waits: list[tuple[int, int, str]] = []  # first line, last line of the call, object waited on
         self.sets: list[tuple[int, str, Scope]] = []  # line, object set, the function that sets it
         self.remote: list[tuple[int, str, Scope]] = []  # line, function or method called `.remote(`, caller
+        self.memo: dict[tuple[str, int], list[str]] = {}  # (what, line) -> the answer already given
 
 
 # Files parsed by this process, by (path, mtime, size). A plain dict, not functools.lru_cache:
@@ -108,6 +109,12 @@ def setters_of(path: str, line: int) -> list[str]:
     parsed = _parse(path)
     if parsed is None:
         return []
+    if ("setters", line) not in parsed.memo:
+        parsed.memo["setters", line] = _setters(parsed, line)
+    return parsed.memo["setters", line]
+
+
+def _setters(parsed: _Parsed, line: int) -> list[str]:
     scope = _scope_of(parsed, line)
     waited = {text for first, last, text in parsed.waits if first <= line <= last and scope[0] <= first <= scope[1]}
     out: list[str] = []
@@ -126,5 +133,8 @@ def calls_after(path: str, line: int) -> list[str]:
     parsed = _parse(path)
     if parsed is None:
         return []
-    scope = _scope_of(parsed, line)
-    return [f"{name}:{at}" for at, name, where in sorted(parsed.remote) if at > line and where == scope][:MAX_CALLS]
+    if ("calls", line) not in parsed.memo:
+        scope = _scope_of(parsed, line)
+        parsed.memo["calls", line] = [f"{name}:{at}" for at, name, where in sorted(parsed.remote)
+                                      if at > line and where == scope][:MAX_CALLS]
+    return parsed.memo["calls", line]

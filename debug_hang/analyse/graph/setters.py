@@ -12,7 +12,7 @@ import re
 from debug_hang.analyse.graph.builder import Builder, graph_pass
 from debug_hang.analyse.graph.model import GNode
 from debug_hang.analyse.graph.threads import frame_text
-from debug_hang.analyse.patterns import ProcessVerdict, is_library
+from debug_hang.analyse.patterns import is_library
 from debug_hang.model import Frame
 
 _NUMBERED = re.compile(r"^\s*(\d+):\s?(.*)$")
@@ -21,6 +21,7 @@ _ENTRY = re.compile(r"^(?P<name>[\w.<>]+):(?P<line>\d+)$")
 _LIVE_STATES = frozenset({"blocked", "busy", "pending", "restarting", "starved", "unknown"})
 _PARTIES = frozenset({"driver", "actor", "task", "process", "rank"})
 MAX_NAMED = 4
+MAX_FREE = 16  # callers not waiting on the actor that get a guessed edge (a job of many tasks)
 
 
 def _entries(items: list[str] | None) -> list[tuple[str, int]]:
@@ -37,17 +38,17 @@ def _setter_methods(node: GNode, frame: Frame) -> dict[str, int]:
     return out
 
 
-def _call_site(verdict: ProcessVerdict, methods: dict[str, int]) -> tuple[Frame, str, int] | None:
-    """The first frame of the process's job code whose function calls one of `methods` remotely
-    after its current line: (frame, method, line of the call)."""
-    for thread, _m in verdict.threads:
-        for frame in thread.frames:
-            if frame.native or is_library(frame):
-                continue
-            for name, line in _entries(frame.calls_after):
-                if name in methods:
-                    return frame, name, line
-    return None
+def _later_calls(b: Builder) -> dict[str, dict[str, tuple[Frame, int]]]:
+    """Per process, the methods its job frames call remotely after their current line: name ->
+    (the first such frame, line of the call)."""
+    out: dict[str, dict[str, tuple[Frame, int]]] = {}
+    for key, verdict in b.verdicts.items():
+        for thread, _m in verdict.threads:
+            for frame in thread.frames:
+                if frame.calls_after and not frame.native and not is_library(frame):
+                    for name, line in _entries(frame.calls_after):
+                        out.setdefault(key, {}).setdefault(name, (frame, line))
+    return out
 
 
 def _quoted(frame: Frame, line: int) -> str:
@@ -56,15 +57,15 @@ def _quoted(frame: Frame, line: int) -> str:
     return f"{frame.short_file}:{line}" + (f" `{text}`" if text else "")
 
 
-def _waits_on(b: Builder, start: str) -> set[str]:
-    """Every node `start` waits on by facts (guessed edges left out), directly or down a chain."""
+def _waiting_on(b: Builder, key: str) -> set[str]:
+    """Every node that waits on `key` by facts, directly or down a chain."""
     seen: set[str] = set()
-    todo = [start]
+    todo = [key]
     while todo:
-        for e in b.g.out(todo.pop()):
-            if not e.guessed and e.dst not in seen:
-                seen.add(e.dst)
-                todo.append(e.dst)
+        for e in b.g.into(todo.pop()):
+            if not e.guessed and e.src not in seen:
+                seen.add(e.src)
+                todo.append(e.src)
     return seen
 
 
@@ -75,6 +76,8 @@ def follow_event_setters(b: Builder) -> None:
     line. A caller that waits (down its chain) on the actor closes a cycle (set-order-deadlock,
     the caller named); one that does not may still call it (a guessed edge: its own state decides).
     When no process shows such a call the reading stays, saying so."""
+    later: dict[str, dict[str, tuple[Frame, int]]] | None = None
+    parties: list[GNode] | None = None
     for key, verdict in b.verdicts.items():
         node = b.g.nodes[key]
         frame = verdict.main.user_frame if verdict.main is not None else None
@@ -85,18 +88,28 @@ def follow_event_setters(b: Builder) -> None:
             continue
         sets = ", ".join(f"{node.class_name}.{m} ({frame.short_file}:{line})" for m, line in sorted(methods.items()))
         where = frame_text(frame)
-        callers = {k: found for k, v in b.verdicts.items() if k != key and (found := _call_site(v, methods))}
+        later = _later_calls(b) if later is None else later
+        callers: dict[str, tuple[Frame, int, str]] = {}
+        for k, calls in later.items():
+            method = next((m for m in sorted(methods) if m in calls and k != key), None)
+            if method is not None:
+                callers[k] = (*calls[method], method)
         if not callers:
-            free = _free_parties(b, key)
+            parties = _parties(b) if parties is None else parties
+            free = _not_waiting(b, key, parties)
             node.evidence.append(
                 f"what it waits on is set only by {sets}; nothing seen calls it: no stack of the job's processes shows a "
                 "frame that calls it after its current line" + (
-                    f"; {', '.join(n.label() for n in free[:MAX_NAMED])} does not wait on this actor and could still call it"
+                    f"; {', '.join(n.label() for n in free)} does not wait on this actor and could still call it"
                     if free else ""))
             continue
         node.pattern = "event-wait"
-        for k, (site, method, line) in sorted(callers.items()):
-            waits_back = key in _waits_on(b, k)
+        waiting = _waiting_on(b, key)
+        beyond = [k for k in sorted(callers) if k not in waiting][MAX_FREE:]
+        for k, (site, line, method) in sorted(callers.items()):
+            if k in beyond:
+                continue
+            waits_back = k in waiting
             caller = b.g.nodes[k].label()
             if waits_back:
                 b.g.add_edge(key, k, "setter-call",
@@ -111,8 +124,19 @@ def follow_event_setters(b: Builder) -> None:
                              + ", ".join(b.g.nodes[k].label() for k in sorted(callers)) + " call(s) after their current line")
 
 
-def _free_parties(b: Builder, key: str) -> list[GNode]:
-    """The job's other live processes that do not wait, down their chain, on `key`: the driver first."""
-    out = [n for k, n in b.g.nodes.items() if k != key and n.kind in _PARTIES and n.state in _LIVE_STATES
-           and k in b.verdicts and key not in _waits_on(b, k)]
+def _parties(b: Builder) -> list[GNode]:
+    """The job's live processes that could call in, the driver first."""
+    out = [n for k, n in b.g.nodes.items() if n.kind in _PARTIES and n.state in _LIVE_STATES and k in b.verdicts]
     return sorted(out, key=lambda n: (n.kind != "driver", n.key))
+
+
+def _not_waiting(b: Builder, key: str, parties: list[GNode]) -> list[GNode]:
+    """The first MAX_NAMED of `parties` (but `key`) that do not wait, down their chain, on `key`."""
+    waiting = _waiting_on(b, key)
+    out: list[GNode] = []
+    for n in parties:
+        if n.key != key and n.key not in waiting:
+            out.append(n)
+            if len(out) == MAX_NAMED:
+                break
+    return out
