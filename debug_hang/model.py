@@ -225,9 +225,8 @@ def _frame_to_dict(f: Frame) -> dict[str, Any]:
             "locals": None if f.locals is None else dict(f.locals), "code": f.code,
             "context": None if f.context is None else list(f.context),
             "facts": None if f.facts is None else dict(f.facts),
-            # Written only when read, so that files of frames without them keep their shape.
-            **({"setters": list(f.setters)} if f.setters is not None else {}),
-            **({"calls_after": list(f.calls_after)} if f.calls_after is not None else {})}
+            "setters": None if f.setters is None else list(f.setters),
+            "calls_after": None if f.calls_after is None else list(f.calls_after)}
 
 
 def process_from_dict(data: dict[str, Any]) -> Process:
