@@ -92,6 +92,11 @@ class Frame:
     # objects it works on (`self`: `Svc@0x7f..`), numbers, lengths, ObjectRef ids. None when the
     # dump had no locals.
     facts: Facts | None = None
+    # Read from the job's source on the node (probe/setters.py), None when not read: for a frame
+    # waiting on `self.X.wait()`, the functions that set X (`Gate.open:32`); for a job frame, the
+    # Ray calls its function makes after its current line (`open:49` for `gate.open.remote()`).
+    setters: list[str] | None = None
+    calls_after: list[str] | None = None
 
     @property
     def short_file(self) -> str:
@@ -219,7 +224,9 @@ def _frame_to_dict(f: Frame) -> dict[str, Any]:
     return {"function": f.function, "file": f.file, "line": f.line, "native": f.native,
             "locals": None if f.locals is None else dict(f.locals), "code": f.code,
             "context": None if f.context is None else list(f.context),
-            "facts": None if f.facts is None else dict(f.facts)}
+            "facts": None if f.facts is None else dict(f.facts),
+            "setters": None if f.setters is None else list(f.setters),
+            "calls_after": None if f.calls_after is None else list(f.calls_after)}
 
 
 def process_from_dict(data: dict[str, Any]) -> Process:
@@ -241,6 +248,8 @@ def process_from_dict(data: dict[str, Any]) -> Process:
                     code=f.get("code"),
                     context=f.get("context"),
                     facts=_facts(f.get("facts")),
+                    setters=_names(f.get("setters")),
+                    calls_after=_names(f.get("calls_after")),
                 )
                 for f in t.get("frames") or []
             ],
@@ -249,6 +258,11 @@ def process_from_dict(data: dict[str, Any]) -> Process:
     ]
     known = {k: v for k, v in data.items() if k in Process.__dataclass_fields__ and k != "threads"}
     return Process(threads=threads, **known)
+
+
+def _names(raw: Any) -> list[str] | None:
+    """A saved list of names (a frame's setters or later calls): its strings only."""
+    return [str(v) for v in raw if isinstance(v, str)] if isinstance(raw, list) else None
 
 
 def _facts(raw: Any) -> Facts | None:

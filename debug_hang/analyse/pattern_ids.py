@@ -93,4 +93,5 @@ PatternId = Literal[
     "placement-group-hold-and-wait",
     "async-loop-not-running",
     "child-awaits-input",
+    "set-order-deadlock",
 ]

@@ -154,7 +154,7 @@ def _cycle_causes(g: WaitGraph) -> list[RootCause]:
 CYCLE_DECIDES: frozenset[PatternId] = frozenset({"actor-call-cycle", "pipe-full-deadlock", "file-lock-deadlock", "train-barrier-skipped",
                                                  "queue-cycle", "split-consumer-left", "create-order-deadlock",
                                                  "socket-read-deadlock", "p2p-order-deadlock", "placement-group-hold-and-wait",
-                                                 "child-awaits-input"})
+                                                 "child-awaits-input", "set-order-deadlock"})
 # ... and those a cycle carries from its members or its closing edge, decided elsewhere.
 CYCLE_CARRIES: frozenset[PatternId] = frozenset({"resource-starvation", "generator-backpressure", "async-loop-blocked", "lock-order-deadlock"})
 END_CARRIES = frozenset(_END_PATTERN.values())
@@ -182,10 +182,13 @@ _CLOSING_EDGES: tuple[tuple[EdgeReason, PatternId, bool], ...] = (
     # A poll for a named actor whose only possible creators wait on the poller: the creator must
     # create it before it waits (or pass the handle in).
     ("named-actor-wait", "create-order-deadlock", True),
+    # An actor's event set only by a method its caller calls after a wait on that actor: the
+    # caller must make the call before it waits.
+    ("setter-call", "set-order-deadlock", True),
 )
 # Cycles whose closing edge's end alone is the culprit: the other members wait as designed.
 _ONLY_LEADERS: frozenset[PatternId] = frozenset({"split-consumer-left", "create-order-deadlock", "placement-group-hold-and-wait",
-                                                 "child-awaits-input"})
+                                                 "child-awaits-input", "set-order-deadlock"})
 
 
 def _cycle_pattern(g: WaitGraph, cycle: list[str], has_resource: bool) -> tuple[PatternId, set[str]]:

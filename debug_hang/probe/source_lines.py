@@ -1,7 +1,8 @@
 """The job's source around its frames, read on the process's own node (a submitted job's code
 lives in that node's runtime working dir): the line of each innermost frame, the lines around
-the job's innermost one or the whole loop it runs in, and the `with` blocks a frame is inside
-(who holds a lock). Redacted before anything is cut."""
+the job's innermost one or the whole loop it runs in, the `with` blocks a frame is inside
+(who holds a lock), who could set what the job's innermost frame waits on and the Ray calls each
+job frame makes after its line (probe/setters.py). Redacted before anything is cut."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import re
 from collections.abc import Callable
 
 from debug_hang.model import Frame, Process
+from debug_hang.probe.setters import calls_after, setters_of
 from debug_hang.probe.withblocks import with_facts
 from debug_hang.redact import Redactor
 
@@ -37,6 +39,7 @@ def add_source_lines(proc: Process, depth: int = SOURCE_DEPTH, redactor: Redacto
 
     for thread in proc.threads:
         _add_with_facts(thread.frames, clean)
+        _add_setters(thread.frames, clean)
         job_frames = 0
         for frame in thread.frames[:depth]:
             if frame.native or not frame.line or not frame.file.endswith(".py"):
@@ -94,6 +97,20 @@ def loop_span(path: str, line: int) -> tuple[int, int]:
         if cur.strip() and not cur.lstrip().startswith("#") and _indent(cur) <= base:
             return head, n  # the first line after the loop, so that the reader sees it end
     return line, line
+
+
+def _add_setters(frames: list[Frame], clean: Callable[[str], str]) -> None:
+    """Who could set what the job's innermost frame waits on, and the Ray calls each job frame's
+    function makes after its line (probe/setters.py): kept only when there are some."""
+    innermost = True
+    for frame in frames[:WITH_DEPTH]:
+        if frame.native or not frame.line or not frame.file.endswith(".py") or _LIBRARY_PATH.search(frame.file):
+            continue
+        if innermost and (found := setters_of(frame.file, frame.line)):
+            frame.setters = [clean(text) for text in found]
+        innermost = False
+        if later := calls_after(frame.file, frame.line):
+            frame.calls_after = [clean(text) for text in later]
 
 
 def _add_with_facts(frames: list[Frame], clean: Callable[[str], str]) -> None:

@@ -29,6 +29,7 @@ the build's order, computed from the declarations (builder.pass_order).
 | children | child processes, pools, pipes |
 | loops | a wait on a run_coroutine_threadsafe Future in a process where no thread runs an event loop |
 | lookups | polls for a named actor (ray.get_actor retried) to whoever could create it |
+| setters | an actor's event only a method of its class sets, to the processes whose code calls that method |
 | libraries | Ray Serve handles to their replicas, stuck replicas, Ray Data consumers to the stalled operator |
 | edges | follow_edges: each node's wait by its catalog edge |
 """
@@ -53,6 +54,7 @@ from debug_hang.analyse.graph import (  # noqa: F401 - imported for their declar
     queues,
     raycalls,
     resources,
+    setters,
     sockets,
     stores,
 )

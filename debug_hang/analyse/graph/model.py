@@ -29,7 +29,7 @@ QUEUED_STATES: frozenset[TaskState] = frozenset({"SUBMITTED_TO_WORKER", "PENDING
 # it created, Ray Train's barrier and the ranks missing from it, a demand and what holds it, a
 # full queue and the creator that never read it, an async actor's await and the processes whose
 # later call could resolve it).
-EdgeReason = PatternId | Literal["supervises", "train-barrier", "held-by", "never-read", "later-call"]
+EdgeReason = PatternId | Literal["supervises", "train-barrier", "held-by", "never-read", "later-call", "setter-call"]
 NodeKind = Literal["actor", "task", "driver", "process", "rank", "placement_group", "resource", "collective"]
 
 

@@ -1,0 +1,142 @@
+"""Who calls the method that sets what an actor waits on: an actor thread in `self.X.wait()` that
+nothing in its own process sets is released only by a later call of a method of its class that sets
+X (read from its source on the node, probe/setters.py). The processes whose stack shows a frame
+that makes that call after its current line are the ones to wait for; when such a caller itself
+waits, down its chain, on this actor, it will make the call only after a wait that cannot end: a
+deadlock through the caller's own program order, whose fix is in the caller (set-order-deadlock)."""
+
+from __future__ import annotations
+
+import re
+
+from debug_hang.analyse.graph.builder import Builder, graph_pass
+from debug_hang.analyse.graph.model import GNode
+from debug_hang.analyse.graph.threads import frame_text
+from debug_hang.analyse.patterns import is_library
+from debug_hang.model import Frame
+
+_NUMBERED = re.compile(r"^\s*(\d+):\s?(.*)$")
+_ENTRY = re.compile(r"^(?P<name>[\w.<>]+):(?P<line>\d+)$")
+# What can still run code that calls in: a process in a wait, busy, or not started yet.
+_LIVE_STATES = frozenset({"blocked", "busy", "pending", "restarting", "starved", "unknown"})
+_PARTIES = frozenset({"driver", "actor", "task", "process", "rank"})
+MAX_NAMED = 4
+MAX_FREE = 16  # callers not waiting on the actor that get a guessed edge (a job of many tasks)
+
+
+def _entries(items: list[str] | None) -> list[tuple[str, int]]:
+    return [(m.group("name"), int(m.group("line"))) for item in items or [] if (m := _ENTRY.match(item))]
+
+
+def _setter_methods(node: GNode, frame: Frame) -> dict[str, int]:
+    """The methods of the actor's own class that set what the frame waits on: name -> line of the set."""
+    out: dict[str, int] = {}
+    for qualname, line in _entries(frame.setters):
+        cls, _, method = qualname.rpartition(".")
+        if cls and cls.rsplit(".", 1)[-1] == node.class_name and "<locals>" not in qualname:
+            out.setdefault(method, line)
+    return out
+
+
+def _later_calls(b: Builder) -> dict[str, dict[str, tuple[Frame, int]]]:
+    """Per process, the methods its job frames call remotely after their current line: name ->
+    (the first such frame, line of the call)."""
+    out: dict[str, dict[str, tuple[Frame, int]]] = {}
+    for key, verdict in b.verdicts.items():
+        for thread, _m in verdict.threads:
+            for frame in thread.frames:
+                if frame.calls_after and not frame.native and not is_library(frame):
+                    for name, line in _entries(frame.calls_after):
+                        out.setdefault(key, {}).setdefault(name, (frame, line))
+    return out
+
+
+def _quoted(frame: Frame, line: int) -> str:
+    text = next((m.group(2).strip() for item in frame.context or []
+                 if (m := _NUMBERED.match(item)) and int(m.group(1)) == line), "")
+    return f"{frame.short_file}:{line}" + (f" `{text}`" if text else "")
+
+
+def _waiting_on(b: Builder, key: str) -> set[str]:
+    """Every node that waits on `key` by facts, directly or down a chain."""
+    seen: set[str] = set()
+    todo = [key]
+    while todo:
+        for e in b.g.into(todo.pop()):
+            if not e.guessed and e.src not in seen:
+                seen.add(e.src)
+                todo.append(e.src)
+    return seen
+
+
+@graph_pass(after=("detect_event_waits",))
+def follow_event_setters(b: Builder) -> None:
+    """An actor's event nothing in its process sets (event-never-set), whose class's setting
+    methods the source shows: to the processes whose code calls one of them after their current
+    line. A caller that waits (down its chain) on the actor closes a cycle (set-order-deadlock,
+    the caller named); one that does not may still call it (a guessed edge: its own state decides).
+    When no process shows such a call the reading stays, saying so."""
+    later: dict[str, dict[str, tuple[Frame, int]]] | None = None
+    parties: list[GNode] | None = None
+    for key, verdict in b.verdicts.items():
+        node = b.g.nodes[key]
+        frame = verdict.main.user_frame if verdict.main is not None else None
+        if node.pattern != "event-never-set" or node.kind != "actor" or frame is None or b.g.out(key):
+            continue
+        methods = _setter_methods(node, frame)
+        if not methods:
+            continue
+        sets = ", ".join(f"{node.class_name}.{m} ({frame.short_file}:{line})" for m, line in sorted(methods.items()))
+        where = frame_text(frame)
+        later = _later_calls(b) if later is None else later
+        callers: dict[str, tuple[Frame, int, str]] = {}
+        for k, calls in later.items():
+            method = next((m for m in sorted(methods) if m in calls and k != key), None)
+            if method is not None:
+                callers[k] = (*calls[method], method)
+        if not callers:
+            parties = _parties(b) if parties is None else parties
+            free = _not_waiting(b, key, parties)
+            node.evidence.append(
+                f"what it waits on is set only by {sets}; nothing seen calls it: no stack of the job's processes shows a "
+                "frame that calls it after its current line" + (
+                    f"; {', '.join(n.label() for n in free)} does not wait on this actor and could still call it"
+                    if free else ""))
+            continue
+        node.pattern = "event-wait"
+        waiting = _waiting_on(b, key)
+        beyond = [k for k in sorted(callers) if k not in waiting][MAX_FREE:]
+        for k, (site, line, method) in sorted(callers.items()):
+            if k in beyond:
+                continue
+            waits_back = k in waiting
+            caller = b.g.nodes[k].label()
+            if waits_back:
+                b.g.add_edge(key, k, "setter-call",
+                             f"waits at {where}, set only by {sets}; {caller} calls {node.class_name}.{method} only after "
+                             f"the wait it is in at {frame_text(site)} ({_quoted(site, line)}), a wait on this actor")
+            else:
+                b.g.add_edge(key, k, "setter-call",
+                             f"waits at {where}, set only by {sets}; {caller} calls {node.class_name}.{method} after its "
+                             f"current line ({_quoted(site, line)}) and does not wait on this actor: it may still call it",
+                             guessed=True)
+        node.evidence.append(f"waits at {where}; what it waits on is set only by {sets}, which "
+                             + ", ".join(b.g.nodes[k].label() for k in sorted(callers)) + " call(s) after their current line")
+
+
+def _parties(b: Builder) -> list[GNode]:
+    """The job's live processes that could call in, the driver first."""
+    out = [n for k, n in b.g.nodes.items() if n.kind in _PARTIES and n.state in _LIVE_STATES and k in b.verdicts]
+    return sorted(out, key=lambda n: (n.kind != "driver", n.key))
+
+
+def _not_waiting(b: Builder, key: str, parties: list[GNode]) -> list[GNode]:
+    """The first MAX_NAMED of `parties` (but `key`) that do not wait, down their chain, on `key`."""
+    waiting = _waiting_on(b, key)
+    out: list[GNode] = []
+    for n in parties:
+        if n.key != key and n.key not in waiting:
+            out.append(n)
+            if len(out) == MAX_NAMED:
+                break
+    return out

@@ -1,0 +1,140 @@
+"""Who could set what a frame waits on, and which Ray calls a frame's function makes later: read
+from the job's source on its node (ast, bounded, one parse per file).
+
+A thread in `self.opened.wait()` is released only by code that calls `self.opened.set()` (or
+`notify`/`notify_all` on a Condition): in an actor, a method of the same class, called in by
+another process. The probe keeps, for the frame at such a wait, the functions of its file that set
+the same object (`setters`: `Gate.open:32`; for `self.X`, the methods of the frame's own class),
+and for every job frame the Ray calls its function makes after its current line (`calls_after`:
+`open:47` for `gate.open.remote()`, `score:12` for `score.options(...).remote()`): a call a
+process would make only once the wait it is in returns.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+
+MAX_SOURCE_BYTES = 2_000_000
+MAX_SETTERS = 8
+MAX_CALLS = 24
+MAX_CACHED = 64
+WAITS = frozenset({"wait", "wait_for"})
+SETS = frozenset({"set", "notify", "notify_all"})
+
+Scope = tuple[int, int, str, str]  # first line, last line, qualified name, enclosing class ("" at none)
+MODULE: Scope = (1, 10**9, "<module>", "")
+
+
+class _Parsed:
+    """One file's functions, its waits and sets on named objects, and its Ray calls."""
+
+    def __init__(self) -> None:
+        self.scopes: list[Scope] = []
+        self.waits: list[tuple[int, int, str]] = []  # first line, last line of the call, object waited on
+        self.sets: list[tuple[int, str, Scope]] = []  # line, object set, the function that sets it
+        self.remote: list[tuple[int, str, Scope]] = []  # line, function or method called `.remote(`, caller
+        self.memo: dict[tuple[str, int], list[str]] = {}  # (what, line) -> the answer already given
+
+
+# Files parsed by this process, by (path, mtime, size). A plain dict, not functools.lru_cache:
+# this module is shipped to the nodes by value (node_probe.SHIPPED).
+_PARSED: dict[tuple[str, int, int], _Parsed | None] = {}
+
+
+def _parse(path: str) -> _Parsed | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    if stat.st_size > MAX_SOURCE_BYTES:
+        return None
+    key = (path, stat.st_mtime_ns, stat.st_size)
+    if key not in _PARSED:
+        if len(_PARSED) >= MAX_CACHED:
+            _PARSED.pop(next(iter(_PARSED)))
+        _PARSED[key] = _read(path)
+    return _PARSED[key]
+
+
+def _read(path: str) -> _Parsed | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            tree = ast.parse(fh.read(MAX_SOURCE_BYTES + 1), filename=path)
+    except (OSError, SyntaxError, ValueError, RecursionError):
+        return None
+    out = _Parsed()
+
+    def visit(node: ast.AST, scope: Scope, cls: str, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner, inner_cls, inner_prefix = scope, cls, prefix
+            if isinstance(child, ast.ClassDef):
+                inner_cls = inner_prefix = f"{prefix}{child.name}"
+                inner_prefix += "."
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                inner = (child.lineno, child.end_lineno or child.lineno, f"{prefix}{child.name}", cls)
+                out.scopes.append(inner)
+                inner_cls, inner_prefix = "", f"{prefix}{child.name}.<locals>."
+            elif isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute):
+                _call(child, child.func, scope, out)
+            visit(child, inner, inner_cls, inner_prefix)
+
+    visit(tree, MODULE, "", "")
+    return out
+
+
+def _call(call: ast.Call, func: ast.Attribute, scope: Scope, out: _Parsed) -> None:
+    if func.attr in WAITS:
+        out.waits.append((call.lineno, call.end_lineno or call.lineno, ast.unparse(func.value)))
+    elif func.attr in SETS:
+        out.sets.append((call.lineno, ast.unparse(func.value), scope))
+    elif func.attr == "remote":
+        target = func.value
+        if isinstance(target, ast.Call) and isinstance(target.func, ast.Attribute) and target.func.attr == "options":
+            target = target.func.value  # f.options(...).remote()
+        name = target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else None
+        if name and name != "ray":  # `ray.remote(...)` declares a remote function; it calls none
+            out.remote.append((call.lineno, name, scope))
+
+
+def _scope_of(parsed: _Parsed, line: int) -> Scope:
+    """The innermost function holding the line (the module when none)."""
+    return max((s for s in parsed.scopes if s[0] <= line <= s[1]), key=lambda s: s[0], default=MODULE)
+
+
+def setters_of(path: str, line: int) -> list[str]:
+    """`Class.method:line` of each function of the file that sets or notifies the object the
+    frame's line waits on (`self.X.wait()`: the methods of the frame's own class that call
+    `self.X.set()`/`notify()`); empty when the line waits on no named object."""
+    parsed = _parse(path)
+    if parsed is None:
+        return []
+    if ("setters", line) not in parsed.memo:
+        parsed.memo["setters", line] = _setters(parsed, line)
+    return parsed.memo["setters", line]
+
+
+def _setters(parsed: _Parsed, line: int) -> list[str]:
+    scope = _scope_of(parsed, line)
+    waited = {text for first, last, text in parsed.waits if first <= line <= last and scope[0] <= first <= scope[1]}
+    out: list[str] = []
+    for at, text, where in sorted(parsed.sets):
+        if text not in waited or (text.startswith("self.") and where[3] != scope[3]):
+            continue  # another object, or the same attribute name of another class
+        entry = f"{where[2]}:{at}"
+        if entry not in out:
+            out.append(entry)
+    return out[:MAX_SETTERS]
+
+
+def calls_after(path: str, line: int) -> list[str]:
+    """`name:line` of each Ray call (`x.name.remote(...)`, `name.remote(...)`) the frame's own
+    function makes after its current line (not those of functions nested in it)."""
+    parsed = _parse(path)
+    if parsed is None:
+        return []
+    if ("calls", line) not in parsed.memo:
+        scope = _scope_of(parsed, line)
+        parsed.memo["calls", line] = [f"{name}:{at}" for at, name, where in sorted(parsed.remote)
+                                      if at > line and where == scope][:MAX_CALLS]
+    return parsed.memo["calls", line]
