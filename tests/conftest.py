@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,18 @@ def run_script(args: list[str], timeout_s: float = 180, env: dict[str, str] | No
     """Run one of scripts/* the way a user would, from the repo root."""
     return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=timeout_s,
                           env=env or localcluster.loopback_env())
+
+
+def capture_variant(tmp_path: Path, case: Path, edit: Callable[[dict[str, Any]], None]) -> Path:
+    """A copy of a recorded capture with its stacks.json edited (`edit(doc)`), the live diagnosis
+    dropped: the same real readings with one fact changed, to show the answer follows that fact."""
+    out = tmp_path / case.name
+    shutil.copytree(case, out)
+    (out / "diagnosis.json").unlink(missing_ok=True)
+    doc = json.loads((out / "stacks.json").read_text())
+    edit(doc)
+    (out / "stacks.json").write_text(json.dumps(doc))
+    return out
 
 
 def read_json(path: Path) -> Any:

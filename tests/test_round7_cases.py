@@ -1,0 +1,117 @@
+"""Red-team round 7 misses, on real captures recorded live (tests/data/captures/README.md), each
+with the variant where the answer must change.
+
+An actor call whose loop has no exit holds the actor for good: calls queued behind it never start,
+however alive the loop looks. A thread pool whose every worker waits on an in-process object only
+a job queued in the same pool could release waits on itself, through a queue as through a Future.
+A blocking send and the matching recv with different tags never pair. An async actor whose
+concurrency slots free up (a call ended while the others awaited) is not stuck on itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, capture_variant
+
+from debug_hang.pipeline import reanalyse
+
+pytestmark = pytest.mark.unit
+
+CAPTURES = ROOT / "tests" / "data" / "captures"
+ENDLESS = CAPTURES / "endless_call_holds_actor_queue"
+POOL = CAPTURES / "pool_consumers_before_producer"
+TAGS = CAPTURES / "p2p_send_recv_tags_differ"
+QUOTA = CAPTURES / "async_slots_turn_over_healthy"
+
+Frames = list[dict[str, Any]]
+
+
+def frames_of(pid_class: str, edit: Callable[[Frames], None], thread: str | None = None) -> Callable[[dict[str, Any]], None]:
+    """An edit of the frames of the threads (one named, or all) of every sample of an actor class."""
+    def apply(doc: dict[str, Any]) -> None:
+        for proc in doc["processes"]:
+            if proc.get("actor_class") != pid_class:
+                continue
+            for t in proc["threads"]:
+                if thread is None or str(t.get("name") or "").startswith(thread):
+                    edit(t["frames"])
+    return apply
+
+
+def culprits(diag: Any) -> list[tuple[str, list[str]]]:
+    return [(c.pattern, [n.name for n in c.culprits]) for c in diag.causes]
+
+
+def test_an_endless_method_holds_the_actor_the_queued_call_waits_on() -> None:
+    # GIVEN MetricsLogger.flush_forever (`while True:` around a sleep and a write, no break),
+    # RUNNING on a default actor, and MetricsLogger.log queued behind it, waited on by a rank
+    diag = reanalyse(ENDLESS)
+    # THEN the job is hung on the logger, by that mechanism, its loop's rounds no progress
+    assert diag.verdict == "hang"
+    assert culprits(diag)[0] == ("endless-call-holds-actor", ["MetricsLogger"])
+    assert any("has no break, return or raise" in e for e in diag.causes[0].evidence)
+
+
+def test_a_loop_that_can_break_is_not_endless(tmp_path: Path) -> None:
+    # GIVEN the same capture, the loop's source with a `break` in it (a stop flag it tests)
+    def add_break(frames: Frames) -> None:
+        for f in frames:
+            if f.get("function", "").endswith("flush_forever") and f.get("context"):
+                f["context"] = [line.replace("n += 1", "n += 1; break") for line in f["context"]]
+    diag = reanalyse(capture_variant(tmp_path, ENDLESS, frames_of("MetricsLogger", add_break)))
+    # THEN it may return: no endless call, and no hang on that ground
+    assert all(p != "endless-call-holds-actor" for p, _ in culprits(diag))
+    assert diag.verdict != "hang"
+
+
+def test_pool_workers_waiting_on_a_queue_only_a_queued_job_fills() -> None:
+    # GIVEN ShardMerger's 3-worker ThreadPoolExecutor, every worker in `q.get()` of one queue,
+    # the producer job submitted after them, merge() waiting on all the Futures
+    diag = reanalyse(POOL)
+    assert diag.verdict == "hang"
+    assert culprits(diag)[0] == ("executor-self-wait", ["ShardMerger"])
+
+
+def test_a_pool_worker_waiting_with_a_timeout_is_no_self_wait(tmp_path: Path) -> None:
+    # GIVEN the same capture, one worker's queue.get with a timeout (it returns by itself)
+    def timed(frames: Frames) -> None:
+        for f in frames:
+            if f.get("function") == "Queue.get" and f.get("facts"):
+                f["facts"]["timeout"] = 30.0
+            if f.get("function", "").endswith("_write"):
+                f["code"] = "rec = q.get(timeout=30)"
+    diag = reanalyse(capture_variant(tmp_path, POOL, frames_of("ShardMerger", timed, thread="merge_0")))
+    assert all(p != "executor-self-wait" for p, _ in culprits(diag))
+
+
+def test_send_and_recv_with_different_tags_never_pair() -> None:
+    # GIVEN rank 0 in send(dst=1, tag=0) and rank 1 in recv(src=0, tag=100), both idle
+    diag = reanalyse(TAGS)
+    assert diag.verdict == "hang"
+    pattern, names = culprits(diag)[0]
+    assert pattern == "collective-mismatch" and sorted(names) == ["Stage", "Stage"]
+    assert any("with tag" in e for e in diag.causes[0].evidence)
+
+
+def test_send_and_recv_with_the_same_tag_are_a_transfer(tmp_path: Path) -> None:
+    # GIVEN the same capture, the receiver's tag equal to the sender's
+    def same_tag(frames: Frames) -> None:
+        for f in frames:
+            if f.get("function") == "recv" and f.get("facts"):
+                f["facts"]["tag"] = 0
+    diag = reanalyse(capture_variant(tmp_path, TAGS, frames_of("Stage", same_tag)))
+    assert all(p != "collective-mismatch" for p, _ in culprits(diag))
+    assert diag.verdict != "hang"
+
+
+def test_async_slots_that_turn_over_are_not_stuck() -> None:
+    # GIVEN an async actor's 4 slots awaiting a rate limiter's tokens, 5 calls queued, and one
+    # call that ended while the others awaited (the limiter refills every 20 s)
+    diag = reanalyse(QUOTA)
+    # THEN no false hang: its slots free up
+    assert diag.verdict != "hang"
+    assert all(p != "event-setter-queued" for p, _ in culprits(diag))
