@@ -87,4 +87,5 @@ PatternId = Literal[
     "import-lock-deadlock",
     "lock-abandoned",
     "exit-join-blocked",
+    "rank-never-launched",
 ]

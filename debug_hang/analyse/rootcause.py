@@ -155,7 +155,8 @@ CYCLE_DECIDES: frozenset[PatternId] = frozenset({"actor-call-cycle", "pipe-full-
                                                  "queue-cycle", "split-consumer-left", "create-order-deadlock",
                                                  "socket-read-deadlock", "p2p-order-deadlock"})
 # ... and those a cycle carries from its members or its closing edge, decided elsewhere.
-CYCLE_CARRIES: frozenset[PatternId] = frozenset({"resource-starvation", "generator-backpressure", "async-loop-blocked", "lock-order-deadlock"})
+CYCLE_CARRIES: frozenset[PatternId] = frozenset({"resource-starvation", "generator-backpressure", "async-loop-blocked", "lock-order-deadlock",
+                                                  "rank-never-launched"})
 END_CARRIES = frozenset(_END_PATTERN.values())
 
 # Edges that close a cycle of their own kind: (edge, the cycle's pattern, whether the process the
@@ -179,9 +180,12 @@ _CLOSING_EDGES: tuple[tuple[EdgeReason, PatternId, bool], ...] = (
     # A poll for a named actor whose only possible creators wait on the poller: the creator must
     # create it before it waits (or pass the handle in).
     ("named-actor-wait", "create-order-deadlock", True),
+    # Ranks in a rendezvous for a world larger than the ranks started, whose creator waits on them:
+    # the creator launched too few (graph/rendezvous.py).
+    ("rank-never-launched", "rank-never-launched", True),
 )
 # Cycles whose closing edge's end alone is the culprit: the other members wait as designed.
-_ONLY_LEADERS: frozenset[PatternId] = frozenset({"split-consumer-left", "create-order-deadlock"})
+_ONLY_LEADERS: frozenset[PatternId] = frozenset({"split-consumer-left", "create-order-deadlock", "rank-never-launched"})
 
 
 def _cycle_pattern(g: WaitGraph, cycle: list[str], has_resource: bool) -> tuple[PatternId, set[str]]:
