@@ -246,3 +246,36 @@ def test_the_probe_reads_the_sentinel_pipe_a_killed_child_leaves_without_a_write
     # theirs; a Process never started has none)
     assert before is not None and after is not None
     assert len(set(after) - set(before)) == 1
+
+
+STILL_STARTING = CAPTURES / "rendezvous_rank_still_starting_healthy"
+
+
+def test_a_rank_still_in_its_constructor_is_starting_not_never_launched() -> None:
+    # GIVEN ranks 0 and 1 in init_process_group(world_size=3) and rank 2's actor in its constructor
+    diag = reanalyse(STILL_STARTING)
+    # THEN no launch is blamed and no hang claimed: the missing rank is on its way
+    assert diag.verdict != "hang"
+    assert all(c.pattern != "rank-never-launched" for c in diag.causes)
+
+
+def test_the_same_job_without_its_starting_rank_blames_the_launch(tmp_path: Path) -> None:
+    # GIVEN the same capture with the starting actor gone from every reading (never created)
+    snap = json.loads((STILL_STARTING / "snapshot.json").read_text())
+    late = next(a for a in snap["actors"] if a["state"] == "PENDING_CREATION")
+
+    def drop_rows(doc: Doc) -> None:
+        doc["actors"] = [a for a in doc["actors"] if a["actor_id"] != late["actor_id"]]
+        doc["tasks"] = [t for t in doc["tasks"] if t.get("actor_id") != late["actor_id"]]
+
+    def drop_process(doc: Doc) -> None:
+        doc["processes"] = [p for p in doc["processes"] if p["pid"] != late["pid"]]
+        doc["meta"]["info"] = [i for i in doc["meta"]["info"] if i["pid"] != late["pid"]]
+
+    out = variant(tmp_path, STILL_STARTING, stacks=drop_process, snapshot=drop_rows)
+    after = json.loads((out / "tasks_after.json").read_text())
+    (out / "tasks_after.json").write_text(json.dumps([t for t in after if t.get("actor_id") != late["actor_id"]]))
+    diag = reanalyse(out)
+    # THEN the two ranks wait for a rank nobody started: the driver's launch is the culprit
+    assert diag.verdict == "hang" and diag.causes[0].pattern == "rank-never-launched"
+    assert [c.kind for c in diag.causes[0].culprits] == ["driver"]

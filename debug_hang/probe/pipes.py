@@ -75,12 +75,14 @@ MAX_SCANNED = 4096  # processes of the node whose descriptors are walked for a p
 def widowed_pipes(pid: int, max_procs: int = MAX_SCANNED) -> list[int] | None:
     """Pipes `pid` holds the read end of whose write end no process of this node holds any more
     (every writer closed it or ended): a child's sentinel pipe once the child exited
-    (multiprocessing keeps the read end of each child it started). [inode], or None when not every
-    process of the node could be read (a writer may hide among them)."""
+    (multiprocessing keeps the read end of each child it started). Processes of another user are
+    not looked at: a descriptor is inherited by children, which keep their parent's user. [inode],
+    or None when not every process of that user could be read (a writer may hide among them)."""
     reads = {inode for inode, ends in pipe_ends(pid, _pipe_inodes(pid)).items() if "read" in ends}
     if not reads:
         return []
     try:
+        uid = os.stat(f"/proc/{pid}").st_uid
         pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
     except OSError:
         return None
@@ -89,6 +91,8 @@ def widowed_pipes(pid: int, max_procs: int = MAX_SCANNED) -> list[int] | None:
     written: set[int] = set()
     for other in pids:
         try:
+            if os.stat(f"/proc/{other}").st_uid != uid:
+                continue
             os.listdir(f"/proc/{other}/fd")
         except FileNotFoundError:
             continue  # ended while we looked
