@@ -94,4 +94,5 @@ PatternId = Literal[
     "async-loop-not-running",
     "child-awaits-input",
     "set-order-deadlock",
+    "rank-never-launched",
 ]

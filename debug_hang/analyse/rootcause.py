@@ -156,7 +156,8 @@ CYCLE_DECIDES: frozenset[PatternId] = frozenset({"actor-call-cycle", "pipe-full-
                                                  "socket-read-deadlock", "p2p-order-deadlock", "placement-group-hold-and-wait",
                                                  "child-awaits-input", "set-order-deadlock"})
 # ... and those a cycle carries from its members or its closing edge, decided elsewhere.
-CYCLE_CARRIES: frozenset[PatternId] = frozenset({"resource-starvation", "generator-backpressure", "async-loop-blocked", "lock-order-deadlock"})
+CYCLE_CARRIES: frozenset[PatternId] = frozenset({"resource-starvation", "generator-backpressure", "async-loop-blocked", "lock-order-deadlock",
+                                                  "rank-never-launched"})
 END_CARRIES = frozenset(_END_PATTERN.values())
 
 # Edges that close a cycle of their own kind: (edge, the cycle's pattern, whether the process the
@@ -185,10 +186,13 @@ _CLOSING_EDGES: tuple[tuple[EdgeReason, PatternId, bool], ...] = (
     # An actor's event set only by a method its caller calls after a wait on that actor: the
     # caller must make the call before it waits.
     ("setter-call", "set-order-deadlock", True),
+    # Ranks in a rendezvous for a world larger than the ranks started, whose creator waits on them:
+    # the creator launched too few (graph/rendezvous.py).
+    ("rank-never-launched", "rank-never-launched", True),
 )
 # Cycles whose closing edge's end alone is the culprit: the other members wait as designed.
 _ONLY_LEADERS: frozenset[PatternId] = frozenset({"split-consumer-left", "create-order-deadlock", "placement-group-hold-and-wait",
-                                                 "child-awaits-input", "set-order-deadlock"})
+                                                 "child-awaits-input", "set-order-deadlock", "rank-never-launched"})
 
 
 def _cycle_pattern(g: WaitGraph, cycle: list[str], has_resource: bool) -> tuple[PatternId, set[str]]:

@@ -24,7 +24,7 @@ from debug_hang.probe.commands import pid_namespace, run_command
 from debug_hang.probe.file_locks import locks_of, read_locks, thread_syscall, thread_wchans
 from debug_hang.probe.flight_recorder import collect_dumps, dump_prefixes, read_fr_env
 from debug_hang.probe.libraries import METRICS_TIMEOUT_S, read_serve_metrics
-from debug_hang.probe.pipes import child_pipes
+from debug_hang.probe.pipes import child_pipes, widowed_pipes
 from debug_hang.probe.pyspy import (
     NOT_PYTHON,
     PROCESS_EXITED,
@@ -253,6 +253,7 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     add_kernel_waits(info, all_pids, errors)
     add_loop_syscalls(info, rounds.processes)
     add_socket_peers(info, all_pids, errors)
+    add_widowed_pipes(info, rounds.processes)
 
     out: dict[str, Any] = {
         "node_id": node_id,
@@ -474,6 +475,33 @@ def add_kernel_waits(info: dict[int, dict[str, Any]], pids: list[int], errors: l
             info[pid]["std_pipes"] = pipes["std_pipes"]
             if pipes["wchan"]:
                 info[pid].setdefault("wchan", pipes["wchan"])
+
+
+_MP_SYNC_FILE = re.compile(r"(^|/)multiprocessing/synchronize\.py$")
+
+
+def add_widowed_pipes(info: dict[int, dict[str, Any]], processes: list[dict[str, Any]]) -> None:
+    """Per parent of a child waiting to take a multiprocessing lock (a SemLock: its innermost frame
+    in multiprocessing/synchronize.py in the last sample), after the last sample: the pipes the
+    parent reads whose write end no process of the node holds (`widowed_pipes`, probe/pipes.py) -
+    what is left of a child that ended (its sentinel pipe). Only those parents: the reading walks
+    every process's descriptors."""
+    last: dict[int, dict[str, Any]] = {}
+    for proc in processes:
+        if isinstance(proc.get("pid"), int):
+            last[proc["pid"]] = proc
+    parents: set[int] = set()
+    for pid, proc in last.items():
+        parent = info.get(pid, {}).get("child_of")
+        for thread in proc.get("threads") or []:
+            inner = next((f for f in thread.get("frames") or [] if not f.get("native")), None)
+            if parent is not None and inner is not None and _MP_SYNC_FILE.search(str(inner.get("file") or "")):
+                parents.add(int(parent))
+    for parent in sorted(parents):
+        if parent in info:
+            found = widowed_pipes(parent)
+            if found is not None:
+                info[parent]["widowed_pipes"] = found[:32]
 
 
 # Ray's name for an async actor's event-loop thread ("AsyncIO Thread: <concurrency group>").

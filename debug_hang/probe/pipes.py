@@ -99,3 +99,42 @@ def child_pipes(child: int, parent: int | None) -> dict[str, Any] | None:
                            "parent_waits": sorted(set(theirs.get(inode, [])))}
                       for fd, inode in pipes.items()},
     }
+
+
+MAX_SCANNED = 4096  # processes of the node whose descriptors are walked for a pipe's writers
+
+
+def widowed_pipes(pid: int, max_procs: int = MAX_SCANNED) -> list[int] | None:
+    """Pipes `pid` holds the read end of whose write end no process of this node holds any more
+    (every writer closed it or ended): a child's sentinel pipe once the child exited
+    (multiprocessing keeps the read end of each child it started). Processes of another user are
+    not looked at: a descriptor is inherited by children, which keep their parent's user. [inode],
+    or None when not every process of that user could be read (a writer may hide among them)."""
+    reads = {inode for inode, ends in pipe_ends(pid, _pipe_inodes(pid)).items() if "read" in ends}
+    if not reads:
+        return []
+    try:
+        uid = os.stat(f"/proc/{pid}").st_uid
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return None
+    if len(pids) > max_procs:
+        return None
+    written: set[int] = set()
+    for other in pids:
+        try:
+            if os.stat(f"/proc/{other}").st_uid != uid:
+                continue
+            os.listdir(f"/proc/{other}/fd")
+        except FileNotFoundError:
+            continue  # ended while we looked
+        except OSError:
+            return None  # unreadable: it may hold a write end
+        written |= {inode for inode, ends in pipe_ends(other, reads).items() if "write" in ends}
+    return sorted(reads - written)
+
+
+def _pipe_inodes(pid: int) -> set[int]:
+    """The pipes `pid` holds on descriptors other than stdin/stdout/stderr (a sentinel is never one
+    of those; a stdin whose writer finished says nothing of a child)."""
+    return {int(m.group(1)) for fd, link in fd_links(pid) if fd not in STD_FDS and (m := _PIPE.match(link))}

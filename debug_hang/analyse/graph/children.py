@@ -10,6 +10,7 @@ from typing import Any
 from debug_hang.analyse.graph.builder import Builder, follows
 from debug_hang.analyse.graph.model import GNode
 from debug_hang.analyse.graph.raycalls import follow_submitted
+from debug_hang.analyse.graph.semlocks import at_semlock_acquire
 from debug_hang.analyse.graph.threads import deciding_thread, frame_text, other_threads_in_job_code
 from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, is_library
@@ -75,19 +76,6 @@ def _edges_children(b: Builder, key: str, proc: Process) -> None:
     _semlock_held_by_no_live_process(b, key)
 
 
-_MP_SYNC_FILE = re.compile(r"(^|/)multiprocessing/synchronize\.py$")
-
-
-def _at_semlock_acquire(verdict: ProcessVerdict | None) -> bool:
-    """The process's deciding thread waits to take a multiprocessing lock (a SemLock: shared
-    between processes, e.g. a multiprocessing.Queue's reader lock), idle in every sample."""
-    thread = deciding_thread(verdict) if verdict is not None else None
-    if thread is None or thread.active:
-        return False
-    inner = next((f for f in thread.frames if not f.native), None)
-    return inner is not None and bool(_MP_SYNC_FILE.search(inner.file)) and inner.name in ("__enter__", "acquire")
-
-
 def _semlock_held_by_no_live_process(b: Builder, key: str) -> None:
     """Children that all wait to take a multiprocessing lock are not children that never exit.
 
@@ -99,9 +87,9 @@ def _semlock_held_by_no_live_process(b: Builder, key: str) -> None:
     show, so the wait stays a symptom (the chain is inconclusive, with what was seen)."""
     g = b.g
     kids = [e.dst for e in g.out(key) if e.why == "child-process-wait"]
-    if not kids or not all(_at_semlock_acquire(b.verdicts.get(k)) for k in kids):
+    if not kids or not all(at_semlock_acquire(b.verdicts.get(k)) for k in kids):
         return
-    if _at_semlock_acquire(b.verdicts.get(key)):
+    if at_semlock_acquire(b.verdicts.get(key)):
         return  # the parent takes it too: one of the family may yet release it
     where = frame_text(g.nodes[kids[0]].user_frame or g.nodes[kids[0]].frame)
     for kid in kids:

@@ -7,6 +7,7 @@ import re
 
 from debug_hang.analyse.graph.builder import Builder, graph_pass
 from debug_hang.analyse.graph.model import GNode, WaitGraph
+from debug_hang.analyse.graph.rendezvous import mark_never_launched
 from debug_hang.analyse.graph.sockets import ray_linked, socket_peers_of
 from debug_hang.analyse.graph.threads import frame_text
 from debug_hang.analyse.patterns import catalog
@@ -33,7 +34,8 @@ def _collective_group(b: Builder) -> dict[str, list[str]]:
 
 
 @graph_pass(after=("mark_file_lock_holders",),
-            decides=("peer-rank-dead", "collective-skipped", "collective-mismatch", "collective-incomplete"))
+            decides=("peer-rank-dead", "collective-skipped", "collective-mismatch", "collective-incomplete",
+                     "rank-never-launched"))
 def edges_collectives(b: Builder) -> None:
     """Ranks in a collective wait on the peers that are not in it: dead ones first (a dead rank
     explains everything, and peers it took down are collateral), then idle or busy ones."""
@@ -70,7 +72,8 @@ def edges_collectives(b: Builder) -> None:
         if not others and waiting and _link_p2p(b, waiting):
             continue  # point-to-point ops pair by (source, destination), not by call order
         if not others and waiting and not (len(waiting) > 1 and _mark_mismatch(g, waiting)) \
-                and not _link_members_by_socket(b, waiting, _missing_members(b, waiting)[1]):
+                and not _link_members_by_socket(b, waiting, _missing_members(b, waiting)[1]) \
+                and not mark_never_launched(b, waiting):
             _mark_incomplete(b, _cls, waiting)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from debug_hang.analyse.graph.builder import Builder, follows, graph_pass
 from debug_hang.analyse.graph.inprocess import ThreadEdge, describe
 from debug_hang.analyse.graph.model import GNode, WaitGraph
+from debug_hang.analyse.graph.semlocks import mark_ended_semlock_holders
 from debug_hang.analyse.graph.sockets import ray_linked, socket_peers_of
 from debug_hang.analyse.graph.threads import deciding_thread, frame_text, other_threads_in_job_code
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, is_library
@@ -324,6 +325,7 @@ def edges_native_wait_holders(b: Builder) -> None:
                 dead.pattern = "native-wait-holder-died"
                 if last is not None:
                     dead.evidence.append(f"its last call {last.name} FAILED ({last.error_type or 'error'})")
+    mark_ended_semlock_holders(b)
 
 
 def _manager_machinery(thread: Thread) -> bool:
