@@ -87,4 +87,8 @@ PatternId = Literal[
     "import-lock-deadlock",
     "lock-abandoned",
     "exit-join-blocked",
+    "fifo-open-wait",
+    "fifo-never-opened",
+    "file-lock-poll",
+    "db-transaction-held",
 ]

@@ -25,6 +25,7 @@ the build's order, computed from the declarations (builder.pass_order).
 | stores | torch.distributed store waits (Store.wait/get): the group's members that could set the key |
 | resources | pending and infeasible demands, placement groups, holders |
 | children | child processes, pools, pipes |
+| kernel_objects | a blocking FIFO open to whoever could open the other end; a file lock retried in C (SQLite) to its holder |
 | lookups | polls for a named actor (ray.get_actor retried) to whoever could create it |
 | libraries | Ray Serve handles to their replicas, stuck replicas, Ray Data consumers to the stalled operator |
 | edges | follow_edges: each node's wait by its catalog edge |
@@ -38,6 +39,7 @@ from debug_hang.analyse.graph import (  # noqa: F401 - imported for their declar
     exits,
     imports,
     inprocess,
+    kernel_objects,
     libraries,
     locks,
     lookups,
