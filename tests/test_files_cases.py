@@ -3,6 +3,8 @@ probe/kernel_objects.py), on two live captures and edited copies of them where t
 
 - fifo_open_writer_wrote_elsewhere (redteam/fifo_handoff_path.py): FeatureSink blocked in open() of
   a FIFO for reading; the producer task wrote another path and FINISHED.
+- fifo_open_writer_still_running_healthy (redteam/healthy_fifo_slow_writer.py): the same open while
+  the writer task still loads its rows (a sleep per page, its loop moving), then opens the FIFO.
 - sqlite_transaction_left_open (redteam/trial_store_sqlite.py): MetricsReporter retries SQLite's
   lock in its busy handler; TrialStore, idle, holds the RESERVED lock of a transaction left open.
 """
@@ -33,6 +35,7 @@ pytestmark = pytest.mark.unit
 CAPTURES = ROOT / "tests" / "data" / "captures"
 FIFO = CAPTURES / "fifo_open_writer_wrote_elsewhere"
 SQLITE = CAPTURES / "sqlite_transaction_left_open"
+SLOW_WRITER = CAPTURES / "fifo_open_writer_still_running_healthy"
 Doc = dict[str, Any]
 
 
@@ -144,6 +147,16 @@ def test_a_writer_still_running_on_the_node_is_no_hang(tmp_path: Path) -> None:
     assert all(c.pattern != "fifo-never-opened" for c in diag.causes)
     assert any(e.why == "fifo-open-wait" and e.guessed and diag.graph.nodes[e.dst].name == "FeatureWriter"
                for e in diag.graph.edges)
+
+
+def test_a_live_writer_that_has_not_opened_the_fifo_yet_is_what_the_open_waits_for() -> None:
+    # GIVEN (live) the sink blocked in open() and the writer task RUNNING, asleep between pages
+    diag = reanalyse(SLOW_WRITER)
+    # THEN the open waits for that writer (a guess: nothing names it), whose loop moves: no hang
+    assert diag.verdict == "no-hang"
+    assert pattern_of(diag, "FeatureSink") == "fifo-open-wait"
+    assert [(diag.graph.nodes[e.dst].name, e.guessed) for e in diag.graph.edges if e.why == "fifo-open-wait"] \
+        == [("produce", True)]
 
 
 def test_with_no_call_ended_during_the_wait_the_openers_own_path_is_the_culprit(tmp_path: Path) -> None:
