@@ -7,6 +7,8 @@ probe/kernel_objects.py), on two live captures and edited copies of them where t
   the writer task still loads its rows (a sleep per page, its loop moving), then opens the FIFO.
 - sqlite_transaction_left_open (redteam/trial_store_sqlite.py): MetricsReporter retries SQLite's
   lock in its busy handler; TrialStore, idle, holds the RESERVED lock of a transaction left open.
+- sqlite_long_transaction_working_healthy (redteam/healthy_sqlite_long_transaction.py): the same
+  retry while TrialStore works in one long transaction (a sleep per row, its loop moving).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ CAPTURES = ROOT / "tests" / "data" / "captures"
 FIFO = CAPTURES / "fifo_open_writer_wrote_elsewhere"
 SQLITE = CAPTURES / "sqlite_transaction_left_open"
 SLOW_WRITER = CAPTURES / "fifo_open_writer_still_running_healthy"
+LONG_TRANSACTION = CAPTURES / "sqlite_long_transaction_working_healthy"
 Doc = dict[str, Any]
 
 
@@ -200,6 +203,18 @@ def test_an_idle_holder_of_sqlites_reserved_lock_is_the_culprit() -> None:
     reporter = next(n for n in diag.graph.nodes.values() if n.name == "MetricsReporter")
     assert any("longer than the busy timeout" in e for e in reporter.evidence)
     assert catalog()["db-transaction-held"].fix.startswith("Commit or roll back before the call returns")
+
+
+def test_a_live_holder_working_in_its_transaction_is_no_hang() -> None:
+    # GIVEN (live) the reporter retrying behind TrialStore's RESERVED lock, TrialStore inside its bulk
+    # load (asleep between rows, its loop state advancing)
+    diag = reanalyse(LONG_TRANSACTION)
+    # THEN the retry waits for the holder (a fact: /proc/locks), which works: no hang, nobody blamed
+    assert diag.verdict == "no-hang"
+    assert pattern_of(diag, "MetricsReporter") == "file-lock-poll"
+    assert [(diag.graph.nodes[e.dst].name, e.guessed) for e in diag.graph.edges if e.why == "file-lock-wait"] \
+        == [("TrialStore", False)]
+    assert pattern_of(diag, "TrialStore") not in ("db-transaction-held", "file-lock-held")
 
 
 def test_without_the_lock_reading_the_busy_handler_is_unrecognised(tmp_path: Path) -> None:
