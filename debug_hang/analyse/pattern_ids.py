@@ -95,4 +95,8 @@ PatternId = Literal[
     "child-awaits-input",
     "set-order-deadlock",
     "rank-never-launched",
+    "fifo-open-wait",
+    "fifo-never-opened",
+    "file-lock-poll",
+    "db-transaction-held",
 ]

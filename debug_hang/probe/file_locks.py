@@ -21,15 +21,18 @@ MAX_LOCKS_BYTES = 2 * 2**20
 MAX_THREADS = 512
 
 
-def thread_wchans(pid: int, max_threads: int = MAX_THREADS) -> dict[str, str]:
-    """{tid: kernel function the thread sleeps in} for the threads of `pid` that sleep in one
-    (a running thread, or one whose wchan the kernel hides, reads "0" and is left out)."""
-    try:
-        tids = sorted(os.listdir(f"/proc/{pid}/task"), key=lambda t: int(t) if t.isdigit() else 0)
-    except OSError:
-        return {}
+def thread_wchans(pid: int, max_threads: int = MAX_THREADS, tids: list[int] | None = None) -> dict[str, str]:
+    """{tid: kernel function the thread sleeps in} for the threads of `pid` (or those of `tids`)
+    that sleep in one (a running thread, or one whose wchan the kernel hides, reads "0" and is left out)."""
+    if tids is not None:
+        names = [str(t) for t in tids]
+    else:
+        try:
+            names = sorted(os.listdir(f"/proc/{pid}/task"), key=lambda t: int(t) if t.isdigit() else 0)
+        except OSError:
+            return {}
     found: dict[str, str] = {}
-    for tid in tids[:max_threads]:
+    for tid in names[:max_threads]:
         try:
             with open(f"/proc/{pid}/task/{tid}/wchan", encoding="ascii", errors="replace") as fh:
                 name = fh.read(128).strip()
@@ -131,7 +134,7 @@ def _holds_lock_fd(pid: int, dev: str, inode: int, max_fds: int = MAX_FDS) -> bo
     return False
 
 
-def _title(pid: int) -> str | None:
+def process_title(pid: int) -> str | None:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as fh:
             raw = fh.read(512)
@@ -161,12 +164,12 @@ def locks_of(pids: list[int], rows: list[dict[str, Any]]) -> dict[int, list[dict
             entry = {"type": row["type"], "mode": row["mode"], "access": row["access"], "dev": dev,
                      "inode": inode, "path": paths[(dev, inode)], "waiting": row["waiting"]}
             if row["waiting"]:
-                entry["holders"] = [{"pid": h["pid"], "title": _title(h["pid"])} for h in holders
+                entry["holders"] = [{"pid": h["pid"], "title": process_title(h["pid"])} for h in holders
                                     if os.path.exists(f"/proc/{h['pid']}")]
                 if holders and not entry["holders"]:
                     # The pid that took the lock has exited: a flock belongs to the open file,
                     # so whoever inherited the descriptor (a forked child) holds it now.
-                    entry["holders"] = [{"pid": pid, "title": _title(pid), "inherited_from": holders[0]["pid"]}
+                    entry["holders"] = [{"pid": pid, "title": process_title(pid), "inherited_from": holders[0]["pid"]}
                                         for pid in pids if pid != row["pid"] and _holds_lock_fd(pid, dev, inode)]
             else:
                 entry["waiters"] = sorted({w["pid"] for w in waiters})

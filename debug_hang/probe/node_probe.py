@@ -23,6 +23,7 @@ from debug_hang.probe import progress, schedstat
 from debug_hang.probe.commands import pid_namespace, run_command
 from debug_hang.probe.file_locks import locks_of, read_locks, thread_syscall, thread_wchans
 from debug_hang.probe.flight_recorder import collect_dumps, dump_prefixes, read_fr_env
+from debug_hang.probe.kernel_objects import FIFO_WAITS, SLEEPS, fifo_opens, locks_held_by_others
 from debug_hang.probe.libraries import METRICS_TIMEOUT_S, read_serve_metrics
 from debug_hang.probe.pipes import child_pipes, widowed_pipes
 from debug_hang.probe.pyspy import (
@@ -252,6 +253,7 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
                   redactor, log_rule)
     add_kernel_waits(info, all_pids, errors)
     add_loop_syscalls(info, rounds.processes)
+    add_kernel_object_waits(info, rounds.processes, redactor)
     add_socket_peers(info, all_pids, errors)
     add_widowed_pipes(info, rounds.processes)
 
@@ -502,6 +504,35 @@ def add_widowed_pipes(info: dict[int, dict[str, Any]], processes: list[dict[str,
             found = widowed_pipes(parent)
             if found is not None:
                 info[parent]["widowed_pipes"] = found[:32]
+def add_kernel_object_waits(info: dict[int, dict[str, Any]], processes: list[dict[str, Any]], redactor: Redactor) -> None:
+    """Per process, after the last sample, from the kernel function each of its Python threads
+    sleeps in (probe/kernel_objects.py): a thread blocked opening a FIFO (`fifo_opens`: the path,
+    the end it opens, who holds the FIFO open on the node) and, for threads asleep in a timed
+    sleep, the files it has open that other processes hold POSIX/OFD locks on (`lock_polls`: what
+    a lock retried in C, SQLite's busy handler, waits for). Only the threads py-spy showed are
+    read (a worker's C++ threads are many and never the job's wait)."""
+    last: dict[int, dict[str, Any]] = {}
+    for proc in processes:
+        pid = proc.get("pid")
+        if isinstance(pid, int) and pid in info and int(proc.get("sample") or 0) >= int(last.get(pid, {}).get("sample") or 0):
+            last[pid] = proc
+    fifo_waits: dict[int, list[tuple[int, str]]] = {}
+    sleeping: dict[int, dict[str, str]] = {}
+    for pid, proc in last.items():
+        tids = [t.get("os_thread_id") for t in proc.get("threads") or [] if isinstance(t.get("os_thread_id"), int)]
+        wchans = thread_wchans(pid, tids=tids)
+        for tid, name in wchans.items():
+            if FIFO_WAITS.search(name):
+                fifo_waits.setdefault(pid, []).append((int(tid), name))
+            elif SLEEPS.search(name):
+                sleeping.setdefault(pid, {})[tid] = name
+    for pid, opens in fifo_opens(fifo_waits, platform.machine()).items():
+        info[pid]["fifo_opens"] = redactor.redact_obj(opens)
+    rows = read_locks()[0] if sleeping else []
+    for pid, asleep in sleeping.items():
+        files = locks_held_by_others(pid, rows)
+        if files:
+            info[pid]["lock_polls"] = redactor.redact_obj([{**f, "sleeping": asleep} for f in files])
 
 
 # Ray's name for an async actor's event-loop thread ("AsyncIO Thread: <concurrency group>").

@@ -268,7 +268,9 @@ def _write_all(folder: OutputFolder, diag: Diagnosis, tasks_after: list[dict[str
         used: set[str] = set()
         files: dict[str, dict[str, str]] = {}
         for key, node_ev in diag.evidence.per_node.items():
-            node = diag.graph.nodes[key]
+            node = diag.graph.nodes.get(key)
+            if node is None:
+                continue  # evidence of a node an older analysis drew (a folder re-analysed by other code)
             for suffix, text in node_ev.logs.items():
                 name = log_name(node.kind, node.pid, node.node_id, suffix, used)
                 folder.text(name, text)

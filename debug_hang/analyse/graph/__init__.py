@@ -28,6 +28,7 @@ the build's order, computed from the declarations (builder.pass_order).
 | resources | pending and infeasible demands, placement groups, holders |
 | children | child processes, pools, pipes |
 | loops | a wait on a run_coroutine_threadsafe Future in a process where no thread runs an event loop |
+| kernel_objects | a blocking FIFO open to whoever could open the other end; a file lock retried in C (SQLite) to its holder |
 | lookups | polls for a named actor (ray.get_actor retried) to whoever could create it |
 | setters | an actor's event only a method of its class sets, to the processes whose code calls that method |
 | libraries | Ray Serve handles to their replicas, stuck replicas, Ray Data consumers to the stalled operator |
@@ -44,6 +45,7 @@ from debug_hang.analyse.graph import (  # noqa: F401 - imported for their declar
     exits,
     imports,
     inprocess,
+    kernel_objects,
     libraries,
     locks,
     lookups,

@@ -27,7 +27,7 @@ def edge_of(b: Builder, key: str) -> str:
 
 
 @graph_pass(after=("index_running_tasks", "detect_file_lock_waits", "attach_serve_callers", "detect_exit_joins",
-                   "detect_loop_not_running"))
+                   "detect_loop_not_running", "detect_kernel_object_waits"))
 def follow_edges(b: Builder) -> None:
     """Each process's wait followed as its catalog pattern's `edge` says (the handler declared
     with @follows for that edge; a test checks every catalog edge has one)."""

@@ -245,20 +245,20 @@ def _edges_file_locks_of(b: Builder, key: str, frame: Frame | None = None) -> No
         if not lock.get("waiting"):
             continue
         for holder in lock.get("holders") or []:
-            dst = b.by_pid.get(ProcessRef(node.node_id, holder.get("pid"))) or _lock_holder_node(b.g, node.node_id, holder)
+            dst = b.by_pid.get(ProcessRef(node.node_id, holder.get("pid"))) or lock_holder_node(b.g, node.node_id, holder)
             b.g.add_edge(key, dst, "file-lock-wait",
                          f"waits at {frame_text(frame)} for the {lock.get('type')} "
                          f"{lock.get('access')} lock on {_lock_path(lock)}, held by pid {holder.get('pid')} (/proc/locks)")
             b.file_lock_holders.setdefault(dst, []).append(_lock_path(lock))
 
 
-def _lock_holder_node(g: WaitGraph, node_id: str | None, holder: dict[str, Any]) -> str:
-    """A node for a lock holder that is not one of the job's dumped processes."""
+def lock_holder_node(g: WaitGraph, node_id: str | None, holder: dict[str, Any], holds: str = "a file lock") -> str:
+    """A node for a holder of a lock (or of what `holds` says) that is not one of the job's dumped processes."""
     key = f"proc:{node_id}:{holder.get('pid')}"
     if key not in g.nodes:
         g.nodes[key] = GNode(key=key, kind="process", name=str(holder.get("title") or f"pid {holder.get('pid')}")[:80],
                              state="unknown", pid=holder.get("pid"), node_id=node_id,
-                             evidence=["holds a file lock; not a process of this job that was dumped"])
+                             evidence=[f"holds {holds}; not a process of this job that was dumped"])
     return key
 
 
