@@ -1,10 +1,10 @@
 """Healthy: a Ray Data actor-pool UDF builds its model for minutes in __init__ while the consumer waits in iter_batches.
 
 Scenario: an embedding eval pipeline. `map_batches(Embedder, concurrency=1)`: Embedder's
-constructor builds a random-projection "model" — a few hundred orthogonalisations (numpy QR of
-300x300 matrices), 4-6 minutes on this loaded machine, silent, CPU-busy. Only then does it embed
-batches (fast). The driver waits in `iter_batches` for the first batch the whole time; Ray Data's
-progress shows 0 rows out and one actor starting.
+constructor builds a random-projection "model" — 12,000 orthogonalisations (numpy QR of 300x300
+matrices), 4-30 minutes on this shared machine depending on its load, silent, CPU-busy. Only then
+does it embed batches (fast). The driver waits in `iter_batches` for the first batch the whole
+time; Ray Data's progress shows 0 rows out and one actor starting.
 
 Mechanism (none: healthy): a slow actor-pool start-up, the UDF actor's constructor computing.
 Truth: no hang (the first batch comes when the model is built, then the job finishes in seconds).
@@ -19,7 +19,7 @@ import ray
 
 
 class Embedder:
-    def __init__(self, rounds: int = 2400):
+    def __init__(self, rounds: int = 12000):
         rng = np.random.default_rng(0)
         basis = np.eye(300)
         for i in range(rounds):
