@@ -29,7 +29,7 @@ class ShardMerger:
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="merge")
         self.workers = workers
 
-    def _write(self, q: "queue.Queue[tuple[int, str] | None]", out: str) -> int:
+    def _write(self, q: queue.Queue[tuple[int, str] | None], out: str) -> int:
         n = 0
         with open(out, "w") as fh:
             while True:
@@ -39,7 +39,7 @@ class ShardMerger:
                 fh.write(f"{rec[0]}\t{rec[1]}\n")
                 n += 1
 
-    def _decode(self, paths: list[str], q: "queue.Queue[tuple[int, str] | None]") -> int:
+    def _decode(self, paths: list[str], q: queue.Queue[tuple[int, str] | None]) -> int:
         n = 0
         for p in paths:
             with open(p) as fh:
