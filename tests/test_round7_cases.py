@@ -143,3 +143,51 @@ def _no_loop_timer(frames: Frames) -> None:
     for f in frames:
         if f.get("function") == "BaseEventLoop._run_once" and f.get("facts"):
             f["facts"]["timeout"] = "None"
+
+
+OCR = CAPTURES / "pool_children_exit_and_respawn"
+
+
+def test_children_that_exit_during_the_window_are_not_children_that_never_exit() -> None:
+    # GIVEN a multiprocessing.Pool whose initializer raises in every worker: the children the
+    # parent waits on are alive at the first reading and gone at the last, replaced by others
+    diag = reanalyse(OCR)
+    # THEN no child is named as a culprit that never exits; the parent is where to look
+    assert all(p != "child-process-hang" for p, _ in culprits(diag))
+    assert diag.verdict != "hang"
+    assert culprits(diag)[0][1] == ["OcrEval"]
+
+
+def test_children_alive_throughout_are_still_followed(tmp_path: Path) -> None:
+    # GIVEN the same capture with its children alive at both readings
+    out = capture_variant(tmp_path, OCR, lambda doc: None)
+    stacks = json.loads((out / "stacks.json").read_text())
+    for info in stacks["meta"]["info"]:
+        if info.get("child_of") is not None:
+            info["run_state"] = ["S", "S"]
+    (out / "stacks.json").write_text(json.dumps(stacks))
+    # THEN the parent's wait leads to them, as to children that do not exit
+    assert any(p == "child-process-hang" for p, _ in culprits(reanalyse(out)))
+
+
+BATCH = CAPTURES / "serve_partial_batch_waits_window_healthy"
+
+
+def test_a_partial_serve_batch_waits_out_its_window() -> None:
+    # GIVEN a @serve.batch(max_batch_size=32, batch_wait_timeout_s=90) replica admitting 5
+    # requests (Serve's own warning in its log), 4 in flight, none finished yet
+    diag = reanalyse(BATCH)
+    # THEN no false hang: the batch runs when its window ends
+    assert diag.verdict != "hang"
+    assert culprits(diag)[0][0] == "serve-requests-in-flight"
+
+
+def test_without_the_batch_warning_the_quiet_replica_is_stuck(tmp_path: Path) -> None:
+    # GIVEN the same capture with Serve's batching warning gone from every log read
+    def drop_warning(doc: dict[str, Any]) -> None:
+        for info in doc["meta"]["info"]:
+            for log in (info.get("progress") or {}).get("logs") or []:
+                for part in ("tail", "new"):
+                    log[part] = [x for x in log.get(part) or [] if "max_batch_size" not in str(x)]
+    diag = reanalyse(capture_variant(tmp_path, BATCH, drop_warning))
+    assert culprits(diag)[0][0] == "serve-replica-stuck"

@@ -41,11 +41,16 @@ _HELPER_CHILD = re.compile(r"multiprocessing\.(resource_tracker|forkserver)|from
 def _edges_children(b: Builder, key: str, proc: Process) -> None:
     """Edges to the child processes of `proc` (read on its node), each marked as the chain's end."""
     g = b.g
+    gone: list[int | None] = []
     for (node_id, pid), info in b.inp.info.items():
         if info.get("child_of") != proc.pid or node_id != proc.node_id:
             continue
         if _HELPER_CHILD.search(str(info.get("title") or "")):
             continue  # multiprocessing's own helpers (resource tracker, fork server) wait by design
+        run_state = info.get("run_state")
+        if isinstance(run_state, list) and len(run_state) > 1 and run_state[-1] is None:
+            gone.append(pid)  # it exited during the window: not a child that never exits
+            continue
         child_key = b.by_pid.get(ProcessRef(proc.node_id, pid))
         if child_key is None:
             child_key = f"proc:{proc.node_id}:{pid}"
@@ -73,6 +78,12 @@ def _edges_children(b: Builder, key: str, proc: Process) -> None:
             child.pattern = "child-process-hang"  # the chain ends in a child that does not exit
         g.add_edge(key, child_key, "child-process-wait", f"waits for child pid {pid}")
         _edge_pipe_back(b, key, child_key, info)
+    if gone:
+        g.nodes[key].evidence.append(
+            f"{len(gone)} child process(es) of it (pid {', '.join(str(p) for p in sorted(gone, key=str)[:6])}) were alive at the "
+            "first reading and gone at the last: children that exit, not children that never exit; a pool whose "
+            "workers die and are replaced (an initializer or a task that kills them) shows so, its traceback in this "
+            "process's log")
     _semlock_held_by_no_live_process(b, key)
 
 

@@ -267,7 +267,12 @@ def mark_serve_replicas(b: Builder) -> None:
         benign = node.pattern is None or (node.pattern in catalog() and catalog()[node.pattern].kind == "benign")
         if done or age is None or not benign or b.g.out(key):
             continue
-        if age >= max(QUIET_LOG_S, QUIET_FACTOR * slowest):
+        batch = _partial_batch(log, in_flight)
+        if batch:
+            node.pattern, node.state = "serve-requests-in-flight", "blocked"
+            node.evidence.append(f"no request finished for {age:.1f}s, but {batch}: a partial batch is held until its "
+                                 f"batch_wait_timeout_s ends, a wait with a timeout ({AWAIT_NOTE})")
+        elif age >= max(QUIET_LOG_S, QUIET_FACTOR * slowest):
             node.pattern, node.state = "serve-replica-stuck", "blocked"
             node.evidence.append(f"no request finished for {age:.1f}s, over {QUIET_FACTOR:.0f}x its slowest logged "
                                  f"request, and no thread of it runs the deployment's code: {AWAIT_NOTE}")
@@ -275,6 +280,23 @@ def mark_serve_replicas(b: Builder) -> None:
             node.pattern, node.state = "serve-requests-in-flight", "blocked"
             node.evidence.append(f"no request finished in the window, but its last one only {age:.1f}s ago: a slow request "
                                  f"may still finish ({AWAIT_NOTE})")
+
+
+# Ray Serve's own warning, logged by a replica whose @serve.batch can never fill a batch
+# (ray/serve/batching.py: _warn_if_max_batch_size_exceeds_max_ongoing_requests).
+_BATCH_WARNING = re.compile(r"`max_batch_size` \((\d+)\) \* `max_concurrent_batches` \((\d+)\) is larger than")
+
+
+def _partial_batch(log: dict[str, Any], in_flight: float | None) -> str:
+    """What shows the requests in flight held by a @serve.batch batcher waiting to fill a batch
+    ("" when nothing does): Serve's warning that max_batch_size exceeds what the replica admits,
+    with fewer requests in flight than max_batch_size."""
+    for line in [*(log.get("tail") or []), *(log.get("new") or [])]:
+        m = _BATCH_WARNING.search(str(line))
+        if m and in_flight is not None and in_flight < int(m.group(1)):
+            return (f"its @serve.batch batcher waits for max_batch_size {m.group(1)} requests, which it can never admit "
+                    f"(Serve's warning in its log), and {in_flight:.0f} are in flight")
+    return ""
 
 
 # ---------------------------------------------------------------- Ray Data
