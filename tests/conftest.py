@@ -44,15 +44,30 @@ def run_script(args: list[str], timeout_s: float = 180, env: dict[str, str] | No
                           env=env or localcluster.loopback_env())
 
 
-def capture_variant(tmp_path: Path, case: Path, edit: Callable[[dict[str, Any]], None]) -> Path:
-    """A copy of a recorded capture with its stacks.json edited (`edit(doc)`), the live diagnosis
-    dropped: the same real readings with one fact changed, to show the answer follows that fact."""
+def capture_variant(tmp_path: Path, case: Path, stacks: Callable[[dict[str, Any]], None] | None = None,
+                    snapshot: Callable[[dict[str, Any]], None] | None = None,
+                    tasks: Callable[[list[dict[str, Any]]], None] | None = None) -> Path:
+    """A copy of a recorded capture with its readings edited, the live diagnosis dropped: the same
+    real readings with one fact changed, to show the answer follows that fact. `stacks` edits
+    stacks.json, `snapshot` snapshot.json, `tasks` the task rows of both task readings (the
+    snapshot's and tasks_after.json)."""
     out = tmp_path / case.name
     shutil.copytree(case, out)
     (out / "diagnosis.json").unlink(missing_ok=True)
-    doc = json.loads((out / "stacks.json").read_text())
-    edit(doc)
-    (out / "stacks.json").write_text(json.dumps(doc))
+
+    def edit(name: str, change: Callable[[Any], None]) -> None:
+        doc = json.loads((out / name).read_text())
+        change(doc)
+        (out / name).write_text(json.dumps(doc))
+
+    if stacks is not None:
+        edit("stacks.json", stacks)
+    if snapshot is not None:
+        edit("snapshot.json", snapshot)
+    if tasks is not None:
+        edit("snapshot.json", lambda doc: tasks(doc["tasks"]))
+        if (out / "tasks_after.json").exists():
+            edit("tasks_after.json", lambda doc: tasks(doc["tasks"] if isinstance(doc, dict) else doc))
     return out
 
 

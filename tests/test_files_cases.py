@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, capture_variant
 
 from debug_hang.analyse.diagnosis import Diagnosis
 from debug_hang.analyse.patterns import catalog
@@ -42,24 +41,6 @@ LONG_TRANSACTION = CAPTURES / "sqlite_long_transaction_working_healthy"
 Doc = dict[str, Any]
 
 
-def edited(tmp_path: Path, case: Path, stacks: Callable[[Doc], None] | None = None,
-           tasks: Callable[[list[Doc]], None] | None = None) -> Path:
-    """A copy of a capture with its stacks.json and both task readings edited, the live diagnosis dropped."""
-    out = tmp_path / case.name
-    shutil.copytree(case, out)
-    (out / "diagnosis.json").unlink(missing_ok=True)
-    if stacks is not None:
-        doc = json.loads((out / "stacks.json").read_text())
-        stacks(doc)
-        (out / "stacks.json").write_text(json.dumps(doc))
-    if tasks is not None:
-        snap = json.loads((out / "snapshot.json").read_text())
-        tasks(snap["tasks"])
-        (out / "snapshot.json").write_text(json.dumps(snap))
-        after = json.loads((out / "tasks_after.json").read_text())
-        tasks(after["tasks"] if isinstance(after, dict) else after)
-        (out / "tasks_after.json").write_text(json.dumps(after))
-    return out
 
 
 def info_of(doc: Doc, actor_class: str) -> Doc:
@@ -121,7 +102,7 @@ def test_a_fifo_open_whose_only_writer_finished_names_the_writer_task() -> None:
 
 def test_without_the_kernel_reading_the_fifo_wait_is_unrecognised(tmp_path: Path) -> None:
     # GIVEN the same capture without the probe's FIFO reading (what the tool had before)
-    case = edited(tmp_path, FIFO, stacks=drop("FeatureSink", "fifo_opens"))
+    case = capture_variant(tmp_path, FIFO, stacks=drop("FeatureSink", "fifo_opens"))
     # THEN the open() line alone says nothing: inconclusive, the sink an unrecognised chain end
     diag = reanalyse(case)
     assert diag.verdict == "inconclusive"
@@ -143,7 +124,7 @@ def test_a_writer_still_running_on_the_node_is_no_hang(tmp_path: Path) -> None:
         sink = next(r for r in rows if r["name"] == "FeatureSink.drain")
         rows.append(dict(sink, name="FeatureWriter.write_rows", func_or_class_name="FeatureWriter.write_rows",
                          task_id=sink["task_id"][:-4] + "beef", actor_id="ff" * 8, worker_pid=999001, state="RUNNING"))
-    case = edited(tmp_path, FIFO, stacks=stacks, tasks=tasks)
+    case = capture_variant(tmp_path, FIFO, stacks=stacks, tasks=tasks)
     diag = reanalyse(case)
     # THEN nothing says the open never ends: no hang, and the finished task is nobody's culprit
     assert diag.verdict != "hang"
@@ -169,7 +150,7 @@ def test_with_no_call_ended_during_the_wait_the_openers_own_path_is_the_culprit(
         for row in rows:
             if row["name"] == "produce":
                 row.update(start_time_ms=drain["start_time_ms"] - 2000, end_time_ms=drain["start_time_ms"] - 1000)
-    diag = reanalyse(edited(tmp_path, FIFO, tasks=tasks))
+    diag = reanalyse(capture_variant(tmp_path, FIFO, tasks=tasks))
     # THEN the FIFO is still never opened, and the opener (the path it opens) is where to look
     assert diag.verdict == "hang"
     assert diag.causes[0].pattern == "fifo-never-opened"
@@ -180,7 +161,7 @@ def test_a_process_holding_the_fifo_open_for_writing_is_what_the_open_waits_for(
     # GIVEN the probe saw a process of the node with the FIFO open at the write end (a race with its open)
     def stacks(doc: Doc) -> None:
         info_of(doc, "FeatureSink")["fifo_opens"][0]["holders"] = [{"pid": 4242, "title": "cat", "ends": ["write"]}]
-    diag = reanalyse(edited(tmp_path, FIFO, stacks=stacks))
+    diag = reanalyse(capture_variant(tmp_path, FIFO, stacks=stacks))
     # THEN the edge goes to that process, and nobody is called a writer that never came
     assert all(c.pattern != "fifo-never-opened" for c in diag.causes)
     assert any(e.why == "fifo-open-wait" and diag.graph.nodes[e.dst].pid == 4242 for e in diag.graph.edges)
@@ -218,14 +199,14 @@ def test_a_live_holder_working_in_its_transaction_is_no_hang() -> None:
 
 
 def test_without_the_lock_reading_the_busy_handler_is_unrecognised(tmp_path: Path) -> None:
-    diag = reanalyse(edited(tmp_path, SQLITE, stacks=drop("MetricsReporter", "lock_polls")))
+    diag = reanalyse(capture_variant(tmp_path, SQLITE, stacks=drop("MetricsReporter", "lock_polls")))
     assert diag.verdict == "inconclusive"
     assert culprits(diag) == ["MetricsReporter"]
 
 
 def test_a_holder_that_works_is_no_hang(tmp_path: Path) -> None:
     # GIVEN TrialStore inside a call that computes (its stack moves, 95 % CPU) while it holds the lock
-    case = edited(tmp_path, SQLITE,
+    case = capture_variant(tmp_path, SQLITE,
                   stacks=lambda doc: busy_main_thread(doc, "TrialStore", "TrialStore.finish_trial", (36, 37),
                                                       'self.db.execute("UPDATE trials SET score = ? WHERE id = ?",'),
                   tasks=lambda rows: running_call(rows, "TrialStore.start_trial", "TrialStore.finish_trial"))
@@ -243,7 +224,7 @@ def test_a_retry_younger_than_the_default_busy_timeout_may_end_by_itself(tmp_pat
         for row in rows:
             if row["name"] == "MetricsReporter.report":
                 row["start_time_ms"] = taken * 1000.0 - 2000.0
-    diag = reanalyse(edited(tmp_path, SQLITE, tasks=tasks))
+    diag = reanalyse(capture_variant(tmp_path, SQLITE, tasks=tasks))
     # THEN no edge to the holder and no hang: the busy timeout may raise first
     assert diag.verdict == "inconclusive"
     reporter = next(n for n in diag.graph.nodes.values() if n.name == "MetricsReporter")
@@ -258,7 +239,7 @@ def test_a_sleep_written_in_python_is_no_lock_retry(tmp_path: Path) -> None:
             if proc.get("actor_class") == "MetricsReporter":
                 main = next(t for t in proc["threads"] if t.get("name") == "MainThread")
                 main["frames"][0]["code"] = "time.sleep(self.period_s)"
-    diag = reanalyse(edited(tmp_path, SQLITE, stacks=stacks))
+    diag = reanalyse(capture_variant(tmp_path, SQLITE, stacks=stacks))
     assert pattern_of(diag, "MetricsReporter") != "file-lock-poll"
     assert all(c.pattern != "db-transaction-held" for c in diag.causes)
 

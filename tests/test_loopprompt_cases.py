@@ -11,8 +11,6 @@ the parent waiting for it to exit).
 
 from __future__ import annotations
 
-import json
-import shutil
 import subprocess
 import sys
 import time
@@ -21,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, capture_variant
 
 from debug_hang.analyse.graph import children, loops
 from debug_hang.pipeline import reanalyse
@@ -38,15 +36,6 @@ STDIN_EOF = CAPTURES / "child_reads_stdin_parent_holds_open"
 Doc = dict[str, Any]
 
 
-def variant(tmp_path: Path, case: Path, edit: Callable[[Doc], None]) -> Path:
-    """A copy of a capture with its stacks.json edited (`edit(doc)`), the live diagnosis dropped."""
-    out = tmp_path / case.name
-    shutil.copytree(case, out)
-    (out / "diagnosis.json").unlink(missing_ok=True)
-    doc = json.loads((out / "stacks.json").read_text())
-    edit(doc)
-    (out / "stacks.json").write_text(json.dumps(doc))
-    return out
 
 
 def answer(case: Path) -> tuple[str, str | None, list[str]]:
@@ -119,14 +108,14 @@ def test_a_future_of_a_loop_no_thread_runs_is_a_loop_not_running() -> None:
 
 
 def test_with_the_loops_thread_running_and_stuck_in_a_sync_call_the_loop_is_blocked(tmp_path: Path) -> None:
-    verdict, pattern, culprits = answer(variant(tmp_path, LOOP, with_loop_thread(blocked=True)))
+    verdict, pattern, culprits = answer(capture_variant(tmp_path, LOOP, with_loop_thread(blocked=True)))
     assert (verdict, pattern) == ("hang", "async-loop-blocked")
     assert culprits == ["EmbeddingClient"]
 
 
 def test_with_the_loops_thread_running_and_idle_the_loop_is_not_called_not_running(tmp_path: Path) -> None:
     # An idle loop runs: its coroutine awaits something py-spy cannot show; never "not running"
-    _verdict, pattern, _culprits = answer(variant(tmp_path, LOOP, with_loop_thread(blocked=False)))
+    _verdict, pattern, _culprits = answer(capture_variant(tmp_path, LOOP, with_loop_thread(blocked=False)))
     assert pattern != "async-loop-not-running"
 
 
@@ -135,12 +124,12 @@ def test_a_thread_running_a_target_py_spy_cannot_show_may_run_the_loop(tmp_path:
     def edit(doc: Doc) -> None:
         for threads in _client_threads(doc):
             threads.append(_loop_thread([], 999002) | {"frames": _loop_thread([], 999002)["frames"][2:]})
-    _verdict, pattern, _culprits = answer(variant(tmp_path, LOOP, edit))
+    _verdict, pattern, _culprits = answer(capture_variant(tmp_path, LOOP, edit))
     assert pattern != "async-loop-not-running"
 
 
 def test_a_coroutine_submitted_to_the_waiters_own_loop_is_that_loop_blocked(tmp_path: Path) -> None:
-    verdict, pattern, _culprits = answer(variant(tmp_path, LOOP, submitted_to_running_loop))
+    verdict, pattern, _culprits = answer(capture_variant(tmp_path, LOOP, submitted_to_running_loop))
     assert (verdict, pattern) == ("hang", "async-loop-blocked")
 
 
@@ -182,14 +171,14 @@ def test_a_child_reading_stdin_while_its_parent_reads_its_output_waits_at_a_prom
 
 
 def test_a_child_blocked_writing_a_full_pipe_is_a_pipe_full_deadlock(tmp_path: Path) -> None:
-    verdict, pattern, culprits = answer(variant(tmp_path, PROMPT, child_writes_stderr_full))
+    verdict, pattern, culprits = answer(capture_variant(tmp_path, PROMPT, child_writes_stderr_full))
     assert (verdict, pattern) == ("hang", "pipe-full-deadlock")
     assert culprits[0] == "DatasetFetcher"
 
 
 def test_without_the_parents_read_the_stdin_wait_stays_the_end_of_file_deadlock(tmp_path: Path) -> None:
     # The prompt rests on the probe's reading of the parent asleep reading the child's output.
-    verdict, pattern, _culprits = answer(variant(tmp_path, PROMPT, parent_not_reading))
+    verdict, pattern, _culprits = answer(capture_variant(tmp_path, PROMPT, parent_not_reading))
     assert (verdict, pattern) == ("hang", "pipe-full-deadlock")
 
 

@@ -9,13 +9,12 @@ culprit (rank-never-launched); ranks still starting are no hang.
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, capture_variant
 
 from debug_hang.pipeline import reanalyse
 
@@ -27,18 +26,6 @@ RENDEZVOUS = CAPTURES / "rendezvous_for_a_rank_never_started"
 Doc = dict[str, Any]
 
 
-def variant(tmp_path: Path, case: Path, stacks: Callable[[Doc], None] | None = None,
-            snapshot: Callable[[Doc], None] | None = None) -> Path:
-    """A copy of a capture with its stacks.json and snapshot.json edited, the live diagnosis dropped."""
-    out = tmp_path / case.name
-    shutil.copytree(case, out)
-    (out / "diagnosis.json").unlink(missing_ok=True)
-    for name, edit in (("stacks.json", stacks), ("snapshot.json", snapshot)):
-        if edit is not None:
-            doc = json.loads((out / name).read_text())
-            edit(doc)
-            (out / name).write_text(json.dumps(doc))
-    return out
 
 
 def _driver_pid(case: Path) -> int:
@@ -90,7 +77,7 @@ def test_without_the_rule_the_same_capture_stays_inconclusive(monkeypatch: pytes
 
 def test_a_world_size_equal_to_the_ranks_present_is_not_a_rank_never_launched(tmp_path: Path) -> None:
     # GIVEN the same ranks stating world_size 2: every member exists (slow, or waiting elsewhere)
-    diag = reanalyse(variant(tmp_path, RENDEZVOUS, stacks=world_size(2)))
+    diag = reanalyse(capture_variant(tmp_path, RENDEZVOUS, stacks=world_size(2)))
     # THEN nothing is named missing, and no hang is claimed from the rendezvous alone
     assert all(c.pattern != "rank-never-launched" for c in diag.causes)
     assert diag.verdict != "hang"
@@ -100,14 +87,14 @@ def test_a_world_size_equal_to_the_ranks_present_is_not_a_rank_never_launched(tm
 def test_a_pending_actor_that_may_become_the_missing_rank_is_no_launch_failure(tmp_path: Path, cls: str) -> None:
     # GIVEN the same capture with one more actor of the job still waiting to be created (a rank of
     # the same class, or another actor that could start rank 2 once it runs)
-    diag = reanalyse(variant(tmp_path, RENDEZVOUS, snapshot=pending_actor(cls)))
+    diag = reanalyse(capture_variant(tmp_path, RENDEZVOUS, snapshot=pending_actor(cls)))
     # THEN the launch is not blamed: the ranks may still be starting
     assert all(c.pattern != "rank-never-launched" for c in diag.causes)
     assert not any(e.why == "rank-never-launched" for e in diag.graph.edges)
 
 
 def test_a_pending_actor_of_another_class_is_said_on_the_ranks(tmp_path: Path) -> None:
-    diag = reanalyse(variant(tmp_path, RENDEZVOUS, snapshot=pending_actor("Preprocessor")))
+    diag = reanalyse(capture_variant(tmp_path, RENDEZVOUS, snapshot=pending_actor("Preprocessor")))
     ranks = [n for n in diag.graph.nodes.values() if n.pattern == "rendezvous-wait"]
     assert ranks and all(any("rank(s) 2 may still be starting (actor Preprocessor PENDING_CREATION" in e
                              for e in n.evidence) for n in ranks)
@@ -121,7 +108,7 @@ def test_the_reading_needs_the_torch_frames_facts(tmp_path: Path) -> None:
             for thread in proc["threads"]:
                 for frame in thread["frames"]:
                     frame["facts"] = None
-    diag = reanalyse(variant(tmp_path, RENDEZVOUS, stacks=no_facts))
+    diag = reanalyse(capture_variant(tmp_path, RENDEZVOUS, stacks=no_facts))
     assert all(c.pattern != "rank-never-launched" for c in diag.causes) and diag.verdict != "hang"
 
 
@@ -187,7 +174,7 @@ def test_without_the_rule_the_ended_holder_is_not_named(monkeypatch: pytest.Monk
 def test_without_both_readings_no_holder_is_named(tmp_path: Path, edit: Callable[[Doc], None]) -> None:
     # GIVEN no pipe left without its writer, or no Process object beyond the live children's: nothing
     # shows that a child ended (a Process never started has no pipe; a pipe may be closed on purpose)
-    diag = reanalyse(variant(tmp_path, HOLDER_ENDED, stacks=edit))
+    diag = reanalyse(capture_variant(tmp_path, HOLDER_ENDED, stacks=edit))
     # THEN the waiters stay victims of an unseen holder: inconclusive, as before the reading
     assert diag.verdict == "inconclusive" and diag.causes[0].pattern == "lock-wait"
     assert not any(n.key.startswith("ended-child:") for n in diag.graph.nodes.values())
@@ -208,7 +195,7 @@ def test_a_child_reading_inside_the_lock_is_its_live_holder(tmp_path: Path) -> N
                 frames[0].update(function="Connection._recv", file=frames[0]["file"].replace("synchronize.py", "connection.py"),
                                  line=395, code="chunk = read(handle, remaining)")
                 frames[1].update(line=103, code="res = self._recv_bytes()")
-    diag = reanalyse(variant(tmp_path, HOLDER_ENDED, stacks=one_child_reads))
+    diag = reanalyse(capture_variant(tmp_path, HOLDER_ENDED, stacks=one_child_reads))
     assert not any(n.key.startswith("ended-child:") for n in diag.graph.nodes.values())
     assert all(c.pattern != "native-wait-holder-died" for c in diag.causes)
 
@@ -272,7 +259,7 @@ def test_the_same_job_without_its_starting_rank_blames_the_launch(tmp_path: Path
         doc["processes"] = [p for p in doc["processes"] if p["pid"] != late["pid"]]
         doc["meta"]["info"] = [i for i in doc["meta"]["info"] if i["pid"] != late["pid"]]
 
-    out = variant(tmp_path, STILL_STARTING, stacks=drop_process, snapshot=drop_rows)
+    out = capture_variant(tmp_path, STILL_STARTING, stacks=drop_process, snapshot=drop_rows)
     after = json.loads((out / "tasks_after.json").read_text())
     (out / "tasks_after.json").write_text(json.dumps([t for t in after if t.get("actor_id") != late["actor_id"]]))
     diag = reanalyse(out)

@@ -10,14 +10,12 @@ one operation, not in different collectives.
 
 from __future__ import annotations
 
-import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, capture_variant
 
 from debug_hang.pipeline import reanalyse
 
@@ -30,15 +28,6 @@ FLUSHER = CAPTURES / "timed_queue_get_flusher_healthy"
 Edit = Callable[[list[dict[str, Any]]], None]
 
 
-def variant(tmp_path: Path, case: Path, edit: Callable[[dict[str, Any]], None]) -> Path:
-    """A copy of a capture with its stacks.json edited (`edit(doc)`), the live diagnosis dropped."""
-    out = tmp_path / case.name
-    shutil.copytree(case, out)
-    (out / "diagnosis.json").unlink(missing_ok=True)
-    doc = json.loads((out / "stacks.json").read_text())
-    edit(doc)
-    (out / "stacks.json").write_text(json.dumps(doc))
-    return out
 
 
 def actor_main_threads(edit: Edit) -> Callable[[dict[str, Any]], None]:
@@ -67,7 +56,7 @@ def test_an_event_wait_with_a_timeout_is_not_a_hang_and_without_one_it_is(tmp_pa
     # GIVEN an actor whose only job thread ticks in `stop_event.wait(timeout=period_s)` (healthy)
     assert verdict_and_pattern(TICKER) == ("inconclusive", "event-wait")
     # WHEN the same wait has no timeout, nothing of this process can set the event: a hang
-    edited = variant(tmp_path, TICKER, actor_main_threads(lambda f: untimed(f, 327, "if self.stop_event.wait():",
+    edited = capture_variant(tmp_path, TICKER, actor_main_threads(lambda f: untimed(f, 327, "if self.stop_event.wait():",
                                                           (629, "signaled = self._cond.wait(timeout)"))))
     assert verdict_and_pattern(edited) == ("hang", "event-never-set")
 
@@ -75,7 +64,7 @@ def test_an_event_wait_with_a_timeout_is_not_a_hang_and_without_one_it_is(tmp_pa
 def test_a_queue_get_with_a_timeout_is_not_a_producer_gone_and_without_one_it_is(tmp_path: Path) -> None:
     # GIVEN a shipper whose only job thread waits in `events.get(timeout=period_s)` and flushes on each timeout
     assert verdict_and_pattern(FLUSHER) == ("inconclusive", "queue-get-wait")
-    edited = variant(tmp_path, FLUSHER, actor_main_threads(lambda f: untimed(f, 327, "self.batch.append(self.events.get())",
+    edited = capture_variant(tmp_path, FLUSHER, actor_main_threads(lambda f: untimed(f, 327, "self.batch.append(self.events.get())",
                                                            (171, "self.not_empty.wait()"))))
     assert verdict_and_pattern(edited) == ("hang", "producer-gone")
 
@@ -85,13 +74,13 @@ def test_the_timeout_is_read_from_the_job_line_when_the_library_source_is_not_sh
     # frames): the job line's `timeout=` alone says that the wait returns by itself
     def no_library_source(frames: list[dict[str, Any]]) -> None:
         frames[0]["code"] = frames[1]["code"] = None
-    assert verdict_and_pattern(variant(tmp_path, TICKER, actor_main_threads(no_library_source))) == ("inconclusive", "event-wait")
+    assert verdict_and_pattern(capture_variant(tmp_path, TICKER, actor_main_threads(no_library_source))) == ("inconclusive", "event-wait")
 
     # and without it on the job line, nothing shows a timeout: the wait is read as never set
     def nor_a_timeout(frames: list[dict[str, Any]]) -> None:
         no_library_source(frames)
         frames[2]["code"] = "if self.stop_event.wait():"
-    assert verdict_and_pattern(variant(tmp_path / "untimed", TICKER, actor_main_threads(nor_a_timeout))) == ("hang", "event-never-set")
+    assert verdict_and_pattern(capture_variant(tmp_path / "untimed", TICKER, actor_main_threads(nor_a_timeout))) == ("hang", "event-never-set")
 
 
 # ------------------------------------------------ a multiprocessing lock no live process holds
@@ -121,7 +110,7 @@ def test_a_child_reading_inside_the_lock_is_its_live_holder_and_the_rule_does_no
                 frames[0].update(function="Connection._recv", file=frames[0]["file"].replace("synchronize.py", "connection.py"),
                                  line=395, code="chunk = read(handle, remaining)")
                 frames[1].update(line=103, code="res = self._recv_bytes()")
-    out = variant(tmp_path, KILLED_READER, one_child_reads)
+    out = capture_variant(tmp_path, KILLED_READER, one_child_reads)
     diag = reanalyse(out)
     assert not any(NO_LIVE_HOLDER in e for n in diag.graph.nodes.values() for e in n.evidence)
 
@@ -152,6 +141,6 @@ def test_a_rank_in_a_collective_while_its_peer_is_in_the_rendezvous_is_still_com
                     torch = [i for i, f in enumerate(frames) if "torch/distributed/distributed_c10d" in f["file"]
                              or "torch/distributed/rendezvous" in f["file"]]
                     frames[:torch[-1] + 1] = [dict(frames[torch[-1]], function="all_reduce", line=2806, code="work.wait()")]
-    out = variant(tmp_path, RENDEZVOUS, one_rank_in_all_reduce)
+    out = capture_variant(tmp_path, RENDEZVOUS, one_rank_in_all_reduce)
     diag = reanalyse(out)
     assert any(n.pattern == "collective-mismatch" for n in diag.graph.nodes.values())

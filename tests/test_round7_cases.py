@@ -121,20 +121,18 @@ def test_async_slots_that_turn_over_are_not_stuck() -> None:
 def test_async_slots_held_for_good_are_still_event_setter_queued(tmp_path: Path) -> None:
     # GIVEN the same capture with no call ended while the four awaited (the finished one ended
     # before they started) and no timer on the actor's event loop
-    out = capture_variant(tmp_path, QUOTA, frames_of("LabelingClient", _no_loop_timer))
-    stacks = json.loads((out / "stacks.json").read_text())
-    for info in stacks["meta"]["info"]:
-        info.pop("loop_syscalls", None)
-    (out / "stacks.json").write_text(json.dumps(stacks))
-    for name in ("snapshot.json", "tasks_after.json"):
-        doc = json.loads((out / name).read_text())
-        tasks = doc["tasks"] if isinstance(doc, dict) else doc
-        starts = [t["start_time_ms"] for t in tasks if t.get("name") == "LabelingClient.label" and t.get("state") == "RUNNING"]
-        for t in tasks:
-            if t.get("name") == "LabelingClient.label" and t.get("state") == "FINISHED":
-                t["start_time_ms"], t["end_time_ms"] = min(starts) - 2000, min(starts) - 1000
-        (out / name).write_text(json.dumps(doc))
-    diag = reanalyse(out)
+    def no_timer(doc: dict[str, Any]) -> None:
+        frames_of("LabelingClient", _no_loop_timer)(doc)
+        for info in doc["meta"]["info"]:
+            info.pop("loop_syscalls", None)
+
+    def ended_before(tasks: list[dict[str, Any]]) -> None:
+        label = [t for t in tasks if t.get("name") == "LabelingClient.label"]
+        first = min(t["start_time_ms"] for t in label if t.get("state") == "RUNNING")
+        for t in label:
+            if t.get("state") == "FINISHED":
+                t["start_time_ms"], t["end_time_ms"] = first - 2000, first - 1000
+    diag = reanalyse(capture_variant(tmp_path, QUOTA, stacks=no_timer, tasks=ended_before))
     # THEN every slot is held by a call awaiting what only a queued call could do
     assert culprits(diag)[0] == ("event-setter-queued", ["LabelingClient"])
 

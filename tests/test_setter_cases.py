@@ -11,15 +11,13 @@ shard that waits on `Gate.wait`, and the driver calls `gate.open.remote()` on th
 
 from __future__ import annotations
 
-import json
-import shutil
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, capture_variant
 
 from debug_hang.pipeline import reanalyse
 from debug_hang.probe.setters import calls_after, setters_of
@@ -29,15 +27,6 @@ pytestmark = pytest.mark.unit
 GATHER = ROOT / "tests" / "data" / "captures" / "event_setter_called_after_wait"
 
 
-def variant(tmp_path: Path, case: Path, edit: Callable[[dict[str, Any]], None]) -> Path:
-    """A copy of a capture with its stacks.json edited (`edit(doc)`), the live diagnosis dropped."""
-    out = tmp_path / case.name
-    shutil.copytree(case, out)
-    (out / "diagnosis.json").unlink(missing_ok=True)
-    doc = json.loads((out / "stacks.json").read_text())
-    edit(doc)
-    (out / "stacks.json").write_text(json.dumps(doc))
-    return out
 
 
 def driver_frames(edit: Callable[[list[dict[str, Any]]], None]) -> Callable[[dict[str, Any]], None]:
@@ -64,7 +53,7 @@ def test_the_caller_that_opens_the_gate_after_its_wait_is_the_culprit() -> None:
 
 def test_a_setter_call_in_no_waiters_code_leaves_the_gate_the_culprit(tmp_path: Path) -> None:
     # WHEN the driver's code shows no call of Gate.open after its wait (the call is elsewhere, or never made)
-    edited = variant(tmp_path, GATHER, driver_frames(lambda frames: [f.pop("calls_after", None) for f in frames]))
+    edited = capture_variant(tmp_path, GATHER, driver_frames(lambda frames: [f.pop("calls_after", None) for f in frames]))
     diag = reanalyse(edited)
     # THEN the driver is no culprit: the Gate's event is set by nothing seen, and the report says who sets it
     cause = diag.causes[0]
@@ -79,7 +68,7 @@ def test_a_call_of_another_method_is_no_setter_call(tmp_path: Path) -> None:
         for f in frames:
             if f.get("calls_after"):
                 f["calls_after"] = [item.replace("open:", "close:") for item in f["calls_after"]]
-    diag = reanalyse(variant(tmp_path, GATHER, driver_frames(rename)))
+    diag = reanalyse(capture_variant(tmp_path, GATHER, driver_frames(rename)))
     assert (diag.causes[0].pattern, [c.class_name for c in diag.causes[0].culprits]) == ("event-never-set", ["Gate"])
 
 
