@@ -189,3 +189,19 @@ def test_without_the_batch_warning_the_quiet_replica_is_stuck(tmp_path: Path) ->
                     log[part] = [x for x in log.get(part) or [] if "max_batch_size" not in str(x)]
     diag = reanalyse(capture_variant(tmp_path, BATCH, drop_warning))
     assert culprits(diag)[0][0] == "serve-replica-stuck"
+
+
+def test_the_endless_loop_one_call_deeper_holds_the_actor_too(tmp_path: Path) -> None:
+    # GIVEN the same capture with the loop moved into a helper the method calls
+    # (`flush_forever` runs `self._flush_rounds()`, whose `while True:` has no exit)
+    def deeper(frames: Frames) -> None:
+        at = next((i for i, f in enumerate(frames) if f.get("function", "").endswith("flush_forever")), None)
+        if at is None:
+            return
+        inner = dict(frames[at], function="MetricsLogger._flush_rounds")
+        frames[at] = dict(frames[at], line=30, code="self._flush_rounds()",
+                          context=["29:     def flush_forever(self) -> None:", "30:         self._flush_rounds()",
+                                   "31: "])
+        frames.insert(at, inner)
+    diag = reanalyse(capture_variant(tmp_path, ENDLESS, frames_of("MetricsLogger", deeper)))
+    assert culprits(diag)[0] == ("endless-call-holds-actor", ["MetricsLogger"])

@@ -15,6 +15,8 @@ Async actors are left to their own rules (an awaiting coroutine shows in no thre
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from debug_hang.analyse.graph.builder import Builder, graph_pass
 from debug_hang.analyse.graph.inprocess import is_event_loop
 from debug_hang.analyse.graph.model import QUEUED_STATES
@@ -22,6 +24,9 @@ from debug_hang.analyse.graph.raycalls import runs_actor_call
 from debug_hang.analyse.patterns import is_library
 from debug_hang.model import Frame, Process, Thread
 from debug_hang.rows import TaskRow
+
+if TYPE_CHECKING:
+    from debug_hang.analyse.busy import LoopShape
 
 
 def method_frame(thread: Thread, task: TaskRow) -> Frame | None:
@@ -33,19 +38,31 @@ def method_frame(thread: Thread, task: TaskRow) -> Frame | None:
     return None
 
 
-def _endless_in_every_sample(samples: list[Process], thread: Thread, task: TaskRow) -> tuple[Frame, str] | None:
-    """The method frame and its loop's header when the thread is inside that exitless loop in
-    every sample (the same function, a line within the same loop)."""
+def _endless_frame(thread: Thread, task: TaskRow) -> tuple[Frame, LoopShape] | None:
+    """The outermost job frame of `task`'s method, or of a function it calls, inside a loop with
+    no exit: that frame never returns, so neither does the method."""
     from debug_hang.analyse.busy import exitless_loop  # busy reads the graph's types: imported here
 
+    if method_frame(thread, task) is None:
+        return None
+    for frame in reversed(thread.frames):
+        loop = exitless_loop(frame) if not frame.native and not is_library(frame) else None
+        if loop is not None:
+            return frame, loop
+    return None
+
+
+def _endless_in_every_sample(samples: list[Process], thread: Thread, task: TaskRow) -> tuple[Frame, str] | None:
+    """The frame and its loop's header when the thread is inside that exitless loop in every
+    sample (the same function, a line within the same loop)."""
     tid = thread.os_thread_id or thread.thread_id
     first: tuple[Frame, str, int, int] | None = None
     for sample in samples:
         then = next((t for t in sample.threads if (t.os_thread_id or t.thread_id) == tid), None)
-        frame = method_frame(then, task) if then is not None else None
-        loop = exitless_loop(frame) if frame is not None else None
-        if frame is None or loop is None:
+        found = _endless_frame(then, task) if then is not None else None
+        if found is None:
             return None
+        frame, loop = found
         if first is None:
             first = (frame, loop.text, loop.header, loop.end)
         elif frame.function != first[0].function or not first[2] <= (frame.line or 0) < first[3]:
@@ -61,6 +78,9 @@ def mark_endless_calls(b: Builder) -> None:
         running = b.running.get(key, [])
         if verdict is None or node.kind != "actor" or not running or not b.g.into(key):
             continue
+        queued = [t for t in b.tasks if t.actor_id == node.actor_id and t.state in QUEUED_STATES]
+        if not queued:
+            continue  # a wait on the endless call alone may be meant to last (a driver serving until killed)
         if any(is_event_loop(t) for t in verdict.process.threads):
             continue
         callers = [t for t in verdict.process.threads if runs_actor_call(t)]
@@ -74,9 +94,6 @@ def mark_endless_calls(b: Builder) -> None:
             held.append((task, *found))  # type: ignore[arg-type]
         if not held or len(held) != len(callers):
             continue
-        queued = [t for t in b.tasks if t.actor_id == node.actor_id and t.state in QUEUED_STATES]
-        if not queued:
-            continue  # a wait on the endless call alone may be meant to last (a driver serving until killed)
         node.pattern = "endless-call-holds-actor"
         for task, frame, header in held:
             node.evidence.append(
