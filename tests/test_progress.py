@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, capture_variant
 
 from debug_hang.analyse.crashloop import death_reason, find_crash_loops
 from debug_hang.analyse.progress import ProcessProgress, load_rules, log_readings, loop_moved, rules
@@ -155,6 +155,21 @@ def test_crash_loop_capture_names_the_actor_and_quotes_its_death() -> None:
     assert "still starting" not in diag.summary
     assert "Bus error" in diag.summary and "restarted" in diag.summary
     assert top.evidence[0].startswith("death reason: ")
+
+
+def test_a_crash_loop_no_sample_caught_alive_is_still_the_culprit(tmp_path: Path) -> None:
+    # GIVEN the same capture, but the actor's process died before either sample (listed ALIVE,
+    # gone when py-spy came: the CI run of 2026-12-02 caught it so)
+    def drop_actor(doc: dict[str, Any]) -> None:
+        pid = next(p["pid"] for p in doc["processes"] if p["role"] == "actor")
+        doc["processes"] = [p for p in doc["processes"] if p["pid"] != pid]
+        doc["meta"]["errors"] = [{**e, "sample": 0} for e in doc["meta"]["errors"] if e["pid"] == pid]
+
+    diag = reanalyse(capture_variant(tmp_path, case("crash_loop_actor"), stacks=drop_actor))
+    # THEN the driver's ray.get still leads to the restarting actor, named with its deaths
+    assert diag.verdict == "hang", diag.summary
+    assert diag.causes[0].pattern == "crash-loop"
+    assert diag.causes[0].culprits[0].class_name == "ShardReader"
 
 
 def test_the_death_reason_is_found_in_a_dead_workers_log() -> None:

@@ -174,10 +174,25 @@ def mark_crash_loops(b: Builder) -> None:
     A task's loop node is made here and enters the graph when a waiter follows it (node_for_task)."""
     b.g.crash_loops = find_crash_loops(list(b.actors.values()), b.tasks)
     for loop in b.g.crash_loops.values():
+        if loop.kind == "actor" and loop.id not in b.actor_node and loop.id in b.actors:
+            _add_undumped_actor(b, b.actors[loop.id])
         if loop.kind == "actor" and loop.id in b.actor_node:
             mark_crash_loop(b.g.nodes[b.actor_node[loop.id]], loop)
         elif loop.kind == "task":
             b.task_loops[loop.id] = _task_loop_node(b, loop)
+
+
+def _add_undumped_actor(b: Builder, actor: ActorRow) -> None:
+    """A node for an actor listed ALIVE whose process no sample caught: one that dies on every
+    call is gone (restarting) as often as it is there, and its waiters still wait on it."""
+    node = GNode(key=f"actor:{actor.actor_id}", kind="actor", name=str(actor.class_name), state="restarting",
+                 actor_id=actor.actor_id, class_name=actor.class_name, actor_name=actor.name,
+                 node_id=actor.node_id, pid=actor.pid)
+    node.rank = _rank_of(None, actor)
+    node.evidence.append(f"actor {actor.state} when listed (pid {actor.pid}), but no stack sample caught its "
+                         "process: it exited in between")
+    b.g.nodes[node.key] = node
+    b.actor_node[actor.actor_id] = node.key
 
 
 def _task_loop_node(b: Builder, loop: CrashLoop) -> GNode:
