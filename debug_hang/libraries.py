@@ -68,6 +68,8 @@ class Deployment:
     message: str
     max_ongoing_requests: int | None
     replicas: tuple[Replica, ...]
+    target_num_replicas: int | None = None
+    max_replicas: int | None = None  # the most it may have (autoscaler bound or fixed num_replicas); None: not read
 
     @property
     def label(self) -> str:
@@ -130,7 +132,9 @@ def deployments_of(raw: dict[str, Any] | None) -> list[Deployment]:
                 for r in dep.get("replicas") or [] if isinstance(r, dict))
             out.append(Deployment(app=str(app_name), name=str(dep_name), status=_str(dep.get("status")),
                                   message=_str(dep.get("message"))[:300],
-                                  max_ongoing_requests=_int(dep.get("max_ongoing_requests")), replicas=replicas))
+                                  max_ongoing_requests=_int(dep.get("max_ongoing_requests")), replicas=replicas,
+                                  target_num_replicas=_int(dep.get("target_num_replicas")),
+                                  max_replicas=_int(dep.get("max_replicas"))))
     return out
 
 

@@ -67,12 +67,21 @@ def serve_compact(body: dict[str, Any], read_at: float) -> dict[str, Any]:
                                                            "worker_id", "state", "log_file_path", "start_time_s")})
             deps[str(dep_name)] = {"status": dep.get("status"), "message": str(dep.get("message") or "")[:MAX_TEXT],
                                    "max_ongoing_requests": (config or {}).get("max_ongoing_requests"),
-                                   "target_num_replicas": dep.get("target_num_replicas"), "replicas": replicas}
+                                   "target_num_replicas": dep.get("target_num_replicas"),
+                                   "max_replicas": _max_replicas(config or {}), "replicas": replicas}
         apps[str(app_name)] = {"status": app.get("status"), "message": str(app.get("message") or "")[:MAX_TEXT],
                                "deployments": deps}
     controller = body.get("controller_info") if isinstance(body.get("controller_info"), dict) else {}
     return {"read_at": read_at, "applications": apps,
             "controller": {k: (controller or {}).get(k) for k in ("actor_id", "node_id", "log_file_path")}}
+
+
+def _max_replicas(config: dict[str, Any]) -> int | None:
+    """The most replicas the deployment may have: its autoscaler's max_replicas, else its fixed
+    num_replicas (None when the config says neither)."""
+    scaling = config.get("autoscaling_config")
+    value = scaling.get("max_replicas") if isinstance(scaling, dict) else config.get("num_replicas")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def data_reading(client: DashboardClient, job_id: str, actors: list[dict[str, Any]],

@@ -40,6 +40,7 @@ from debug_hang.probe.pyspy import (
     read_title,
     validate_pid,
 )
+from debug_hang.probe.serve_batch import batch_windows
 from debug_hang.probe.socket_peers import socket_peers
 from debug_hang.probe.source_lines import add_source_lines
 from debug_hang.redact import SECRET_NAME, Redactor
@@ -256,6 +257,7 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     add_kernel_object_waits(info, rounds.processes, redactor)
     add_socket_peers(info, all_pids, errors)
     add_widowed_pipes(info, rounds.processes)
+    add_batch_windows(info, all_pids)
 
     out: dict[str, Any] = {
         "node_id": node_id,
@@ -451,6 +453,21 @@ def add_socket_peers(info: dict[int, dict[str, Any]], pids: list[int], errors: l
             info[pid]["socket_peers"] = peers
     except Exception as exc:  # noqa: BLE001 - a /proc oddity costs this fact, never the probe
         errors.append({"pid": None, "kind": SOCKET_PEERS_FAILED, "sample": 0, "error": f"socket peers not read: {exc}"})
+
+
+def add_batch_windows(info: dict[int, dict[str, Any]], pids: list[int]) -> None:
+    """Per Serve replica, the @serve.batch windows its deployment code declares (`batch_windows`,
+    probe/serve_batch.py): a batch waits up to batch_wait_timeout_s for max_batch_size requests."""
+    for pid in pids:
+        if not str(info[pid].get("title") or "").startswith("ray::ServeReplica:"):
+            continue
+        try:
+            found = batch_windows(pid)
+        except Exception as exc:  # noqa: BLE001 - an unreadable working dir costs this fact, never the probe
+            info[pid]["batch_windows_error"] = f"batch windows not read: {type(exc).__name__}"
+            continue
+        if found:
+            info[pid]["batch_windows"] = found
 
 
 def add_kernel_waits(info: dict[int, dict[str, Any]], pids: list[int], errors: list[dict[str, Any]]) -> None:

@@ -234,6 +234,53 @@ def edges_replica_calls(b: Builder) -> None:
             node.pattern, node.state = "ray-get-wait", "blocked"
 
 
+def serve_deployment_self_wait(b: Builder) -> None:
+    """A deployment whose every request slot waits on requests queued behind it at itself
+    (executor-self-wait; run by pools.detect_pool_self_wait, the pattern's decider): each replica
+    holds max_ongoing_requests requests, none of them one of its own sub-requests, while
+    sub-requests it sent to its own deployment wait at the handle for a free slot, it made no Ray
+    call that is unfinished, the deployment cannot add a replica, and no request finished for longer
+    than any it logged. A queued request starts only when a slot frees; none frees until its
+    sub-requests run."""
+    state = b.inp.libraries
+    calling = {actor_of_task(t.parent_task_id) for t in b.inp.tasks if not t.done}
+    for dep in state.deployments:
+        running = [r for r in dep.replicas if r.state == "RUNNING"]
+        limit, most = dep.max_ongoing_requests, dep.max_replicas
+        if not running or limit is None or most is None or len(running) < most:
+            continue  # no slot count, or the autoscaler may start a replica the queued requests can take
+        found: list[tuple[str, float, float]] = []
+        for replica in running:
+            key = b.actor_node.get(replica.actor_id or "")
+            in_flight = state.in_flight_at(replica)
+            if key is None or in_flight is None or in_flight < limit or replica.actor_id in calling:
+                break  # not dumped, a free slot, or its requests await Ray calls (followed as such)
+            ongoing, queued = caller_requests(b, key).get((dep.app, dep.name), (0.0, 0.0))
+            log = request_log(b, key, replica)
+            if ongoing > 0 or queued <= 0 or log is None or not _quiet(log):
+                break  # a slot runs one of its sub-requests (it can finish), or nothing waits for a slot
+            found.append((key, in_flight, queued))
+        else:
+            for key, in_flight, queued in found:
+                node = b.g.nodes[key]
+                node.pattern, node.state = "executor-self-wait", "blocked"
+                node.evidence.append(
+                    f"every request slot of Serve deployment {dep.label} is taken ({len(running)} replica(s) x "
+                    f"max_ongoing_requests {limit}; this one holds {in_flight:.0f}), none by a request of its own, while "
+                    f"{queued:.0f} request(s) this replica sent to {dep.label} itself wait at the handle for a free slot "
+                    f"(Serve metrics) and the deployment may not add a replica (at most {most}): a queued request starts "
+                    "only when a slot frees, and no slot frees before its sub-requests run")
+
+
+def _quiet(log: dict[str, Any]) -> bool:
+    """No request finished in the window, and the request log has been quiet far longer than the
+    slowest request it logged."""
+    age = log.get("age_s")
+    lines = [str(x) for x in [*(log.get("tail") or []), *(log.get("new") or [])] if ACCESS_LINE.search(str(x))]
+    return (not finished_requests(log) and isinstance(age, (int, float))
+            and age >= max(QUIET_LOG_S, QUIET_FACTOR * slowest_request_s(lines)))
+
+
 @graph_pass(after=("edges_replica_calls",), decides=("serve-replica-stuck", "serve-requests-in-flight"))
 def mark_serve_replicas(b: Builder) -> None:
     """A replica this job waits on whose stack shows no job-code wait (its request coroutines
@@ -267,7 +314,7 @@ def mark_serve_replicas(b: Builder) -> None:
         benign = node.pattern is None or (node.pattern in catalog() and catalog()[node.pattern].kind == "benign")
         if done or age is None or not benign or b.g.out(key):
             continue
-        batch = _partial_batch(log, in_flight)
+        batch = _partial_batch(log, in_flight) or _declared_window(b.inp.info.get(node.ref, {}), replica, in_flight, age)
         if batch:
             node.pattern, node.state = "serve-requests-in-flight", "blocked"
             node.evidence.append(f"no request finished for {age:.1f}s, but {batch}: a partial batch is held until its "
@@ -297,6 +344,28 @@ def _partial_batch(log: dict[str, Any], in_flight: float | None) -> str:
             return (f"its @serve.batch batcher waits for max_batch_size {m.group(1)} requests, which it can never admit "
                     f"(Serve's warning in its log), and {in_flight:.0f} are in flight")
     return ""
+
+
+def _declared_window(info: dict[str, Any], replica: Replica, in_flight: float | None, quiet_s: float) -> str:
+    """What shows a partial batch waiting out its window, from the deployment's own code
+    (`batch_windows`, probe/serve_batch.py) ("" when nothing does): a @serve.batch method of the
+    deployment's class, fewer requests in flight than its max_batch_size, and the request log
+    quiet for less than its batch_wait_timeout_s (with slack: requests may have arrived after the
+    last one logged)."""
+    windows = [w for w in info.get("batch_windows") or [] if isinstance(w, dict)]
+    mine = [w for w in windows if w.get("class") == replica.deployment] or (windows if len(windows) == 1 else [])
+    for w in mine:
+        size, timeout = w.get("max_batch_size"), w.get("batch_wait_timeout_s")
+        if not isinstance(size, (int, float)) or not isinstance(timeout, (int, float)) or in_flight is None:
+            continue
+        if in_flight < size * float(w.get("max_concurrent_batches") or 1) and quiet_s < WINDOW_SLACK * timeout + QUIET_LOG_S:
+            return (f"its {w.get('class')}.{w.get('function')} is a @serve.batch(max_batch_size={size:g}, "
+                    f"batch_wait_timeout_s={timeout:g}) ({w.get('file')}:{w.get('line')}), {in_flight:.0f} request(s) in "
+                    f"flight, fewer than a batch, and its log quiet for {quiet_s:.1f}s, inside that window")
+    return ""
+
+
+WINDOW_SLACK = 1.5  # a window's requests may have come in after the last request logged
 
 
 # ---------------------------------------------------------------- Ray Data

@@ -15,6 +15,7 @@ from debug_hang.analyse.graph.inprocess import (
     pool_running,
     runs,
 )
+from debug_hang.analyse.graph.libraries import serve_deployment_self_wait
 from debug_hang.analyse.graph.model import QUEUED_STATES
 from debug_hang.analyse.graph.threads import frame_text, waits_with_timeout
 from debug_hang.analyse.patterns import is_library
@@ -50,6 +51,8 @@ def detect_pool_self_wait(b: Builder) -> None:
         if not full:
             continue
         _mark(b, key, graph, found.start, full, found.dormant)
+    # A Serve deployment is a pool too: its slots are its replicas' max_ongoing_requests.
+    serve_deployment_self_wait(b)
 
 
 def _mark(b: Builder, key: str, graph: ThreadGraph, start: Thread, full: list[tuple[str, list[Thread]]],
