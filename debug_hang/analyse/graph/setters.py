@@ -168,9 +168,9 @@ def follow_async_setters(b: Builder, key: str, verdict: ProcessVerdict, doing: s
     waiting = _waiting_on(b, key)
     callers: dict[str, tuple[Frame, int, str]] = {}
     for k, calls in _later_calls(b).items():
-        method = next((m for m in sorted(methods) if m in calls), None)
-        if method is not None and k != key and k in waiting:
-            callers[k] = (*calls[method], method)
+        setter = next((m for m in sorted(methods) if m in calls), None)
+        if setter is not None and k != key and k in waiting:
+            callers[k] = (*calls[setter], setter)
     if not callers:
         return False
     short = str(facts.get("file", "")).rsplit("/", 1)[-1]
