@@ -152,6 +152,10 @@ class Process:
     # What a TORCH_DISTRIBUTED_DEBUG=DETAIL mismatch message says this rank was running, read
     # from the message, not a stack: {"op", "sequence", "shapes", "dtypes", "reported_by", ...}.
     collective: dict[str, Any] | None = None
+    # What the running method of an actor with no job frame (an async call suspended in `await`)
+    # awaits, read from its class's source on the node (probe/setters.py `awaited_in`):
+    # {"method", "file", "line", "awaits": ["self.X"], "setters": ["Cls.m:line"]}.
+    awaiting: dict[str, Any] | None = None
 
     @property
     def title_parts(self) -> tuple[str | None, str | None]:

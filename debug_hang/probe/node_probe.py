@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from debug_hang.model import process_to_dict
+from debug_hang.model import Process, process_to_dict
 from debug_hang.probe import progress, schedstat
 from debug_hang.probe.commands import pid_namespace, run_command
 from debug_hang.probe.file_locks import locks_of, read_locks, thread_syscall, thread_wchans
@@ -42,7 +42,7 @@ from debug_hang.probe.pyspy import (
 )
 from debug_hang.probe.serve_batch import batch_windows
 from debug_hang.probe.socket_peers import socket_peers
-from debug_hang.probe.source_lines import add_source_lines
+from debug_hang.probe.source_lines import add_awaiting, add_source_lines, job_files
 from debug_hang.redact import SECRET_NAME, Redactor
 from debug_hang.snapshot import RANK_VARS
 
@@ -379,6 +379,7 @@ class _Rounds:
     def _round(self, sample: int, opts: DumpOptions) -> None:
         errors, info = self.errors, self.info
         wall = round(time.time(), 3)
+        dumped: list[tuple[Process, str | None]] = []
         for result in dump_pids(self.pids, opts):
             if result.note and not any(e["pid"] == result.pid and e["kind"] == result.note_kind for e in errors):
                 errors.append({"pid": result.pid, "error": result.note, "kind": result.note_kind, "sample": sample})
@@ -397,7 +398,11 @@ class _Rounds:
                 proc.sample = sample
                 proc.node_id = self.node_id
                 add_source_lines(proc, redactor=self.redactor)
-                self.processes.append(self.redactor.redact_obj(process_to_dict(proc)))
+                dumped.append((proc, (info.get(result.pid) or {}).get("title")))
+        files = job_files([proc for proc, _title in dumped])
+        for proc, title in dumped:
+            add_awaiting(proc, title, files, self.redactor.redact)
+            self.processes.append(self.redactor.redact_obj(process_to_dict(proc)))
 
 
 def _window_starts(all_pids: list[int], info: dict[int, dict[str, Any]],

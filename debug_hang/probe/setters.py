@@ -8,6 +8,11 @@ the same object (`setters`: `Gate.open:32`; for `self.X`, the methods of the fra
 and for every job frame the Ray calls its function makes after its current line (`calls_after`:
 `open:47` for `gate.open.remote()`, `score:12` for `score.options(...).remote()`): a call a
 process would make only once the wait it is in returns.
+
+An async actor's method suspended in `await self.ready.wait()` (or `await self.fut`) has no frame
+in a stack dump: its call is known only by name (the RUNNING task `Store.vocab`). `awaited_in`
+reads that method of the class from the job's files on the node and keeps the `self.X` objects it
+awaits and the methods of its class that set them (`set`, `notify`, `set_result`).
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ MAX_SETTERS = 8
 MAX_CALLS = 24
 MAX_CACHED = 64
 WAITS = frozenset({"wait", "wait_for"})
-SETS = frozenset({"set", "notify", "notify_all"})
+SETS = frozenset({"set", "notify", "notify_all", "set_result"})
+MAX_AWAITS = 4
 
 Scope = tuple[int, int, str, str]  # first line, last line, qualified name, enclosing class ("" at none)
 MODULE: Scope = (1, 10**9, "<module>", "")
@@ -34,6 +40,7 @@ class _Parsed:
         self.waits: list[tuple[int, int, str]] = []  # first line, last line of the call, object waited on
         self.sets: list[tuple[int, str, Scope]] = []  # line, object set, the function that sets it
         self.remote: list[tuple[int, str, Scope]] = []  # line, function or method called `.remote(`, caller
+        self.awaits: list[tuple[int, str, Scope]] = []  # line, object awaited (`await x.wait()`, `await x`), awaiter
         self.memo: dict[tuple[str, int], list[str]] = {}  # (what, line) -> the answer already given
 
 
@@ -77,6 +84,8 @@ def _read(path: str) -> _Parsed | None:
                 inner_cls, inner_prefix = "", f"{prefix}{child.name}.<locals>."
             elif isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute):
                 _call(child, child.func, scope, out)
+            elif isinstance(child, ast.Await):
+                out.awaits.extend((child.lineno, text, scope) for text in _awaited(child.value))
             visit(child, inner, inner_cls, inner_prefix)
 
     visit(tree, MODULE, "", "")
@@ -95,6 +104,15 @@ def _call(call: ast.Call, func: ast.Attribute, scope: Scope, out: _Parsed) -> No
         name = target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else None
         if name and name != "ray":  # `ray.remote(...)` declares a remote function; it calls none
             out.remote.append((call.lineno, name, scope))
+
+
+def _awaited(value: ast.expr) -> list[str]:
+    """The named objects an `await` waits on: `x` for `await x` (a Future, a Task), and `x` of each
+    `x.wait()` inside the awaited expression (`asyncio.wait_for(x.wait(), t)`)."""
+    if isinstance(value, (ast.Attribute, ast.Name)):
+        return [ast.unparse(value)]
+    return [ast.unparse(n.func.value) for n in ast.walk(value)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in WAITS]
 
 
 def _scope_of(parsed: _Parsed, line: int) -> Scope:
@@ -138,3 +156,30 @@ def calls_after(path: str, line: int) -> list[str]:
         parsed.memo["calls", line] = [f"{name}:{at}" for at, name, where in sorted(parsed.remote)
                                       if at > line and where == scope][:MAX_CALLS]
     return parsed.memo["calls", line]
+
+
+def awaited_in(path: str, cls: str, method: str) -> dict[str, object] | None:
+    """What method `method` of class `cls` in the file awaits and who sets it: {"method":
+    "Cls.method", "file", "line" (of the first await on a `self.` object that the class sets),
+    "awaits": ["self.X"], "setters": ["Cls.m:line"]}; None when the file has no such method or
+    it awaits no `self.` object a method of its class sets."""
+    parsed = _parse(path)
+    if parsed is None:
+        return None
+    scope = next((s for s in parsed.scopes if s[3] and s[3].rsplit(".", 1)[-1] == cls
+                  and s[2] == f"{s[3]}.{method}"), None)
+    if scope is None:
+        return None
+    awaited = [(at, text) for at, text, where in sorted(parsed.awaits) if where == scope and text.startswith("self.")]
+    setters: list[str] = []
+    found: list[str] = []
+    first = 0
+    for at, text in awaited:
+        mine = [f"{where[2]}:{line}" for line, obj, where in sorted(parsed.sets) if obj == text and where[3] == scope[3]]
+        if mine and text not in found:
+            found.append(text)
+            first = first or at
+            setters.extend(entry for entry in mine if entry not in setters)
+    if not found:
+        return None
+    return {"method": scope[2], "file": path, "line": first, "awaits": found[:MAX_AWAITS], "setters": setters[:MAX_SETTERS]}

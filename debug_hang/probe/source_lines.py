@@ -7,11 +7,12 @@ job frame makes after its line (probe/setters.py). Redacted before anything is c
 from __future__ import annotations
 
 import linecache
+import os
 import re
 from collections.abc import Callable
 
-from debug_hang.model import Frame, Process
-from debug_hang.probe.setters import calls_after, setters_of
+from debug_hang.model import Frame, Process, split_ray_title
+from debug_hang.probe.setters import awaited_in, calls_after, setters_of
 from debug_hang.probe.withblocks import with_facts
 from debug_hang.redact import Redactor
 
@@ -19,6 +20,7 @@ from debug_hang.redact import Redactor
 SOURCE_DEPTH = 12
 CONTEXT_LINES = 3  # lines kept above and below the job's innermost frame
 LOOP_LINES = 24  # ... or the whole loop it runs in, when the loop is at most this long
+MAX_CWD_FILES = 32  # top-level .py files of a process's working dir read for its class's source
 OUTER_LOOP_FRAMES = 2  # the job's callers of that frame whose loop is kept too
 WITH_DEPTH = 40  # frames whose enclosing `with` blocks are read (a lock holder can wait deep below)
 _LIBRARY_PATH = re.compile(r"(/site-packages/|/dist-packages/|/lib/python\d+\.\d+/)")
@@ -122,3 +124,45 @@ def _add_with_facts(frames: list[Frame], clean: Callable[[str], str]) -> None:
             continue
         for key, text in with_facts(frame.file, frame.line).items():
             frame.facts[key] = clean(text)
+
+
+def job_files(procs: list[Process]) -> list[str]:
+    """The job's own .py files the frames of these processes run in (no library's), in order seen."""
+    out: list[str] = []
+    for proc in procs:
+        for thread in proc.threads:
+            for frame in thread.frames:
+                if (not frame.native and frame.file.endswith(".py") and not _LIBRARY_PATH.search(frame.file)
+                        and frame.file not in out):
+                    out.append(frame.file)
+    return out
+
+
+def _cwd_files(pid: int | None) -> list[str]:
+    """The top-level .py files of the process's working dir (a submitted job's worker runs in its
+    runtime working dir), at most MAX_CWD_FILES, by name."""
+    if pid is None:
+        return []
+    try:
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+        names = sorted(n for n in os.listdir(cwd) if n.endswith(".py"))[:MAX_CWD_FILES]
+    except OSError:
+        return []
+    return [os.path.join(cwd, n) for n in names]
+
+
+def add_awaiting(proc: Process, title: str | None, files: list[str], clean: Callable[[str], str] | None = None) -> None:
+    """For an actor whose threads show no job frame while its title names a running method (an
+    async call suspended in `await` has no frame): what that method of its class awaits and who
+    sets it, read from the job's files (`files`, then its working dir's)."""
+    cls, method = split_ray_title(title or proc.title)
+    if not cls or not method or any(not f.native and f.file.endswith(".py") and not _LIBRARY_PATH.search(f.file)
+                                    for t in proc.threads for f in t.frames):
+        return
+    for path in [*files, *(f for f in _cwd_files(proc.pid) if f not in files)]:
+        found = awaited_in(path, cls, method)
+        if found is not None:
+            redact = clean or (lambda text: text)
+            proc.awaiting = {k: ([redact(str(x)) for x in v] if isinstance(v, list) else
+                                 redact(v) if isinstance(v, str) else v) for k, v in found.items()}
+            return

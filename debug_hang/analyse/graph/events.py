@@ -8,6 +8,7 @@ from debug_hang.analyse.graph.builder import Builder, graph_pass
 from debug_hang.analyse.graph.inprocess import is_event_loop, loop_poll_timeout_ms, loop_timer, name_of, owners, runs, timer_due
 from debug_hang.analyse.graph.model import QUEUED_STATES, WaitGraph
 from debug_hang.analyse.graph.raycalls import reads_stream
+from debug_hang.analyse.graph.setters import follow_async_setters
 from debug_hang.analyse.graph.threads import (
     cannot_signal,
     deciding_thread,
@@ -65,6 +66,8 @@ def _detect_async_await(b: Builder, key: str, verdict: ProcessVerdict) -> None:
         node.evidence.append(f"{doing} RUNNING, its event loop idle with a timer due in {due:.3g}s (an asyncio.sleep or "
                              "a wait_for timeout pending): the awaiting coroutine wakes on its own; whether it will find "
                              "what it awaits is not seen")
+        return
+    if follow_async_setters(b, key, verdict, doing):
         return
     later = _later_callers(b, key)
     if later:

@@ -3,7 +3,13 @@ nothing in its own process sets is released only by a later call of a method of 
 X (read from its source on the node, probe/setters.py). The processes whose stack shows a frame
 that makes that call after its current line are the ones to wait for; when such a caller itself
 waits, down its chain, on this actor, it will make the call only after a wait that cannot end: a
-deadlock through the caller's own program order, whose fix is in the caller (set-order-deadlock)."""
+deadlock through the caller's own program order, whose fix is in the caller (set-order-deadlock).
+
+The same holds for an async actor whose RUNNING call shows no frame (a coroutine suspended in
+`await` is invisible to a stack dump): the probe read that method of its class on the node
+(`Process.awaiting`: the `self.X` it awaits, the methods that set X), and a process waiting on
+the actor whose frame calls such a method after its current line closes the same cycle
+(follow_async_setters, called by the async-await pass before it names the actor)."""
 
 from __future__ import annotations
 
@@ -12,7 +18,7 @@ import re
 from debug_hang.analyse.graph.builder import Builder, graph_pass
 from debug_hang.analyse.graph.model import GNode
 from debug_hang.analyse.graph.threads import frame_text
-from debug_hang.analyse.patterns import is_library
+from debug_hang.analyse.patterns import ProcessVerdict, is_library
 from debug_hang.model import Frame
 
 _NUMBERED = re.compile(r"^\s*(\d+):\s?(.*)$")
@@ -140,3 +146,50 @@ def _not_waiting(b: Builder, key: str, parties: list[GNode]) -> list[GNode]:
             if len(out) == MAX_NAMED:
                 break
     return out
+
+
+def follow_async_setters(b: Builder, key: str, verdict: ProcessVerdict, doing: str) -> bool:
+    """An async actor with an idle loop whose RUNNING call awaits a `self.X` of its class (read
+    from its source, `Process.awaiting`) that only methods of its class set: when a process that
+    waits on this actor, down its chain, makes a call of such a method after its current line,
+    it makes it only once that wait ends - a cycle through its program order (a `setter-call`
+    edge to it, set-order-deadlock). True when it added one (the actor is then no culprit)."""
+    node, facts = b.g.nodes[key], verdict.process.awaiting
+    running = {str(t.name) for t in b.running.get(key, [])}
+    if not isinstance(facts, dict) or _tail(str(facts.get("method", ""))) not in {_tail(n) for n in running}:
+        return False  # read for another call than the one running
+    methods: dict[str, int] = {}
+    for qualname, line in _entries([str(x) for x in facts.get("setters") or []]):
+        cls, _, method = qualname.rpartition(".")
+        if cls and cls.rsplit(".", 1)[-1] == node.class_name and "<locals>" not in qualname:
+            methods.setdefault(method, line)
+    if not methods:
+        return False
+    waiting = _waiting_on(b, key)
+    callers: dict[str, tuple[Frame, int, str]] = {}
+    for k, calls in _later_calls(b).items():
+        setter = next((m for m in sorted(methods) if m in calls), None)
+        if setter is not None and k != key and k in waiting:
+            callers[k] = (*calls[setter], setter)
+    if not callers:
+        return False
+    short = str(facts.get("file", "")).rsplit("/", 1)[-1]
+    awaits = ", ".join(str(x) for x in facts.get("awaits") or [])
+    where = f"{short}:{facts.get('line')} ({awaits})"
+    sets = ", ".join(f"{node.class_name}.{m} ({short}:{line})" for m, line in sorted(methods.items()))
+    node.state = "blocked"
+    for k, (site, line, method) in sorted(callers.items()):
+        b.g.add_edge(key, k, "setter-call",
+                     f"{doing} awaits at {where}, set only by {sets}; {b.g.nodes[k].label()} calls "
+                     f"{node.class_name}.{method} only after the wait it is in at {frame_text(site)} "
+                     f"({_quoted(site, line)}), a wait on this actor")
+    node.evidence.append(
+        f"{doing} RUNNING with no frame (a coroutine suspended in await), its event loop idle; its source awaits "
+        f"{awaits} at {short}:{facts.get('line')}, set only by {sets}, which "
+        + ", ".join(b.g.nodes[k].label() for k in sorted(callers)) + " call(s) only after a wait on this actor")
+    return True
+
+
+def _tail(name: str) -> str:
+    """`Class.method` of a qualified name or task name (`Outer.Store.vocab` -> `Store.vocab`)."""
+    return ".".join(name.split(".")[-2:])
