@@ -65,7 +65,7 @@ def _children_crash_loop(b: Builder, key: str, proc: Process) -> bool:
     whose fix is in this process (its children's start-up code, or a pool that surfaces the error),
     not in a child that happens to be alive at one reading. Children that exit with no repeated
     traceback (workers recycled after N tasks) are not this. True when so marked."""
-    info = b.inp.info.get((proc.node_id, proc.pid)) or {}
+    info = b.inp.info.get(ProcessRef(proc.node_id, proc.pid)) or {}
     logs = [log for log in ((info.get("progress") or {}).get("logs") or []) if isinstance(log, dict)]
     node = b.g.nodes[key]
     loop = children_crash_loop(proc.actor_id or proc.task_id or key, node.name, _gone_children(b, proc), logs)
