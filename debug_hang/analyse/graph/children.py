@@ -18,8 +18,7 @@ from debug_hang.analyse.patterns import ProcessVerdict, catalog, is_library
 from debug_hang.model import Frame, Process, ProcessRef
 
 
-@follows("child-process", decides=("child-process-hang", "pipe-write-wait", "pipe-read-wait", "pool-task-lost",
-                                   "crash-loop"))
+@follows("child-process", decides=("child-process-hang", "pipe-write-wait", "pipe-read-wait", "pool-task-lost"))
 def follow_children(b: Builder, key: str) -> None:
     """A process waiting on its child processes; an unrecognised wait of an actor with a running
     call is followed to that call's unfinished tasks too (an async actor awaiting its own calls)."""
