@@ -24,7 +24,7 @@ def follow_children(b: Builder, key: str) -> None:
     call is followed to that call's unfinished tasks too (an async actor awaiting its own calls)."""
     node = b.g.nodes[key]
     proc = b.verdicts[key].process
-    if _pool_task_lost(b, key) or _children_crash_loop(b, key, proc):
+    if _pool_task_lost(b, key):
         return
     _edges_children(b, key, proc)
     if node.pattern is None and proc.actor_id and b.running.get(key):
@@ -54,7 +54,7 @@ def _gone_children(b: Builder, proc: Process) -> list[int]:
     return sorted(gone)
 
 
-def _children_crash_loop(b: Builder, key: str, proc: Process) -> bool:
+def children_crash_loop_of(b: Builder, key: str, proc: Process) -> bool:
     """A process waiting on children that die and are replaced, each with the same traceback.
 
     Its children exit within the window (listed, then gone: new pids at each reading) and its log
