@@ -6,6 +6,12 @@ still pending or running. Such a process is not "still starting": it ran and die
 again. Thresholds and the death vocabulary are in references/verdict_rules.yaml (`crash_loop`).
 The death reason itself ("Fatal Python error: Bus error", a signal, an OOM kill) is in the dead
 workers' own logs, which the evidence step reads (collect/evidence.py) and `death_reason` finds.
+
+A crash loop of child processes is read from the probe instead (`children_crash_loop`): a process
+that waits on its children while they exit and are replaced within the window, and whose log -
+the stderr its children inherit - ends the same traceback again and again. Pool-like parents
+(multiprocessing.Pool with an initializer that raises) replace each dead worker forever and never
+fail the wait; children that exit without a traceback (workers recycled after N tasks) are not it.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ DEATH_SOURCE = " — in the log of dead worker "
 class CrashLoop:
     """One actor or task in a crash loop, with what the state says about its deaths."""
 
-    kind: str  # "actor" | "task"
+    kind: str  # "actor" | "task" | "children" (the child processes of one waiting process)
     id: str  # actor_id or task_id
     name: str
     restarts: int
@@ -33,8 +39,13 @@ class CrashLoop:
     last_error: str
     dead_workers: list[tuple[str, str]] = field(default_factory=list)  # (node_id, worker_id), newest last
     confirmed: bool = True  # False: it died, but fewer times than the rules ask for a loop
+    repeated: int = 0  # "children": how many of the window's tracebacks ended with last_error
 
     def text(self) -> str:
+        if self.kind == "children":
+            return (f"the child processes of {self.name} die and are replaced: {self.failed_attempts} child(ren) "
+                    f"were listed and gone within the window, and its log ended {self.repeated} tracebacks with the "
+                    f"same exception: {self.last_error}")
         parts = []
         if self.restarts:
             parts.append(f"restarted {self.restarts} time(s)")
@@ -116,3 +127,20 @@ def death_reason(texts: list[str], r: CrashLoopRules | None = None) -> str | Non
             if match:
                 return (match.group(1) if match.groups() else match.group(0)).strip()[:200]
     return None
+
+
+def children_crash_loop(ident: str, name: str, gone: list[int], logs: list[dict[str, Any]],
+                        r: CrashLoopRules | None = None) -> CrashLoop | None:
+    """The children of a waiting process in a crash loop: some exited within the window (`gone`),
+    and its log windows (the probe's `progress.logs`) end one traceback with the same exception
+    line at least `min_repeated_tracebacks` times. None otherwise: children that exit quietly
+    (recycled, finished) are no crash."""
+    r = r or rules().crash_loop
+    if not gone:
+        return None
+    best = max(((str(e.get("line") or ""), int(e.get("count") or 0)) for log in logs
+                for e in log.get("exceptions") or [] if isinstance(e, dict)), key=lambda e: e[1], default=("", 0))
+    if best[1] < r.min_repeated_tracebacks or not best[0]:
+        return None
+    return CrashLoop(kind="children", id=ident, name=name, restarts=0, failed_attempts=len(gone),
+                     error_types=["child exited"], last_error=best[0][:200], repeated=best[1])

@@ -57,6 +57,7 @@ class CrashLoopRules:
     min_failed_attempts: int
     death_error_types: tuple[str, ...]
     death_reasons: tuple[re.Pattern[str], ...]
+    min_repeated_tracebacks: int = 3  # a parent's log repeating one traceback this often in the window
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,8 @@ def load_rules(path: Path | str = RULES_PATH) -> Rules:
             min_restarts=int(crash.get("min_restarts", 2)),
             min_failed_attempts=int(crash.get("min_failed_attempts", 2)),
             death_error_types=tuple(str(t) for t in crash.get("death_error_types") or ()),
-            death_reasons=_compile(crash.get("death_reasons"), f"{path}: crash_loop.death_reasons")),
+            death_reasons=_compile(crash.get("death_reasons"), f"{path}: crash_loop.death_reasons"),
+            min_repeated_tracebacks=int(crash.get("min_repeated_tracebacks", 3))),
         inconclusive_when_silent={str(k): str(v) for k, v in (doc.get("inconclusive_when_silent") or {}).items()},
         proven_stuck=frozenset(str(p) for p in doc.get("proven_stuck") or ()),
         own_work_no_release=frozenset(str(p) for p in doc.get("own_work_no_release") or ()),

@@ -292,7 +292,7 @@ def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: li
     # driver forwarding logs) do not say that the culprit will release it.
     culprit_pids = {(c.node_id, c.pid) for cause in causes for c in cause.culprits}
     active = [s for s in signals if s.strongest() == "activity" and (s.node_id, s.pid) in culprit_pids
-              and not _only_earlier_activity(s, top.pattern)]
+              and not _only_earlier_activity(s, top.pattern) and not _loop_activity(top, graph)]
     if active and not cycle:
         return "inconclusive", (f"Job {job_id} may be hung ({title[:1].lower() + title[1:]} — culprit {names}), but "
                                 f"{_signal_text(active, 'activity')}: it may still be working. A hang needs it "
@@ -361,12 +361,24 @@ def quote_deaths(diag: Diagnosis) -> None:
         if reason is None:
             lines = (found.highlights if found else []) + diag.evidence.driver_highlights
             reason = death_reason(lines)
-        if not reason or any(reason in e for e in cause.evidence):
+        loop = diag.graph.crash_loops.get(cause.culprits[0].actor_id or cause.culprits[0].task_id or "")
+        children = loop is not None and loop.kind == "children"
+        if children and loop is not None:
+            reason = loop.last_error  # the exception its children's tracebacks end with, again and again
+        if not reason or any(reason in e for e in cause.evidence if not children or e.startswith(DEATH_PREFIX)):
             continue
         cause.evidence.insert(0, f"{DEATH_PREFIX}{reason}")
         cause.summary += f" — dies of: {reason}"
         if diag.verdict == "hang" and cause is diag.causes[0]:
             diag.summary += f" Each attempt dies of: {reason}."
+
+
+def _loop_activity(top: RootCause, graph: WaitGraph) -> bool:
+    """True when the culprit's activity is its children's crash loop itself: a process that
+    starts child after child, each printing the same traceback to the log they share and dying
+    (CPU, reads and log lines of the loop, not of work that could end the wait)."""
+    loop = graph.crash_loops.get(top.culprits[0].actor_id or top.culprits[0].task_id or "")
+    return top.pattern == "crash-loop" and loop is not None and loop.kind == "children"
 
 
 def _only_earlier_activity(signal: ProcessProgress, pattern: str) -> bool:

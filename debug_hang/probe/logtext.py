@@ -76,3 +76,25 @@ def clean_log_text(text: str) -> str:
     if run:
         out.append(f"[{run} line(s) not text]")
     return "\n".join(out) + ("\n" if text.endswith("\n") and out else "")
+
+
+TRACEBACK_HEADER = "Traceback (most recent call last):"
+MAX_EXCEPTIONS = 3  # the most repeated exception lines kept per log window
+
+
+def repeated_exceptions(lines: list[str]) -> list[dict[str, object]]:
+    """The exception lines that end Python tracebacks in `lines`, most repeated first, each with
+    how many tracebacks it ended (`count`); only those that ended two or more. A traceback's
+    exception line is the first line after its header that is not indented (the frames and the
+    `^^^` markers are). A log that repeats one traceback many times in a short window is a
+    process (or its children) failing the same way again and again."""
+    counts: dict[str, int] = {}
+    inside = False
+    for line in lines:
+        if line.startswith(TRACEBACK_HEADER):
+            inside = True
+        elif inside and line[:1] not in (" ", "\t"):
+            counts[line] = counts.get(line, 0) + 1
+            inside = False
+    ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+    return [{"line": line, "count": n} for line, n in ranked[:MAX_EXCEPTIONS] if n >= 2]

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from debug_hang.probe.libraries import request_logs
-from debug_hang.probe.logtext import text_lines
+from debug_hang.probe.logtext import repeated_exceptions, text_lines
 from debug_hang.redact import redact
 
 IO_FIELDS = ("rchar", "wchar", "read_bytes", "write_bytes", "syscr", "syscw")
@@ -103,7 +103,9 @@ def _read_range(path: str, start: int, end: int) -> bytes:
 
 def _log_window(before: dict[str, Any], after: dict[str, Any], clean: Callable[[str], str] = redact) -> dict[str, Any]:
     """What a log file gained between two readings: bytes, text lines, the new lines, the tail
-    before, and how many of the new bytes are not text (`not_text_bytes`: counted, never quoted)."""
+    before, how many of the new bytes are not text (`not_text_bytes`: counted, never quoted), and
+    the exception lines that ended two or more of the window's tracebacks (`exceptions`: line,
+    count; absent when none repeats)."""
     entry: dict[str, Any] = {"fd": after["fd"], "name": after["name"], "bytes": 0, "lines": 0,
                              "new": [], "tail": [], "age_s": None, "not_text_bytes": 0}
     entry["age_s"] = round(max(0.0, time.time() - float(after["mtime"])), 2)
@@ -126,6 +128,10 @@ def _log_window(before: dict[str, Any], after: dict[str, Any], clean: Callable[[
             # Beyond the read, the unread rest is taken to be like what was read.
             entry["not_text_bytes"] = not_text if whole else round(not_text / max(1, len(data)) * (end - start))
             entry["new"] = lines[:NEW_LINES // 2] + lines[NEW_LINES // 2:][-(NEW_LINES // 2):]
+            # The same traceback again and again (in the lines read): a crash repeated in the window.
+            repeated = repeated_exceptions(lines)
+            if repeated:
+                entry["exceptions"] = repeated
     except OSError as exc:
         entry["error"] = f"{after['name']}: {exc.strerror or exc}"
     return entry

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from debug_hang.analyse.crashloop import children_crash_loop
 from debug_hang.analyse.graph.builder import Builder, follows
 from debug_hang.analyse.graph.model import GNode
 from debug_hang.analyse.graph.raycalls import follow_submitted
@@ -36,6 +37,46 @@ def follow_children(b: Builder, key: str) -> None:
 
 
 _HELPER_CHILD = re.compile(r"multiprocessing\.(resource_tracker|forkserver)|from multiprocessing\.(resource_tracker|forkserver) import")
+
+
+def _gone_children(b: Builder, proc: Process) -> list[int]:
+    """Children of `proc` (on its node, not multiprocessing's helpers) listed during the window and
+    gone by its end (no run state at the last reading)."""
+    gone: list[int] = []
+    for (node_id, pid), info in b.inp.info.items():
+        if info.get("child_of") != proc.pid or node_id != proc.node_id or pid is None:
+            continue
+        if _HELPER_CHILD.search(str(info.get("title") or "")):
+            continue
+        run_state = info.get("run_state")
+        if isinstance(run_state, list) and len(run_state) > 1 and run_state[-1] is None:
+            gone.append(pid)
+    return sorted(gone)
+
+
+def children_crash_loop_of(b: Builder, key: str, proc: Process) -> bool:
+    """A process waiting on children that die and are replaced, each with the same traceback.
+
+    Its children exit within the window (listed, then gone: new pids at each reading) and its log
+    - the stderr the children inherit - ends one traceback with the same exception line again and
+    again: each new child fails the same way (a pool initializer that raises, a worker that crashes
+    on start). A pool replaces them forever and never fails the wait, so the wait is a crash loop
+    whose fix is in this process (its children's start-up code, or a pool that surfaces the error),
+    not in a child that happens to be alive at one reading. Children that exit with no repeated
+    traceback (workers recycled after N tasks) are not this. True when so marked."""
+    info = b.inp.info.get(ProcessRef(proc.node_id, proc.pid)) or {}
+    logs = [log for log in ((info.get("progress") or {}).get("logs") or []) if isinstance(log, dict)]
+    node = b.g.nodes[key]
+    loop = children_crash_loop(proc.actor_id or proc.task_id or key, node.name, _gone_children(b, proc), logs)
+    if loop is None:
+        return False
+    node.pattern, node.state = "crash-loop", "blocked"
+    pids = ", ".join(str(p) for p in _gone_children(b, proc)[:6])
+    node.evidence.append(f"{loop.text()} (gone: pid {pids}); it waits on its children, and the children it waits "
+                         "on are replaced by new ones that die the same way: a crash loop of its child processes")
+    if proc.actor_id or proc.task_id:
+        b.g.crash_loops[str(proc.actor_id or proc.task_id)] = loop
+    return True
 
 
 def _edges_children(b: Builder, key: str, proc: Process) -> None:

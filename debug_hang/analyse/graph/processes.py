@@ -8,6 +8,7 @@ from typing import Any
 
 from debug_hang.analyse.crashloop import CrashLoop, find_crash_loops
 from debug_hang.analyse.graph.builder import Builder, graph_pass
+from debug_hang.analyse.graph.children import children_crash_loop_of
 from debug_hang.analyse.graph.model import QUEUED_STATES, GNode, NodeKind, NodeState
 from debug_hang.analyse.graph.threads import frame_text, proc_key
 from debug_hang.analyse.patterns import ProcessVerdict, settings
@@ -180,6 +181,11 @@ def mark_crash_loops(b: Builder) -> None:
             mark_crash_loop(b.g.nodes[b.actor_node[loop.id]], loop)
         elif loop.kind == "task":
             b.task_loops[loop.id] = _task_loop_node(b, loop)
+    # A process waiting on its children while they die and are replaced, its log repeating one
+    # traceback: a crash loop one level down (children.py), read before its wait is followed.
+    for key, verdict in b.verdicts.items():
+        if key in b.g.nodes and b.g.nodes[key].pattern == "child-process-wait":
+            children_crash_loop_of(b, key, verdict.process)
 
 
 def _add_undumped_actor(b: Builder, actor: ActorRow) -> None:
