@@ -85,6 +85,7 @@ def test_the_probe_counts_the_exception_lines_that_end_tracebacks() -> None:
 DRIVER_LOOP = ROOT / "tests" / "data" / "captures" / "driver_pool_initializer_children_crash_loop"
 DRIVER_RAISED = "FileNotFoundError: [Errno 2] No such file or directory: '/models/thumbs/encoder-v2.bin'"
 RECYCLED = ROOT / "tests" / "data" / "captures" / "pool_maxtasksperchild_recycled_healthy"
+RECYCLED_MAP = ROOT / "tests" / "data" / "captures" / "pool_maxtasksperchild_map_healthy"
 
 
 def test_the_driver_whose_children_crash_loop_is_the_culprit() -> None:
@@ -115,10 +116,11 @@ def test_the_driver_whose_children_exit_quietly_is_no_crash_loop(tmp_path: Path)
     assert diag.verdict != "hang"
 
 
-def test_a_pool_recycling_its_workers_after_each_task_is_no_hang() -> None:
-    # GIVEN a healthy driver iterating Pool(maxtasksperchild=1).imap: its workers compute a task
-    # each and exit, new ones replace them, no traceback; the driver waits in IMapIterator.next
-    diag = reanalyse(RECYCLED)
+@pytest.mark.parametrize("case", [RECYCLED, RECYCLED_MAP], ids=["imap", "map"])
+def test_a_pool_recycling_its_workers_after_each_task_is_no_hang(case: Path) -> None:
+    # GIVEN a healthy driver on Pool(maxtasksperchild=1) (imap: it waits in IMapIterator.next;
+    # map: in Pool.map): its workers compute a task each and exit, new ones replace them, no traceback
+    diag = reanalyse(case)
     # THEN no hang and no crash loop: the driver waits on its children (not on an event nobody
     # sets), and children that compute, or exit within the window, are work in flight
     assert diag.verdict != "hang", diag.summary
