@@ -80,3 +80,50 @@ def test_the_probe_counts_the_exception_lines_that_end_tracebacks() -> None:
     assert 3 <= found[0]["count"] <= headers
     assert len(found) == 1
     assert repeated_exceptions(log[:13]) == []  # one traceback is no repetition
+
+
+DRIVER_LOOP = ROOT / "tests" / "data" / "captures" / "driver_pool_initializer_children_crash_loop"
+DRIVER_RAISED = "FileNotFoundError: [Errno 2] No such file or directory: '/models/thumbs/encoder-v2.bin'"
+RECYCLED = ROOT / "tests" / "data" / "captures" / "pool_maxtasksperchild_recycled_healthy"
+RECYCLED_MAP = ROOT / "tests" / "data" / "captures" / "pool_maxtasksperchild_map_healthy"
+
+
+def test_the_driver_whose_children_crash_loop_is_the_culprit() -> None:
+    # GIVEN the job's entrypoint script itself in Pool.map, its pool's initializer raising in every
+    # worker: the driver has no actor or task id, its log is the job's driver log
+    diag = reanalyse(DRIVER_LOOP)
+    # THEN a hang: the crash loop of its children, the driver the culprit (its own reads and log
+    # lines are the loop's, not work), and the exception its children die of quoted
+    assert diag.verdict == "hang", diag.summary
+    top = diag.causes[0]
+    assert top.pattern == "crash-loop"
+    assert [n.kind for n in top.culprits] == ["driver"]
+    assert diag.graph.loop_of(top.culprits[0]) is not None
+    assert DRIVER_RAISED in diag.summary
+    assert f"{DEATH_PREFIX}{DRIVER_RAISED}" in top.evidence
+
+
+def test_the_driver_whose_children_exit_quietly_is_no_crash_loop(tmp_path: Path) -> None:
+    # GIVEN the driver's capture with no traceback in the log windows (children recycled quietly)
+    def quiet(doc: dict[str, Any]) -> None:
+        for log in _log_windows(doc):
+            log.pop("exceptions", None)
+            for part in ("tail", "new"):
+                log[part] = [x for x in log.get(part) or [] if TRACEBACK_HEADER not in str(x) and DRIVER_RAISED not in str(x)]
+    diag = reanalyse(capture_variant(tmp_path, DRIVER_LOOP, quiet))
+    # THEN no crash loop and no hang
+    assert all(p != "crash-loop" for p, _ in culprits(diag))
+    assert diag.verdict != "hang"
+
+
+@pytest.mark.parametrize("case", [RECYCLED, RECYCLED_MAP], ids=["imap", "map"])
+def test_a_pool_recycling_its_workers_after_each_task_is_no_hang(case: Path) -> None:
+    # GIVEN a healthy driver on Pool(maxtasksperchild=1) (imap: it waits in IMapIterator.next;
+    # map: in Pool.map): its workers compute a task each and exit, new ones replace them, no traceback
+    diag = reanalyse(case)
+    # THEN no hang and no crash loop: the driver waits on its children (not on an event nobody
+    # sets), and children that compute, or exit within the window, are work in flight
+    assert diag.verdict != "hang", diag.summary
+    assert all(p not in ("crash-loop", "event-never-set") for p, _ in culprits(diag))
+    driver = next(n for n in diag.graph.nodes.values() if n.kind == "driver")
+    assert driver.pattern == "child-process-wait"

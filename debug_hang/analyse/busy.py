@@ -607,6 +607,12 @@ def frame_state(frame: Frame) -> dict[str, str]:
     return out
 
 
+def _exited(info: dict[str, Any]) -> bool:
+    """The probe listed the process at its first reading and found it gone at its last."""
+    states = info.get("run_state")
+    return isinstance(states, list) and len(states) > 1 and states[0] is not None and states[-1] is None
+
+
 def _span(info: dict[str, Any], samples: int) -> float | None:
     times = [float(t) for t in info.get("sampled_at") or [] if isinstance(t, (int, float))]
     if len(times) >= 2:
@@ -659,6 +665,10 @@ def busy_work(verdict: ProcessVerdict, samples: list[Process], info: dict[str, A
                     span_s=_span(info, len(seen)), function=loop_frame.function, file=loop_frame.short_file,
                     lines=(), loop=loop_shape(loop_frame), code=loop_frame.code or "", sleeping=sleeping)
     moved = gone or _first_difference(stacks[-1:] + stacks[:-1], depth) if len(stacks) > 1 else gone
+    if not moved and _exited(info):
+        # Its process was gone at the probe's last reading: whatever loop it was in, it left it (a
+        # pool worker recycled after its task, a job step that finished), so it is not stuck there.
+        moved = "its process exited within the window (the probe found it gone at its last reading)"
     frames_at = [s[depth] for s in stacks if len(s) > depth and s[depth].function == loop_frame.function]
     work.lines = tuple(sorted({f.line for f in frames_at if f.line is not None}))
     if not moved and work.loop is not None:

@@ -268,7 +268,7 @@ def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: li
     if all(c.culprits[0].state == "restarting" and c.pattern != "crash-loop" for c in causes):
         # It ran and died, and is being restarted or retried: not "starting", not yet a loop.
         first = top.culprits[0]
-        loop = graph.crash_loops.get(first.actor_id or first.task_id or "")
+        loop = graph.loop_of(first)
         return "inconclusive", (f"Job {job_id}: {names} died and is being restarted or retried"
                                 f"{f' ({loop.text()})' if loop else ''}. Diagnose again in a few seconds: "
                                 "another death makes it a crash loop.")
@@ -306,7 +306,7 @@ def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: li
     if spin is not None:  # a spin's line moves within its loop: that is no movement
         moving = [p for p in moving if p.ref != spin.ref]
         moving_note = f" Note: {len(moving)} process(es) changed stack between samples." if moving else ""
-    loop = graph.crash_loops.get(top.culprits[0].actor_id or top.culprits[0].task_id or "")
+    loop = graph.loop_of(top.culprits[0])
     if top.pattern == "crash-loop" and loop is not None:
         busy_note = f" {loop.text()}."
     return "hang", (f"Job {job_id} is hung: {title[:1].lower() + title[1:]} — culprit {names}; "
@@ -361,7 +361,7 @@ def quote_deaths(diag: Diagnosis) -> None:
         if reason is None:
             lines = (found.highlights if found else []) + diag.evidence.driver_highlights
             reason = death_reason(lines)
-        loop = diag.graph.crash_loops.get(cause.culprits[0].actor_id or cause.culprits[0].task_id or "")
+        loop = diag.graph.loop_of(cause.culprits[0])
         children = loop is not None and loop.kind == "children"
         if children and loop is not None:
             reason = loop.last_error  # the exception its children's tracebacks end with, again and again
@@ -377,7 +377,7 @@ def _loop_activity(top: RootCause, graph: WaitGraph) -> bool:
     """True when the culprit's activity is its children's crash loop itself: a process that
     starts child after child, each printing the same traceback to the log they share and dying
     (CPU, reads and log lines of the loop, not of work that could end the wait)."""
-    loop = graph.crash_loops.get(top.culprits[0].actor_id or top.culprits[0].task_id or "")
+    loop = graph.loop_of(top.culprits[0])
     return top.pattern == "crash-loop" and loop is not None and loop.kind == "children"
 
 

@@ -47,7 +47,7 @@ def _dead_workers(graph: WaitGraph, keys: list[str]) -> dict[str, list[tuple[str
     dead: dict[str, list[tuple[str, str]]] = {}
     for key in keys:
         node = graph.nodes[key]
-        loop = graph.crash_loops.get(node.actor_id or node.task_id or "")
+        loop = graph.loop_of(node)
         if node.pattern == "crash-loop" and loop is not None:
             dead[key] = [w for w in loop.dead_workers if _HEX.match(w[1]) and _HEX.match(w[0])][-DEAD_WORKER_LOGS:]
     return dead

@@ -74,8 +74,9 @@ def children_crash_loop_of(b: Builder, key: str, proc: Process) -> bool:
     pids = ", ".join(str(p) for p in _gone_children(b, proc)[:6])
     node.evidence.append(f"{loop.text()} (gone: pid {pids}); it waits on its children, and the children it waits "
                          "on are replaced by new ones that die the same way: a crash loop of its child processes")
-    if proc.actor_id or proc.task_id:
-        b.g.crash_loops[str(proc.actor_id or proc.task_id)] = loop
+    # Kept for the verdict and the death quote whoever the parent is: an actor or a task by its id,
+    # the driver (a script that runs the pool itself) by its node key.
+    b.g.crash_loops[loop.id] = loop
     return True
 
 

@@ -85,13 +85,19 @@ class WaitGraph:
 
     nodes: dict[str, GNode] = field(default_factory=dict)
     edges: list[Edge] = field(default_factory=list)
-    crash_loops: dict[str, CrashLoop] = field(default_factory=dict)  # by actor_id / task_id
+    # by actor_id / task_id; a process with neither (the driver) by its node key
+    crash_loops: dict[str, CrashLoop] = field(default_factory=dict)
     _out: dict[str, list[Edge]] = field(default_factory=dict, repr=False)
     _in: dict[str, list[Edge]] = field(default_factory=dict, repr=False)
     _pair: dict[tuple[str, str], Edge] = field(default_factory=dict, repr=False)  # (src, dst) -> its edge
 
     def out(self, key: str) -> list[Edge]:
         return self._out.get(key, [])
+
+    def loop_of(self, node: GNode) -> CrashLoop | None:
+        """The crash loop of `node`: its actor's or task's, or (a process with neither, the
+        driver whose children die and are replaced) the one kept under its node key."""
+        return self.crash_loops.get(node.actor_id or node.task_id or node.key)
 
     def into(self, key: str) -> list[Edge]:
         return self._in.get(key, [])
