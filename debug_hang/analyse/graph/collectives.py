@@ -369,7 +369,7 @@ def _mark_mismatch(g: WaitGraph, waiting: list[str]) -> bool:
     for k in waiting:
         groups.setdefault(where(k), []).append(k)
     if len(groups) < 2:
-        return False
+        return _mark_root_mismatch(g, waiting)
     sizes = sorted((len(v) for v in groups.values()), reverse=True)
     majority = max(groups.values(), key=len) if sizes[0] > sizes[1] else None
     if majority is None:
@@ -396,3 +396,65 @@ def _mark_mismatch(g: WaitGraph, waiting: list[str]) -> bool:
                            f"{g.nodes[odd].name}{'' if g.nodes[odd].rank is None else f' rank {g.nodes[odd].rank}'} "
                            f"is in {where(odd)[0]} instead")
     return True
+
+
+# Rooted collectives (torch.distributed), by the torch frame's function: the arguments naming
+# their root, the global rank first (group_src/group_dst are ranks within the group).
+_ROOT_ARGS = {
+    "broadcast": ("src", "group_src"), "broadcast_object_list": ("src", "group_src"),
+    "scatter": ("src", "group_src"), "scatter_object_list": ("src", "group_src"),
+    "reduce": ("dst", "group_dst"), "gather": ("dst", "group_dst"), "gather_object": ("dst", "group_dst"),
+}
+
+
+def _root_of(node: GNode) -> tuple[str, int] | None:
+    """The root a rank names in the rooted collective it is in (`src=1`), from the torch frame's
+    facts (its locals, read on the node); None when it is in no rooted collective or the value is unknown."""
+    frame = node.frame
+    names = _ROOT_ARGS.get(frame.function.rsplit(".", 1)[-1]) if frame is not None else None
+    if frame is None or names is None:
+        return None
+    facts = frame.facts or {}
+    for name in names:
+        value = facts.get(name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return name, value
+    return None
+
+
+def _mark_root_mismatch(g: WaitGraph, waiting: list[str]) -> bool:
+    """Every rank in the same rooted collective at the same line, naming different roots (rank 0
+    broadcasts with src=0, rank 1 with src=1): each waits for a root the others do not take for
+    one, and the collective never completes. The minority is named (every rank on a tie). True
+    when the ranks' roots, all read, differ."""
+    roots = {k: _root_of(g.nodes[k]) for k in waiting}
+    if any(r is None for r in roots.values()) or len({r[1] for r in roots.values() if r is not None}) < 2:
+        return False
+    by_root: dict[int, list[str]] = {}
+    for k, r in roots.items():
+        assert r is not None
+        by_root.setdefault(r[1], []).append(k)
+    sizes = sorted((len(v) for v in by_root.values()), reverse=True)
+    majority = max(by_root.values(), key=len) if sizes[0] > sizes[1] else None
+    fn = _where(g, waiting[0])[0]
+    said = "; ".join(f"{_who(g, keys)} with {roots[keys[0]][0]}={root}"  # type: ignore[index]
+                     for root, keys in sorted(by_root.items()))
+    for root, keys in by_root.items():
+        if keys is majority:
+            continue
+        for odd in keys:
+            g.nodes[odd].pattern = "collective-mismatch"
+            g.nodes[odd].evidence.append(
+                f"in {_text(g, odd)} with the same call on every rank, but the ranks name different roots ({said}): "
+                f"a {fn} completes only when every rank names the same root, so this one never does")
+            for k in majority or []:
+                g.add_edge(k, odd, "collective-wait",
+                           f"in {fn} naming root {roots[k][1]}; {g.nodes[odd].label()} names root {root}")  # type: ignore[index]
+    return True
+
+
+def _who(g: WaitGraph, keys: list[str]) -> str:
+    known = sorted(r for r in (g.nodes[k].rank for k in keys) if r is not None)
+    if len(known) != len(keys):
+        return ", ".join(g.nodes[k].label() for k in keys)
+    return f"rank {known[0]}" if len(known) == 1 else "ranks " + ", ".join(map(str, known))
