@@ -11,6 +11,7 @@ as *facts*, small and safe:
 | `name` | `196`, `0.5`, `True`, `None` (a number, a flag, no value) | the repr |
 | `len(name)` | `4096` (the length of a str, bytes, list, tuple, dict, set or deque) | the object's memory, on its node |
 | `ids(name)` | `<56 hex>,<56 hex>` (the ids of the ObjectRefs held: an ObjectRef or a list of them) | the object's memory, on its node |
+| `loopback(host)` | `True` (a connect frame's `host` is a loopback address: `127.0.0.1`, `::1`, `localhost`) | the repr of `host` |
 
 Strings, byte strings and containers of values are never kept (their length is). One address
 names one live object in one process: two frames of one process that show the same identity work
@@ -22,6 +23,7 @@ gives the same identities.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping
 
@@ -117,6 +119,35 @@ def reduce_locals(local_reprs: Mapping[str, str]) -> Facts:
         if value is not None:
             facts[name] = value
     return facts
+
+
+# A frame that opens a connection (`socket.create_connection`, a job's `connect(host, port)`).
+CONNECT_FRAME = re.compile(r"(^|\.)(create_connection|connect|connect_ex)$")
+LOOPBACK_FACT = "loopback(host)"
+_LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
+
+
+def add_loopback_fact(facts: Facts, function: str, local_reprs: Mapping[str, str]) -> None:
+    """`loopback(host)` for a connect frame whose `host` local is a string: whether it names this
+    host's loopback (the host string itself is never kept)."""
+    text = str(local_reprs.get("host") or "")
+    if not CONNECT_FRAME.search(function) or len(text) < 2 or text[0] not in "'\"" or text[-1] != text[0] \
+            or len(facts) >= MAX_FACTS:
+        return
+    facts[LOOPBACK_FACT] = is_loopback(text[1:-1])
+
+
+def is_loopback(host: str) -> bool:
+    """The host names this host's loopback (127.0.0.0/8, ::1, localhost)."""
+    host = host.strip().lower().strip("[]")
+    if host in _LOOPBACK_NAMES:
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return bool(address.is_loopback or (mapped is not None and mapped.is_loopback))
 
 
 def parse_identity(value: object) -> tuple[str, int] | None:

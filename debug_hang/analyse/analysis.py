@@ -9,11 +9,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from debug_hang.analyse.busy import busy_threads, paced_threads, standing_threads
+from debug_hang.analyse.busy import busy_threads, connect_retry, paced_threads, standing_threads
 from debug_hang.analyse.diagnosis import Diagnosis
 from debug_hang.analyse.graph import GraphInputs, WaitGraph, build_graph
 from debug_hang.analyse.library_progress import library_progress, library_work
-from debug_hang.analyse.patterns import ProcessVerdict, catalog, match_process, match_thread, settings
+from debug_hang.analyse.patterns import ProcessVerdict, ThreadMatch, catalog, match_process, match_thread, settings
 from debug_hang.analyse.polls import poll_rounds
 from debug_hang.analyse.progress import ProcessProgress, assess, loop_moved, summary_text
 from debug_hang.analyse.rootcause import RootCause, chains, root_causes
@@ -92,7 +92,8 @@ def stuck_processes(collection: Collection) -> dict[tuple[str | None, int | None
 def graph_inputs(job: dict[str, Any], snap: Snapshot, collection: Collection, rows: Rows | None = None) -> GraphInputs:
     """What the wait-for graph is built from: the job's state and each process's latest stack, matched."""
     rows = rows or Rows.of(snap)
-    verdicts = [_gil_held_across_samples(_match_with_cpu(p, collection), collection) for p in collection.latest()]
+    verdicts = [_connect_retried_at_once(_gil_held_across_samples(_match_with_cpu(p, collection), collection), collection)
+                for p in collection.latest()]
     samples: dict[ProcessRef, list[Process]] = {}
     for proc in sorted(collection.processes, key=lambda p: p.sample):
         samples.setdefault(proc.ref, []).append(proc)
@@ -228,6 +229,40 @@ def _gil_held_across_samples(verdict: ProcessVerdict, collection: Collection) ->
                                                              for t in proc.threads]))
     again.process = proc
     return again
+
+
+def _connect_retried_at_once(verdict: ProcessVerdict, collection: Collection) -> ProcessVerdict:
+    """A thread read as waiting in a connect (io-wait) is read as a busy loop (busy-loop) when it
+    retries that connect at once, across its samples, to a loopback port nothing listens on
+    (busy.connect_retry: the loop ends only by the connect succeeding, its `except` only counts,
+    the thread runs): refused at once, it never waits on the network; it spins. Read again on a
+    copy of the thread marked running (the node saw it on a CPU; py-spy's flag may say idle in the
+    connect system call); the recorded stacks keep what py-spy said. Any thread of the process: the
+    deciding one, or one the in-process graph follows a wait to (the setter of an Event)."""
+    if not any(m.pattern == "io-wait" for _t, m in verdict.threads):
+        return verdict
+    ordered = sorted((p for p in collection.processes if p.ref == verdict.process.ref), key=lambda p: p.sample)
+    info = collection.info_of(verdict.process)
+    busy_loop = catalog()["busy-loop"]
+    threads: list[tuple[Thread, ThreadMatch]] = []
+    main = verdict.main
+    for thread, match in verdict.threads:
+        key = thread.os_thread_id or thread.thread_id or thread.name
+        seen = [t for p in ordered for t in p.threads if (t.os_thread_id or t.thread_id or t.name) == key]
+        again = None
+        if match.pattern == "io-wait" and connect_retry(seen, info) is not None:
+            running = dataclasses.replace(thread, active=True)
+            again = match_thread(running, [busy_loop])
+        if again is None or again.pattern != "busy-loop":
+            threads.append((thread, match))
+            continue
+        threads.append((running, again))
+        if match is verdict.main:
+            main = again
+    if main is verdict.main and all(a is b for (_t, a), (_u, b) in zip(threads, verdict.threads, strict=True)):
+        return verdict
+    state = "busy" if main is not verdict.main else verdict.verdict
+    return ProcessVerdict(verdict.process, threads, state, main)
 
 
 def _match_with_cpu(proc: Process, collection: Collection) -> ProcessVerdict:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from debug_hang.analyse.graph import WaitGraph
-from debug_hang.analyse.patterns import ProcessVerdict, is_library
+from debug_hang.analyse.patterns import ProcessVerdict, is_library, settings
 from debug_hang.analyse.progress import rules
 from debug_hang.model import Collection, Frame, Process, ProcessRef, Thread
 
@@ -464,6 +464,189 @@ def _classify(node: ast.While | ast.For | ast.AsyncFor, header: int, end: int, t
     return LoopShape("endless" if not tests else "spin-wait", header, end, text, shown)
 
 
+# ------------------------------------------------------------------------------- a connect retried at once
+CONNECT_NAMES = frozenset({"create_connection", "connect", "connect_ex"})
+_CONNECT_CALL = re.compile(r"\b(create_connection|connect|connect_ex)\(")
+_LOG_CALLS = frozenset({"print", "debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
+
+
+@dataclass(frozen=True)
+class RetryLoop:
+    """A loop that retries a connect at once: it ends only by the connect succeeding (the `break`
+    or `return` after it), its `except` only counts the failure (no sleep, no back-off, nothing that
+    changes what it dials), and the port it dials has no listener on a loopback address, which
+    refuses each attempt at once."""
+
+    header: str  # the loop's header, stripped
+    call: str  # the connect statement, stripped
+    ports: tuple[int, ...]  # the loopback ports it dials, none of them listened on
+    counters: tuple[str, ...]  # what its `except` advances (`self.attempts`)
+    backoff: bool = False  # its `except` sleeps before the next attempt: a client waiting for a service
+
+    def why(self) -> str:
+        ports = ", ".join(str(p) for p in self.ports)
+        if self.backoff:
+            now = f"; nothing listens on loopback port {ports} now" if self.ports else ""
+            return (f"the loop `{self.header}` retries `{self.call[:80]}` and sleeps in its `except` before the next "
+                    f"attempt{now}: a client backing off until a service listens, which a server still starting "
+                    "ends (or a stale port never does)")
+        counted = f"; its `except` only advances {', '.join(f'`{c}`' for c in self.counters)}" if self.counters else \
+            "; its `except` only retries"
+        return (f"the loop `{self.header}` ends only when `{self.call[:80]}` succeeds, and nothing listens on "
+                f"loopback port {ports} it dials (refused at once, every round){counted}, with no sleep or "
+                "back-off and nothing that changes what it dials: a retry that cannot succeed (a livelock)")
+
+
+def _connect_stmt(stmts: list[ast.stmt]) -> tuple[int, ast.Call] | None:
+    """(index, call) of the first statement of `stmts` that calls a connect."""
+    for i, stmt in enumerate(stmts):
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call) and _call_name(node).split(".")[-1] in CONNECT_NAMES:
+                return i, node
+    return None
+
+
+def _only_counts(handler: ast.ExceptHandler, dialled: set[str], backoff: bool) -> tuple[list[str], bool] | None:
+    """The names an `except` branch advances when all it does is count and log, and whether it
+    sleeps (only with `backoff`); None when it does anything else: sleeps (without `backoff`),
+    waits, exits the loop, changes what the connect dials, calls out."""
+    counters: list[str] = []
+    sleeps = False
+    for stmt in handler.body:
+        if isinstance(stmt, (ast.Pass, ast.Continue)):
+            continue
+        if isinstance(stmt, ast.AugAssign) and not _impure_calls(stmt.value):
+            names = _targets(stmt.target)
+            if not names or any(_related(n, d) for n in names for d in dialled):
+                return None
+            counters += names
+            continue
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) \
+                and _call_name(stmt.value).split(".")[-1] in _LOG_CALLS \
+                and not any(isinstance(n, ast.Call) and n is not stmt.value for n in ast.walk(stmt.value)):
+            continue  # print(...) or log.warning(...): it tells, it changes nothing dialled
+        if backoff and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) \
+                and _call_name(stmt.value).split(".")[-1] == "sleep":
+            sleeps = True
+            continue
+        return None
+    return counters, sleeps
+
+
+def retry_shape(frame: Frame, backoff: bool = False) -> tuple[str, str, int, list[str], bool] | None:
+    """The loop around the frame's line when it retries a connect at once (its header, the
+    connect statement, that statement's line, what its `except` counts, whether it sleeps: only
+    with `backoff`, a retry that sleeps in its `except`); None otherwise.
+
+    The shape: `while True:` (or `for _ in count()`) whose body is one `try:` (and counters) whose
+    body makes the connect and then leaves the loop (`break`, `return`), and whose every `except`
+    only counts and logs; no `else`/`finally` that calls anything; nothing in the loop changes what
+    the connect call reads."""
+    parsed = _parsed_loop(frame)
+    if parsed is None:
+        return None
+    header, _end, text, tree = parsed
+    if tree is None:
+        return None
+    loop = tree.body[0] if tree.body else None
+    endless = (isinstance(loop, ast.While) and isinstance(loop.test, ast.Constant) and bool(loop.test.value)) or (
+        isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call)
+        and _call_name(loop.iter).split(".")[-1] in ENDLESS_ITERATORS)
+    if not endless or loop is None or not isinstance(loop, (ast.While, ast.For)) or loop.orelse:
+        return None
+    tries = [s for s in loop.body if isinstance(s, ast.Try)]
+    others = [s for s in loop.body if not isinstance(s, ast.Try)]
+    if len(tries) != 1 or any(not (isinstance(s, ast.AugAssign) and not _impure_calls(s.value)) for s in others):
+        return None
+    attempt = tries[0]
+    found = _connect_stmt(attempt.body)
+    if found is None or not attempt.handlers or _impure_calls(ast.Module(body=attempt.finalbody, type_ignores=[])):
+        return None
+    index, call = found
+    if not (_exits(attempt.body[index + 1:]) or _exits(attempt.orelse)) or _exits(attempt.body[:index]):
+        return None
+    dialled = _reads(call)
+    counters = [t for s in others if isinstance(s, ast.AugAssign) for t in _targets(s.target)]
+    if any(_related(c, d) for c in counters for d in dialled):
+        return None
+    sleeps = False
+    for handler in attempt.handlers:
+        counted = _only_counts(handler, dialled, backoff)
+        if counted is None:
+            return None
+        counters += counted[0]
+        sleeps = sleeps or counted[1]
+    line = header + attempt.body[index].lineno - 1
+    return text, ast.unparse(attempt.body[index])[:120], line, sorted(set(counters)), sleeps
+
+
+def _thread_runs(thread: Thread, info: dict[str, Any]) -> bool:
+    """The node saw this thread on a CPU or queued for one most of the window (a spin at any
+    load), or, without per-thread readings, its process used real CPU."""
+    readings = info.get("threads")
+    if isinstance(readings, dict) and thread.os_thread_id is not None:
+        mine = readings.get(str(thread.os_thread_id))
+        return isinstance(mine, dict) and (float(mine.get("runnable", 0.0)) >= settings().spin_runnable_percent
+                                           or float(mine.get("cpu", 0.0)) >= settings().busy_cpu_percent)
+    cpu = info.get("cpu_percent")
+    return isinstance(cpu, (int, float)) and float(cpu) >= settings().busy_cpu_percent
+
+
+def connect_retry(seen: list[Thread], info: dict[str, Any], sleeping: bool = False) -> RetryLoop | None:
+    """One thread across its samples retrying a connect that cannot succeed (`RetryLoop`), or None.
+    With `sleeping` (a thread asleep in its loop): one retrying a connect with back-off, every
+    sample inside the same job frame's retry loop whose `except` sleeps (`RetryLoop.backoff`).
+
+    All must hold: at least two samples, every one inside the same job frame's retry loop
+    (`retry_shape`), the connect seen in most of them (its frame on the stack or the frame at the
+    connect line); the thread busy (on a CPU, or queued for one, most of the window); and every
+    port it was seen dialling (the probe's `connect_targets` for this thread) a loopback port
+    nobody listens on in the process's network namespace."""
+    if len(seen) < 2 or not seen[-1].os_thread_id or not (sleeping or _thread_runs(seen[-1], info)):
+        return None
+    tid = seen[-1].os_thread_id
+    targets = [t for t in info.get("connect_targets") or [] if isinstance(t, dict) and t.get("tid") == tid]
+    if not sleeping and (not targets or any(t.get("listening") is not False for t in targets)):
+        return None
+    loopback = {int(t["port"]): t.get("loopback") for t in targets if isinstance(t.get("port"), int)}
+    shape: tuple[str, str, int, list[str], bool] | None = None
+    function = None
+    at_connect = 0
+    for thread in seen:
+        frames = _python(thread)
+        if not frames:
+            return None
+        depth = _loop_index(frames)
+        frame = frames[depth]
+        if function is None:
+            function, shape = frame.function, retry_shape(frame, backoff=sleeping)
+            if shape is None or shape[4] != sleeping:
+                return None
+        if frame.function != function or shape is None:
+            return None
+        span = _parsed_loop(frame)
+        if span is None or not span[0] <= (frame.line or 0) < span[1]:
+            return None  # it left the loop
+        inner = frames[depth + 1:]
+        connecting = any(f.function.split(".")[-1] in CONNECT_NAMES for f in inner) or (
+            frame.line == shape[2] and bool(_CONNECT_CALL.search(frame.code or "")))
+        at_connect += connecting
+        for f in inner:  # the frames' own word on the host, where their locals were read
+            if f.function.split(".")[-1] in CONNECT_NAMES and isinstance(f.facts, dict):
+                port, lb = f.facts.get("port"), f.facts.get("loopback(host)")
+                if isinstance(port, int) and isinstance(lb, bool) and port in loopback and loopback[port] is None:
+                    loopback[port] = lb
+    if shape is None:
+        return None
+    if sleeping:
+        quiet = tuple(sorted(p for p, lb in loopback.items() if lb is True and not any(
+            t.get("port") == p and t.get("listening") for t in targets)))
+        return RetryLoop(shape[0], shape[1], quiet, tuple(shape[3]), backoff=True)
+    if 2 * at_connect <= len(seen) or not loopback or any(v is not True for v in loopback.values()):
+        return None
+    return RetryLoop(shape[0], shape[1], tuple(sorted(loopback)), tuple(shape[3]))
+
+
 # ------------------------------------------------------------------------------- across samples
 @dataclass
 class BusyWork:
@@ -488,11 +671,16 @@ class BusyWork:
     sleeping: bool = False  # it sleeps in its loop (a poll, or paced work), not busy
     starting: str = ""  # it is importing modules (a worker starting up): what it moves through is no work
     no_loop: bool = False  # every job frame's source shows its line in no loop: a wait that ends with its call
+    retry: RetryLoop | None = None  # a connect retried at once to a loopback port nobody listens on
 
     @property
     def state(self) -> BusyState:
         if self.starting:
             return "undecided"  # loading code: its work, or its wait, has not begun
+        if self.retry is not None and self.retry.backoff:
+            return "no-spin"  # a connect retried with back-off: it ends when a service listens
+        if self.retry is not None and not self.helpers:
+            return "spin"  # its stack moves through the connect, its counter climbs: rounds of a loop that cannot end
         if self.moved or self.advanced:
             return "advancing"
         if self.helpers:
@@ -512,7 +700,8 @@ class BusyWork:
     @property
     def proven_by_source(self) -> bool:
         """Its loop, as its source reads, cannot end by itself (not only: it did not move)."""
-        return self.loop is not None and self.loop.kind in ("spin-wait", "endless")
+        return (self.retry is not None and not self.retry.backoff) or (
+            self.loop is not None and self.loop.kind in ("spin-wait", "endless"))
 
     def seen(self) -> str:
         """How many samples, over how long."""
@@ -534,7 +723,9 @@ class BusyWork:
                 return f"{self.label} sleeps between the rounds of a loop that moves on: {what}, in {self.seen()}"
             return f"{self.label} works: {what}, in {self.seen()}"
         if state == "spin":
-            if self.proven_by_source and self.loop is not None:
+            if self.retry is not None:
+                why = self.retry.why()
+            elif self.proven_by_source and self.loop is not None:
                 why = self.loop.why()
             else:  # seen by its state: the loop re-reads something (through a call) that never changes
                 loop = f"the loop `{self.loop.text}`" if self.loop else "its loop"
@@ -544,6 +735,9 @@ class BusyWork:
             verb = "polls" if self.sleeping else "spins"
             return (f"{self.label} {verb} at {self.where()} in every one of {self.seen()}: {why}"
                     f"{state_text}{other}")
+        if state == "no-spin" and self.retry is not None:
+            return (f"{self.label} sleeps at {self.where()} in a connect retried with back-off ({self.retry.why()}); "
+                    f"nothing was seen to advance in {self.seen()}")
         if state == "no-spin":
             why = (f"every sample is inside one call at {self.where()}: the CPU goes to library or native code "
                    "under that line (numpy, torch, BLAS, a C extension), which `py-spy dump --native` shows"
@@ -566,7 +760,9 @@ class BusyWork:
                 "state": self.state, "samples": self.samples, "span_s": self.span_s, "function": self.function,
                 "lines": list(self.lines), "loop": self.loop.kind if self.loop else None,
                 "moved": self.moved, "advanced": list(self.advanced), "frozen": list(self.frozen),
-                "one_call": self.one_call, "sleeping": self.sleeping, "text": self.text()}
+                "one_call": self.one_call, "sleeping": self.sleeping, "text": self.text(),
+                **({"retry": {"ports": list(self.retry.ports), "counters": list(self.retry.counters)}}
+                   if self.retry is not None else {})}
 
 
 def _thread_key(thread: Thread) -> Any:
@@ -646,7 +842,9 @@ def busy_work(verdict: ProcessVerdict, samples: list[Process], info: dict[str, A
     matched = deciding or next((t for t, m in verdict.threads if m is main), None)
     # The thread as py-spy read it (a match re-read without CPU works on an idle copy).
     thread = next((t for t in latest.threads if matched is not None and _thread_key(t) == _thread_key(matched)), None)
-    if thread is None or not (thread.active or sleeping or deciding is not None) or not _python(thread):
+    # (a connect re-read as busy-loop, analysis.py: the node saw the thread run, py-spy may not have)
+    reread = verdict.pattern == "busy-loop" and thread is not None and not thread.active and _thread_runs(thread, info)
+    if thread is None or not (thread.active or sleeping or deciding is not None or reread) or not _python(thread):
         return None
     key = _thread_key(thread)
     ordered = sorted(samples, key=lambda p: p.sample)
@@ -694,6 +892,7 @@ def busy_work(verdict: ProcessVerdict, samples: list[Process], info: dict[str, A
         job = [f for f in stacks[-1] if not is_library(f)]
         work.no_loop = bool(job) and all(in_no_loop(f) for f in job)
     work.helpers = _working_threads(ordered, key)
+    work.retry = connect_retry(seen, info, sleeping=sleeping)
     if any(_IMPORTING.search(f.file) or f.function in ("_find_and_load", "_gcd_import") for s in stacks[-1:] for f in s):
         work.starting = "it is importing modules: a process starting up, whose work (or wait) has not begun"
     return work

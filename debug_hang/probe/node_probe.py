@@ -41,7 +41,7 @@ from debug_hang.probe.pyspy import (
     validate_pid,
 )
 from debug_hang.probe.serve_batch import batch_windows
-from debug_hang.probe.socket_peers import socket_peers
+from debug_hang.probe.socket_peers import connect_targets, socket_peers
 from debug_hang.probe.source_lines import add_awaiting, add_source_lines, job_files
 from debug_hang.redact import SECRET_NAME, Redactor
 from debug_hang.snapshot import RANK_VARS
@@ -256,6 +256,7 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     add_loop_syscalls(info, rounds.processes)
     add_kernel_object_waits(info, rounds.processes, redactor)
     add_socket_peers(info, all_pids, errors)
+    add_connect_targets(info, rounds.processes, errors)
     add_widowed_pipes(info, rounds.processes)
     add_batch_windows(info, all_pids)
 
@@ -458,6 +459,20 @@ def add_socket_peers(info: dict[int, dict[str, Any]], pids: list[int], errors: l
             info[pid]["socket_peers"] = peers
     except Exception as exc:  # noqa: BLE001 - a /proc oddity costs this fact, never the probe
         errors.append({"pid": None, "kind": SOCKET_PEERS_FAILED, "sample": 0, "error": f"socket peers not read: {exc}"})
+
+
+def add_connect_targets(info: dict[int, dict[str, Any]], processes: list[dict[str, Any]],
+                        errors: list[dict[str, Any]]) -> None:
+    """Per process with a connect frame whose `port` fact was read, after the last sample: whether
+    anything listens on that port in the process's network namespace (`connect_targets`:
+    [{tid, port, listening, loopback?}], probe/socket_peers.py): a loop dialling a loopback port
+    nobody listens on is refused at once, every round."""
+    try:
+        for pid, targets in connect_targets(processes).items():
+            if pid in info:
+                info[pid]["connect_targets"] = targets
+    except Exception as exc:  # noqa: BLE001 - a /proc oddity costs this fact, never the probe
+        errors.append({"pid": None, "kind": SOCKET_PEERS_FAILED, "sample": 0, "error": f"connect targets not read: {exc}"})
 
 
 def add_batch_windows(info: dict[int, dict[str, Any]], pids: list[int]) -> None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from debug_hang.errors import UsageError, ptrace_help
-from debug_hang.facts import reduce_locals
+from debug_hang.facts import add_loopback_fact, reduce_locals
 from debug_hang.model import Frame, Process, Thread
 from debug_hang.probe.objmem import LIBRARY_FILE, Memory, add_memory_facts
 
@@ -190,6 +190,7 @@ def _frame(f: dict[str, Any], keep_locals: bool, memory: Memory | None) -> Frame
     facts = None
     if shown is not None:
         facts = reduce_locals(shown)
+        add_loopback_fact(facts, str(f.get("name", "?")), shown)
         if memory is not None:
             add_memory_facts(facts, [v for v in raw_locals or [] if isinstance(v, dict)], memory,
                              job_code=not LIBRARY_FILE.search(filename))

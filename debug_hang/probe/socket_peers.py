@@ -8,11 +8,14 @@ detached actor, a process started outside Ray) shows up only this way. This modu
 each target, the processes on this node holding the other end of its ESTABLISHED TCP connections,
 and how many; what they mean is for the analysis. Only /proc entries are read (fd links,
 /proc/PID/net/tcp{,6}); every scan is bounded (descriptors per process, rows, a time budget).
+For a thread retrying a connect, `connect_targets` says whether anything listens on the port it
+dials, in the process's own network namespace (a loopback port with no listener refuses at once).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import time
 from typing import Any
 
@@ -116,4 +119,76 @@ def socket_peers(pids: list[int], budget_s: float = SCAN_BUDGET_S) -> dict[int, 
             peers.append({"pid": peer, "title": title[:160], "connections": n})
         if peers:
             out[pid] = peers[:MAX_PEERS]
+    return out
+
+
+# ------------------------------------------------------------------ ports a connect loop dials
+_LISTEN = "0A"
+MAX_TARGETS = 16  # connect targets kept per process
+# A connect frame (socket.create_connection, a job's `connect(host, port)`): its `port` fact is the
+# port dialled. (The same pattern as debug_hang.facts.CONNECT_FRAME: the probe imports no analysis.)
+_CONNECT_FRAME = re.compile(r"(^|\.)(create_connection|connect|connect_ex)$")
+
+
+def listening_ports(pid: int, max_rows: int = MAX_ROWS) -> set[int] | None:
+    """The TCP ports with a listening socket (state LISTEN, any local address) in `pid`'s network
+    namespace, from /proc/PID/net/tcp and tcp6; None when neither table can be read."""
+    ports: set[int] = set()
+    read = False
+    for name in ("tcp", "tcp6"):
+        try:
+            with open(f"/proc/{pid}/net/{name}", encoding="ascii", errors="replace") as fh:
+                read = True
+                next(fh, None)  # header
+                for n, line in enumerate(fh):
+                    if n >= max_rows:
+                        break
+                    cols = line.split()
+                    if len(cols) > 3 and cols[3] == _LISTEN and ":" in cols[1]:
+                        try:
+                            ports.add(int(cols[1].rsplit(":", 1)[1], 16))
+                        except ValueError:
+                            continue
+        except OSError:
+            continue
+    return ports if read else None
+
+
+def connect_targets(processes: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+    """{pid: [{"tid", "port", "listening", "loopback"?}]}: for each connect frame of the samples
+    (stacks/v1 process dicts) whose facts hold an int `port`, whether a socket of the process's own
+    network namespace listens on that port now (after the last sample), and whether the frame's
+    host is a loopback address (its `loopback(host)` fact, when read). Read-only and bounded."""
+    wanted: dict[int, dict[tuple[int, int], bool | None]] = {}
+    for proc in processes:
+        pid = proc.get("pid")
+        if not isinstance(pid, int):
+            continue
+        for thread in proc.get("threads") or []:
+            tid = thread.get("os_thread_id")
+            if not isinstance(tid, int):
+                continue
+            for frame in thread.get("frames") or []:
+                facts = frame.get("facts")
+                if not isinstance(facts, dict) or not _CONNECT_FRAME.search(str(frame.get("function") or "")):
+                    continue
+                port = facts.get("port")
+                if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
+                    continue
+                targets = wanted.setdefault(pid, {})
+                if len(targets) >= MAX_TARGETS and (tid, port) not in targets:
+                    continue
+                loopback = facts.get("loopback(host)")
+                if isinstance(loopback, bool):
+                    targets[(tid, port)] = loopback
+                else:
+                    targets.setdefault((tid, port), None)
+    out: dict[int, list[dict[str, Any]]] = {}
+    for pid, targets in wanted.items():
+        ports = listening_ports(pid)
+        if ports is None:
+            continue
+        out[pid] = [{"tid": tid, "port": port, "listening": port in ports,
+                     **({"loopback": loopback} if loopback is not None else {})}
+                    for (tid, port), loopback in sorted(targets.items())]
     return out
