@@ -52,8 +52,8 @@ class Ingest:
                 tg.create_task(self._write(0))
                 tg.create_task(self._write(1))
                 tg.create_task(self._flusher())
-        except* ValueError as eg:
-            print("ingest failed:", eg.exceptions, flush=True)
+        except Exception as eg:  # noqa: BLE001 - the TaskGroup raises an ExceptionGroup of the failed fetch
+            print("ingest failed:", repr(eg), flush=True)
         return len(self.rows)
 
 

@@ -11,7 +11,6 @@ Truth: culprit both ranks' src choice (rank-local decision for a collective's ro
 the losses (or all_reduce MIN + argmin) so every rank picks the same src.
 """
 import os
-import socket
 import tempfile
 
 import ray

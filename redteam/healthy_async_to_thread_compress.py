@@ -22,7 +22,7 @@ import ray
 @ray.remote(num_cpus=1)
 class CheckpointPacker:
     def _compress_all(self, n_shards):
-        r = random.Random(1)
+        r = random.Random(1)  # noqa: S311 - test data, not crypto
         shard = bytes(r.getrandbits(8) if i % 3 == 0 else 65 for i in range(4_000_000))
         total = 0
         for _ in range(n_shards):

@@ -19,7 +19,7 @@ import ray
 def count_ngrams(shard, n_docs):
     counts = {}
     seed = 1234567 + shard
-    for doc in range(n_docs):
+    for _doc in range(n_docs):
         words = []
         for _ in range(40):
             seed = (seed * 1103515245 + 12345) & 0x7FFFFFFF
