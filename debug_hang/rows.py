@@ -58,6 +58,13 @@ def _resources(value: Any) -> dict[str, float]:
     return out
 
 
+def _labels(value: Any) -> dict[str, str]:
+    """A label selector or a node's labels: {key: value} (a selector's value may be `!v`, `in(a,b)`)."""
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): str(v) for k, v in value.items() if v is not None}
+
+
 @dataclass(frozen=True, slots=True)
 class TaskRow:
     """One attempt of a task, actor call or actor creation."""
@@ -81,6 +88,7 @@ class TaskRow:
     placement_group_id: str | None
     error_type: str | None
     error_message: str | None
+    label_selector: dict[str, str] = field(default_factory=dict)  # the node labels it must be scheduled on
 
     @classmethod
     def of(cls, row: dict[str, Any]) -> TaskRow:
@@ -97,6 +105,7 @@ class TaskRow:
             required_resources=_resources(row.get("required_resources")),
             placement_group_id=_id(row.get("placement_group_id")),
             error_type=_id(row.get("error_type")), error_message=str(row.get("error_message") or "") or None,
+            label_selector=_labels(row.get("label_selector")),
         )
 
     @property
@@ -136,6 +145,7 @@ class ActorRow:
     is_detached: bool
     placement_group_id: str | None
     rank_env: dict[str, str]
+    label_selector: dict[str, str] = field(default_factory=dict)  # the node labels it must be scheduled on
 
     @classmethod
     def of(cls, row: dict[str, Any]) -> ActorRow:
@@ -149,7 +159,7 @@ class ActorRow:
             death_cause=cause if isinstance(cause, dict) else None, num_restarts=_int(row.get("num_restarts")),
             num_restarts_due_to_node_preemption=_int(row.get("num_restarts_due_to_node_preemption")) or 0,
             is_detached=bool(row.get("is_detached")), placement_group_id=_id(row.get("placement_group_id")),
-            rank_env=rank_env(row),
+            rank_env=rank_env(row), label_selector=_labels(row.get("label_selector")),
         )
 
 

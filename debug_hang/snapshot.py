@@ -146,6 +146,14 @@ def node_totals(snap: Snapshot) -> list[dict[str, float]]:
     return [dict(n.get("resources_total") or {}) for n in snap.nodes if n.get("state") == "ALIVE"]
 
 
+def node_labels(snap: Snapshot) -> list[dict[str, str]] | None:
+    """The labels of every alive node; None when a node row carries no `labels` (an older Ray or capture)."""
+    alive = [n for n in snap.nodes if n.get("state") == "ALIVE"]
+    if not alive or any(not isinstance(n.get("labels"), dict) for n in alive):
+        return None
+    return [{str(k): str(v) for k, v in n["labels"].items()} for n in alive]
+
+
 # The autoscaler report camel-cases resource names; map the usual ones back.
 _USAGE_NAMES = {"objectStoreMemory": "object_store_memory"}
 

@@ -207,3 +207,41 @@ def test_an_actor_busy_only_with_calls_of_an_ended_job_is_not_in_use() -> None:
     # AND a call from a live job keeps it in use
     jobs["7f000000"] = JobRow.of({**old, "status": "RUNNING"})
     assert actor["actor_id"] not in {h.id for h in idle_actors(*typed(snap)[1:], jobs, snap.taken_at)}
+
+
+LABELS = ROOT / "tests" / "data" / "captures" / "label_selector_unmatched"
+
+
+def test_an_actor_whose_label_selector_no_node_has_is_infeasible() -> None:
+    # GIVEN a real capture: ShardCache pending with label_selector {disk-type: nvme}, the only node
+    # labelled ray.io/node-id alone, its CPUs free
+    diag = reanalyse(LABELS)
+    top = diag.causes[0]
+    # THEN the request is infeasible (not "still starting"), the selector named
+    assert diag.verdict == "hang"
+    assert top.pattern == "infeasible-resource"
+    assert "disk-type=nvme" in top.culprits[0].name
+    assert [c.class_name for c in top.culprits][1:] == ["ShardCache"]
+
+
+def test_a_label_selector_a_node_satisfies_is_only_pending(tmp_path: Path) -> None:
+    # GIVEN the same capture with the node labelled disk-type=nvme
+    def label(doc: dict[str, Any]) -> None:
+        for node in doc["nodes"]:
+            node["labels"]["disk-type"] = "nvme"
+    diag = reanalyse(variant(LABELS, tmp_path, label))
+    # THEN nothing is infeasible: the scheduler has not placed it yet
+    assert all(c.pattern != "infeasible-resource" for c in diag.causes)
+    assert diag.verdict == "inconclusive"
+
+
+def test_label_selector_operators() -> None:
+    from debug_hang.analyse.graph.resources import selector_matches
+    node = {"disk-type": "nvme", "zone": "a"}
+    assert selector_matches({"disk-type": "nvme"}, node)
+    assert not selector_matches({"disk-type": "ssd"}, node)
+    assert selector_matches({"disk-type": "!ssd"}, node) and not selector_matches({"zone": "!a"}, node)
+    assert selector_matches({"zone": "in(a,b)"}, node) and not selector_matches({"zone": "in(b, c)"}, node)
+    assert selector_matches({"zone": "!in(b,c)"}, node) and not selector_matches({"zone": "!in(a)"}, node)
+    assert selector_matches({"gpu": "!in(a)"}, node) and not selector_matches({"gpu": "x"}, node)
+

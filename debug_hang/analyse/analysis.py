@@ -29,7 +29,16 @@ from debug_hang.analyse.verdict import (
 from debug_hang.libraries import LibraryState
 from debug_hang.model import Collection, CollectionError, Process, ProcessRef, Thread
 from debug_hang.rows import JobRow, Rows, TaskRow, tasks_of
-from debug_hang.snapshot import DRIVER_TASK_PREFIX, POLLING_TASKS, Snapshot, available_resources, node_totals, resource_usage, usage_by_node
+from debug_hang.snapshot import (
+    DRIVER_TASK_PREFIX,
+    POLLING_TASKS,
+    Snapshot,
+    available_resources,
+    node_labels,
+    node_totals,
+    resource_usage,
+    usage_by_node,
+)
 
 
 def detect_progress(before: list[TaskRow], after: list[TaskRow], since_ms: float,
@@ -102,7 +111,7 @@ def graph_inputs(job: dict[str, Any], snap: Snapshot, collection: Collection, ro
                        available=available_resources(snap), jobs=rows.jobs, now_s=snap.taken_at,
                        usage=resource_usage(snap), usage_by_node=usage_by_node(snap), status_text=snap.cluster_status_text,
                        libraries=LibraryState.of(snap.libraries, collection.library_metrics), samples=samples,
-                       dump_errors=list(collection.errors))
+                       dump_errors=list(collection.errors), node_labels=node_labels(snap))
 
 
 def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_after: list[dict[str, Any]] | None,

@@ -170,3 +170,4 @@ class GraphInputs:
     libraries: LibraryState = field(default_factory=LibraryState)  # Ray Serve's and Ray Data's own state
     samples: dict[ProcessRef, list[Process]] = field(default_factory=dict)  # every sample of each process, oldest first
     dump_errors: list[CollectionError] = field(default_factory=list)  # the dumps that failed (py-spy's errors)
+    node_labels: list[dict[str, str]] | None = None  # every alive node's labels; None: not reported

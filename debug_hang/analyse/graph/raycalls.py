@@ -209,7 +209,8 @@ def node_for_task(b: Builder, task: TaskRow) -> str | None:
                 g.nodes[key].class_name = str(task.func_or_class_name or task.name)
             return key
         return resource_node(b, task.required_resources or {}, f"task {task.name}",
-                             requester=str(task.func_or_class_name or task.name), since_ms=task.creation_time_ms)
+                             requester=str(task.func_or_class_name or task.name), since_ms=task.creation_time_ms,
+                             selector=task.label_selector)
     return None
 
 

@@ -46,14 +46,52 @@ def capacity_of(b: Builder) -> Capacity:
     return b.capacity
 
 
+def selector_matches(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    """Whether a node's labels satisfy a Ray label selector: `v` (equal), `!v` (not equal, or
+    absent), `in(a,b)` (one of), `!in(a,b)` (none of, or absent)."""
+    for key, want in selector.items():
+        have = labels.get(key)
+        negate = want.startswith("!")
+        body = want[1:] if negate else want
+        values = ([v.strip() for v in body[3:-1].split(",")] if body.startswith("in(") and body.endswith(")")
+                  else [body])
+        hit = have is not None and have in values
+        if hit == negate:
+            return False
+    return True
+
+
+def unmatched_selector(b: Builder, selector: dict[str, str]) -> bool:
+    """A label selector no alive node satisfies (False when the nodes' labels are not reported)."""
+    labels = b.inp.node_labels
+    return bool(selector) and labels is not None and not any(selector_matches(selector, n) for n in labels)
+
+
 def resource_node(b: Builder, demand: dict[str, float], who: str, requester: str | None = None,
-                  since_ms: float | None = None) -> str:
+                  since_ms: float | None = None, selector: dict[str, str] | None = None) -> str:
     """The node for a pending resource demand: infeasible (no node, or no bundle of its placement
-    group, could ever hold it), starved (no node has room for it now), or pending (one has: the
-    scheduler has simply not placed it yet)."""
+    group, could ever hold it, or no node has the labels its label selector asks for), starved (no
+    node has room for it now), or pending (one has: the scheduler has simply not placed it yet)."""
     g, cap = b.g, capacity_of(b)
     demand = {k: float(v) for k, v in demand.items() if float(v) > 0}
     text = describe(demand) if demand else "{no resources}"
+    if selector and unmatched_selector(b, selector):
+        wanted = ", ".join(f"{k}={v}" for k, v in sorted(selector.items()))
+        key = f"resource:{text} on labels {wanted}"
+        if key not in g.nodes:
+            have = sorted({f"{k}={v}" for n in b.inp.node_labels or [] for k, v in n.items()
+                           if not k.startswith("ray.io/")})
+            g.nodes[key] = GNode(key=key, kind="resource", name=f"{text} on a node labelled {wanted}",
+                                 state="infeasible", demand=demand)
+            g.nodes[key].evidence.append(
+                f"label_selector {{{wanted}}}: no alive node has these labels (the nodes' own labels: "
+                f"{', '.join(have) or 'none but ray.io/*'}), however free their resources")
+        g.nodes[key].evidence.append(f"requested by {who}")
+        if g.nodes[key].class_name is None and requester:
+            g.nodes[key].class_name = requester
+        if since_ms:
+            b.demand_since[key] = min(b.demand_since.get(key, since_ms), since_ms)
+        return key
     key = f"resource:{text}"
     feasible = cap.feasible(demand)
     state: NodeState = "infeasible" if not feasible else ("pending" if cap.placeable_now(demand) else "starved")
@@ -114,8 +152,9 @@ def edges_pending_actors(b: Builder) -> None:
         if restarting and (capacity_of(b).free is None or capacity_of(b).placeable_now(demand)):
             continue  # room for it (or no load report to tell): the restart is under way
         since = _last_call_end(b, actor_id) if restarting else (creation.creation_time_ms if creation else None)
+        selector = actor.label_selector or (creation.label_selector if creation else {})
         res = resource_node(b, demand, f"actor {actor.class_name}" + (" (being restarted)" if restarting else ""),
-                            requester=actor.class_name, since_ms=since)
+                            requester=actor.class_name, since_ms=since, selector=selector)
         g.add_edge(key, res, "infeasible-resource",
                    "is being restarted and waits to be placed again" if restarting else "waits to be scheduled")
 
