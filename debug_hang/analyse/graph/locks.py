@@ -280,6 +280,7 @@ def mark_file_lock_holders(b: Builder) -> None:
 # a lock a multiprocessing manager serves, taken in C by the thread serving a client's acquire).
 _NATIVE_WAITS = ("native-condition-wait", "native-lock-wait", "manager-served-wait")
 _MANAGERS = re.compile(r"multiprocessing/managers\.py$")
+_PROCESS = re.compile(r"multiprocessing/process\.py$")
 
 
 @graph_pass(after=("detect_lock_waits",), decides=("native-wait-holder-died",))
@@ -289,6 +290,7 @@ def edges_native_wait_holders(b: Builder) -> None:
     semaphore, a process-shared mutex. The job's processes that died before the wait began are its
     likely holders (a POSIX semaphore is not posted when its holder dies): a guessed edge to each.
     Never the waiter itself: it waits, it does not hold."""
+    _link_local_managers(b)
     for key, verdict in b.verdicts.items():
         node = b.g.nodes[key]
         waiter = b.deciding.get(key) or deciding_thread(verdict)
@@ -312,7 +314,10 @@ def edges_native_wait_holders(b: Builder) -> None:
         started = min((t.start_time_ms for t in b.running.get(key, []) if t.start_time_ms), default=None)
         if started is None and served:
             started = min((t.start_time_ms for t in b.tasks if t.state == "RUNNING" and t.start_time_ms), default=None)
-        for dead_key, dead in _dead_before(b, started) + (_died_tasks_before(b, started) if served else []):
+        holders = _dead_before(b, started) + (_died_tasks_before(b, started) if served else [])
+        if served and not holders and not _unlinked_peers(b, key) and _no_idle_handler(verdict):
+            _mark_client_gone(b, key, verdict)
+        for dead_key, dead in holders:
             calls = [t for t in b.index.of_actor(dead.actor_id or "") if t.state == "FAILED"]
             last = max(calls, key=lambda t: t.end_time_ms or 0.0, default=None)
             b.g.add_edge(key, dead_key, "native-wait-holder-died",
@@ -332,16 +337,23 @@ def _manager_machinery(thread: Thread) -> bool:
     """A thread of a multiprocessing manager's own server that runs no job code: its accept loop,
     its serve_forever, a handler serving a call (each waits for clients, none releases a lock)."""
     frames = [f for f in thread.frames if not f.native]
+    # A forked server's main thread still shows, below multiprocessing's bootstrap, the frames of
+    # the parent that forked it (Manager() in an actor's __init__): they never run again.
+    cut = next((i for i, f in enumerate(frames) if f.function.endswith("_bootstrap") and _PROCESS.search(f.file)), None)
+    frames = frames if cut is None else frames[:cut + 1]
     return all(is_library(f) for f in frames) and any(_MANAGERS.search(f.file) for f in frames)
 
 
 def _every_client_waits(b: Builder, key: str) -> bool:
     """Every process of the job at the other end of the manager's TCP connections that no Ray call
     explains waits in a proxy call itself (none of them is free, holding the served lock); a peer
-    that is no process of the job, or none seen (a unix-socket manager), may hold it."""
+    that is no process of the job may hold it. With no TCP peer seen (a unix-socket manager), the
+    manager's own handler threads tell: one per client connection, none idle at its `recv()`
+    means every connected client is inside a served call itself."""
+    peers = _unlinked_peers(b, key)
+    if not peers:
+        return _no_idle_handler(b.verdicts[key])
     node = b.g.nodes[key]
-    linked = ray_linked(b, [key])
-    peers = [p for p in socket_peers_of(b, key) if ProcessRef(node.node_id, p["pid"]) not in linked]
     keys = [b.by_pid.get(ProcessRef(node.node_id, p["pid"])) for p in peers]
     return bool(keys) and all(k is not None and b.g.nodes[k].pattern == "manager-call-wait" for k in keys)
 
@@ -383,3 +395,80 @@ def _dead_before(b: Builder, started_ms: float | None) -> list[tuple[str, GNode]
         if started_ms is None or not ends or max(ends) <= started_ms:
             out.append((key, node))
     return out
+
+
+def _handlers(verdict: ProcessVerdict) -> list[Thread]:
+    """The manager's handler threads: one per client connection (Server.serve_client on its stack)."""
+    return [t for t, _m in verdict.threads
+            if any(not f.native and f.function.endswith("serve_client") and _MANAGERS.search(f.file) for f in t.frames)]
+
+
+def _in_served_call(thread: Thread) -> bool:
+    """A handler thread inside the method it serves (serve_client innermost, at its call of it)."""
+    frames = [f for f in thread.frames if not f.native]
+    return bool(frames) and frames[0].function.endswith("serve_client") and "function(*args" in (frames[0].code or "")
+
+
+def _no_idle_handler(verdict: ProcessVerdict) -> bool:
+    """Every handler thread of the manager is inside a served call: no connected client is idle,
+    so none holds a served lock it could still release (a client's connection stays open, its
+    handler at `recv()`, while the client lives and keeps its proxy)."""
+    handlers = _handlers(verdict)
+    return bool(handlers) and all(_in_served_call(t) for t in handlers)
+
+
+def _link_local_managers(b: Builder) -> None:
+    """A proxy call (manager-call-wait) with no TCP peer to follow (a default Manager() talks over
+    a unix socket) waits for the one process of the job on its node that runs a manager's server
+    with a handler thread inside a served call: an edge to it, whose reading becomes that handler's
+    (its main thread's serve_forever is the server's own idle loop)."""
+    served: dict[str | None, list[tuple[str, Thread]]] = {}
+    for key, verdict in b.verdicts.items():
+        busy = [t for t in _handlers(verdict) if _in_served_call(t)]
+        if busy:
+            served.setdefault(b.g.nodes[key].node_id, []).append((key, busy[0]))
+    if not served:
+        return
+    for key in list(b.verdicts):
+        node = b.g.nodes[key]
+        managers = [(k, t) for k, t in served.get(node.node_id, []) if k != key]
+        if node.pattern != "manager-call-wait" or b.g.out(key) or _unlinked_peers(b, key) or len(managers) != 1:
+            continue
+        dst, handler = managers[0]
+        manager = b.g.nodes[dst]
+        if manager.pattern != "manager-served-wait":
+            match = next((m for t, m in b.verdicts[dst].threads if t is handler), None)
+            manager.pattern = "manager-served-wait"
+            manager.frame = match.frame if match is not None else handler.frames[0]
+            manager.user_frame = match.user_frame if match is not None else None
+            manager.state = "blocked"
+            b.deciding[dst] = handler
+        b.g.add_edge(key, dst, "manager-call-wait",
+                     f"waits in a proxy call for a multiprocessing manager's answer; {manager.label()} is the one process "
+                     "of the job on this node that runs a manager's server with a handler inside a served call (no TCP "
+                     "peer: the manager talks over a unix socket)")
+
+
+def _mark_client_gone(b: Builder, key: str, verdict: ProcessVerdict) -> None:
+    """The served lock's holder is no connected client and no dead process of the job known: a
+    client that took it and went away (its connection closed). A node for it, the culprit."""
+    node = b.g.nodes[key]
+    handlers = _handlers(verdict)
+    gone = f"gone-client:{key}"
+    b.g.nodes[gone] = GNode(
+        key=gone, kind="process", name=f"a client of the manager {node.label()} that took its served lock and is gone", state="dead",
+        node_id=node.node_id, pattern="native-wait-holder-died",
+        evidence=[f"every one of the manager's {len(handlers)} client connection(s) is inside a served call (its handler "
+                  "thread in serve_client, none idle at recv()): no connected client holds the served lock, so the one "
+                  "that took it has closed its connection - a process that exited (or dropped its proxy) holding it; a "
+                  "lock a manager serves is not released when its client goes"])
+    b.g.add_edge(key, gone, "native-wait-holder-died",
+                 "serves an acquire of a lock no connected client holds: its holder was a client that has gone")
+
+
+def _unlinked_peers(b: Builder, key: str) -> list[dict[str, Any]]:
+    """The node's TCP peers on its node that no Ray call explains (a manager's clients, a server it reads)."""
+    node = b.g.nodes[key]
+    linked = ray_linked(b, [key])
+    return [p for p in socket_peers_of(b, key)
+            if p["pid"] != node.pid and ProcessRef(node.node_id, p["pid"]) not in linked]
