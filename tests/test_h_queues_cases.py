@@ -233,11 +233,30 @@ def test_a_client_free_of_its_proxy_call_may_hold_the_lock() -> None:
     assert all(c.pattern != "native-wait-holder-died" for c in diag.causes) and diag.verdict != "hang"
 
 
-def test_no_client_seen_on_the_managers_connections_names_no_holder() -> None:
-    def no_peers(cap: Capture) -> None:
-        for info in cap.collection.info.values():
-            info.pop("socket_peers", None)
-    diag = _diag(MANAGER, no_peers)
+def _no_peers(cap: Capture) -> None:
+    for info in cap.collection.info.values():
+        info.pop("socket_peers", None)
+
+
+def test_no_client_seen_on_the_managers_connections_leaves_its_handler_threads_to_tell() -> None:
+    # No TCP peer read (a unix-socket manager, or the scan failed): the manager's handler threads,
+    # one per client connection, all inside the served acquire: no connected client is free to
+    # hold the lock, and the client that died is still its likely holder.
+    diag = _diag(MANAGER, _no_peers)
+    assert diag.verdict == "hang" and _top(diag) == ("native-wait-holder-died", ["calibrate"])
+
+
+def test_no_client_seen_and_a_handler_idle_at_recv_names_no_holder() -> None:
+    def idle_handler(cap: Capture) -> None:
+        _no_peers(cap)
+        for proc in _proc_of(cap, "ray::QuotaBroker"):
+            served = [t for t in proc.threads if t.frames and t.frames[0].function.endswith("serve_client")]
+            if served:  # one connection's handler back at `request = recv()`: a live client, free
+                t = served[0]
+                t.frames = [dataclasses.replace(t.frames[0], function="Connection._recv", code="chunk = read(handle, remaining)",
+                                                file=t.frames[0].file.replace("managers.py", "connection.py"), facts={}),
+                            dataclasses.replace(t.frames[0], code="request = recv()", facts={}), *t.frames[1:]]
+    diag = _diag(MANAGER, idle_handler)
     assert all(c.pattern != "native-wait-holder-died" for c in diag.causes) and diag.verdict != "hang"
 
 
