@@ -86,12 +86,7 @@ def resource_node(b: Builder, demand: dict[str, float], who: str, requester: str
             g.nodes[key].evidence.append(
                 f"label_selector {{{wanted}}}: no alive node has these labels (the nodes' own labels: "
                 f"{', '.join(have) or 'none but ray.io/*'}), however free their resources")
-        g.nodes[key].evidence.append(f"requested by {who}")
-        if g.nodes[key].class_name is None and requester:
-            g.nodes[key].class_name = requester
-        if since_ms:
-            b.demand_since[key] = min(b.demand_since.get(key, since_ms), since_ms)
-        return key
+        return _requested(b, key, who, requester, since_ms)
     key = f"resource:{text}"
     feasible = cap.feasible(demand)
     state: NodeState = "infeasible" if not feasible else ("pending" if cap.placeable_now(demand) else "starved")
@@ -106,9 +101,15 @@ def resource_node(b: Builder, demand: dict[str, float], who: str, requester: str
             shown = {k: v for k, v in largest.items() if k in ("CPU", "GPU") or k in demand}
             g.nodes[key].evidence.append(
                 f"{'feasible' if feasible else 'no node can satisfy'} {text}; largest node has {shown}")
-    g.nodes[key].evidence.append(f"requested by {who}")
-    if g.nodes[key].class_name is None and requester:
-        g.nodes[key].class_name = requester
+    return _requested(b, key, who, requester, since_ms)
+
+
+def _requested(b: Builder, key: str, who: str, requester: str | None, since_ms: float | None) -> str:
+    """Note who asks for a demand node's resources, and since when: the node's key."""
+    node = b.g.nodes[key]
+    node.evidence.append(f"requested by {who}")
+    if node.class_name is None and requester:
+        node.class_name = requester
     if since_ms:
         b.demand_since[key] = min(b.demand_since.get(key, since_ms), since_ms)
     return key
