@@ -54,3 +54,18 @@ def test_the_same_root_or_an_unread_one_is_no_mismatch(tmp_path: Path, edit: str
     # THEN no mismatch is claimed, and the job is not called hung from this
     assert all(rc["pattern"] != "collective-mismatch" for rc in doc["root_causes"]), doc["summary"]
     assert doc["verdict"] != "hang", doc["summary"]
+
+
+def test_ranks_of_subgroups_may_name_their_own_roots(tmp_path: Path) -> None:
+    def on_subgroups(doc: dict[str, Any]) -> None:
+        for p in doc["processes"]:
+            for t in p["threads"]:
+                for f in t["frames"]:
+                    if (f.get("code") or "").strip() == "dist.broadcast(cfg, src=src)":
+                        f["code"] = "dist.broadcast(cfg, src=src, group=tp_group)"
+    # GIVEN the same ranks and roots, the call passing a group of their own (a tensor-parallel group each)
+    folder = capture_variant(tmp_path, CASE, stacks=on_subgroups)
+    # WHEN it is re-analysed
+    doc = to_json(reanalyse(folder))
+    # THEN different roots are no mismatch: each group has its own
+    assert all(rc["pattern"] != "collective-mismatch" for rc in doc["root_causes"]), doc["summary"]

@@ -422,13 +422,22 @@ def _root_of(node: GNode) -> tuple[str, int] | None:
     return None
 
 
+def _on_the_default_group(node: GNode) -> bool:
+    """The job line that calls the collective shows the whole call, with no `group=`: it runs on the
+    default group, whose members all take part (ranks of different subgroups may each name their own
+    root). Unknown (no line, or a call continued on the next line) is False."""
+    code = (node.user_frame.code or "") if node.user_frame is not None else ""
+    return bool(code) and code.count("(") == code.count(")") and not re.search(r"\bgroup\w*\s*=", code)
+
+
 def _mark_root_mismatch(g: WaitGraph, waiting: list[str]) -> bool:
-    """Every rank in the same rooted collective at the same line, naming different roots (rank 0
-    broadcasts with src=0, rank 1 with src=1): each waits for a root the others do not take for
-    one, and the collective never completes. The minority is named (every rank on a tie). True
+    """Every rank in the same rooted collective at the same line on the default group, naming
+    different roots (rank 0 broadcasts with src=0, rank 1 with src=1): each waits for a root the
+    others do not take for one, and the collective never completes. The minority is named (every rank on a tie). True
     when the ranks' roots, all read, differ."""
     roots = {k: _root_of(g.nodes[k]) for k in waiting}
-    if any(r is None for r in roots.values()) or len({r[1] for r in roots.values() if r is not None}) < 2:
+    if any(r is None for r in roots.values()) or len({r[1] for r in roots.values() if r is not None}) < 2 \
+            or not all(_on_the_default_group(g.nodes[k]) for k in waiting):
         return False
     by_root: dict[int, list[str]] = {}
     for k, r in roots.items():
