@@ -206,6 +206,17 @@ def _waits_each_round(work: BusyWork) -> bool:
     return loop is not None and not loop.tests and bool(loop.calls) and loop.body_calls and not loop.exits
 
 
+def _working_elsewhere(work: BusyWork, busy: list[BusyWork]) -> list[BusyWork]:
+    """For a sleeping poll whose loop tests its condition through calls (a file's existence, a
+    service's answer: state outside the process), the other processes seen working: busy on a CPU,
+    computing and not seen stuck (advancing, or busy in a computation no spin). Any of them may
+    change that state; none is needed for a poll on its own variables."""
+    if work.loop is None or work.loop.kind != "unknown" or not work.loop.calls:
+        return []
+    found = [w for w in busy if w.ref != work.ref and not w.sleeping and w.state in ("advancing", "no-spin", "undecided")]
+    return sorted(found, key=lambda w: w.state != "advancing")
+
+
 def _busy_decision(job_id: str | None, top: RootCause, title: str, busy: list[BusyWork],
                    tasks: list[TaskRow]) -> tuple[tuple[Verdict, str] | None, BusyWork | None]:
     """A busy culprit is a hang only with positive evidence that it does not advance; a sleep in a
@@ -221,6 +232,12 @@ def _busy_decision(job_id: str | None, top: RootCause, title: str, busy: list[Bu
     if work is not None and work.sleeping:
         if work.state == "no-spin" or (work.state == "undecided" and _waits_each_round(work)):
             return ("inconclusive", f"{lead} {work.text()}. A hang needs a poll whose condition nothing changes."), None
+        others = _working_elsewhere(work, busy)
+        if work.state == "undecided" and others:
+            return ("inconclusive", f"{lead} {work.text()}; its loop reads its condition through calls "
+                                    f"({', '.join(work.loop.calls[:3]) if work.loop else ''}), state outside its own "
+                                    f"variables, while {'; '.join(w.text() for w in others[:2])}: that work may change "
+                                    "what it reads. A hang needs a poll whose condition nothing changes."), None
         return None, work if work.state == "spin" else None
     if culprit.state == "busy" or work is not None:
         if work is None or work.state != "spin":
