@@ -24,6 +24,7 @@ Expected diagnosis
 """
 
 import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -43,11 +44,16 @@ class ShardIndexer:
     def __init__(self):
         self.pool = ThreadPoolExecutor(max_workers=2)
         self.indexed = 0
+        # Both shard jobs start before either submits its sub-job (the pool's two workers are
+        # taken): without it, a fast first job could finish its sub-job on the second worker
+        # before the second shard job started, and the build would not hang.
+        self._both_started = threading.Barrier(2)
 
     def tokenize(self, text: str) -> list:
         return text.split()
 
     def index_shard(self, shard: str) -> int:
+        self._both_started.wait(timeout=60)
         tokens = self.pool.submit(self.tokenize, shard).result()
         self.indexed += 1
         return len(tokens)
