@@ -15,10 +15,10 @@ dials, in the process's own network namespace (a loopback port with no listener 
 from __future__ import annotations
 
 import os
-import re
 import time
 from typing import Any
 
+from debug_hang.facts import CONNECT_FRAME, LOOPBACK_FACT
 from debug_hang.probe.procfd import MAX_FDS, fd_links
 
 MAX_ROWS = 50_000  # rows read per /proc/net/tcp table
@@ -125,9 +125,6 @@ def socket_peers(pids: list[int], budget_s: float = SCAN_BUDGET_S) -> dict[int, 
 # ------------------------------------------------------------------ ports a connect loop dials
 _LISTEN = "0A"
 MAX_TARGETS = 16  # connect targets kept per process
-# A connect frame (socket.create_connection, a job's `connect(host, port)`): its `port` fact is the
-# port dialled. (The same pattern as debug_hang.facts.CONNECT_FRAME: the probe imports no analysis.)
-_CONNECT_FRAME = re.compile(r"(^|\.)(create_connection|connect|connect_ex)$")
 
 
 def listening_ports(pid: int, max_rows: int = MAX_ROWS) -> set[int] | None:
@@ -170,7 +167,7 @@ def connect_targets(processes: list[dict[str, Any]]) -> dict[int, list[dict[str,
                 continue
             for frame in thread.get("frames") or []:
                 facts = frame.get("facts")
-                if not isinstance(facts, dict) or not _CONNECT_FRAME.search(str(frame.get("function") or "")):
+                if not isinstance(facts, dict) or not CONNECT_FRAME.search(str(frame.get("function") or "")):
                     continue
                 port = facts.get("port")
                 if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
@@ -178,7 +175,7 @@ def connect_targets(processes: list[dict[str, Any]]) -> dict[int, list[dict[str,
                 targets = wanted.setdefault(pid, {})
                 if len(targets) >= MAX_TARGETS and (tid, port) not in targets:
                     continue
-                loopback = facts.get("loopback(host)")
+                loopback = facts.get(LOOPBACK_FACT)
                 if isinstance(loopback, bool):
                     targets[(tid, port)] = loopback
                 else:
