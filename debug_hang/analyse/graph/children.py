@@ -118,7 +118,9 @@ def _edges_children(b: Builder, key: str, proc: Process) -> None:
                     "not the thread that would release it)")
         if child.pattern != "exit-join-blocked":  # that one names why it does not exit
             child.pattern = "child-process-hang"  # the chain ends in a child that does not exit
-        g.add_edge(key, child_key, "child-process-wait", f"waits for child pid {pid}")
+        read = _parent_reads(info.get("std_pipes") or {})
+        g.add_edge(key, child_key, "child-process-wait",
+                   f"reads child pid {pid}'s {read}" if read else f"waits for child pid {pid}")
         _edge_pipe_back(b, key, child_key, info)
     if gone:
         g.nodes[key].evidence.append(
