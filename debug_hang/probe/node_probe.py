@@ -25,7 +25,7 @@ from debug_hang.probe.file_locks import locks_of, read_locks, thread_syscall, th
 from debug_hang.probe.flight_recorder import collect_dumps, dump_prefixes, read_fr_env
 from debug_hang.probe.kernel_objects import FIFO_WAITS, SLEEPS, fifo_opens, locks_held_by_others
 from debug_hang.probe.libraries import METRICS_TIMEOUT_S, read_serve_metrics
-from debug_hang.probe.pipes import child_pipes, widowed_pipes
+from debug_hang.probe.pipes import PIPE_READ_WAIT, child_pipes, pipe_reads, widowed_pipes
 from debug_hang.probe.pyspy import (
     NOT_PYTHON,
     PROCESS_EXITED,
@@ -546,8 +546,10 @@ def add_kernel_object_waits(info: dict[int, dict[str, Any]], processes: list[dic
     sleeps in (probe/kernel_objects.py): a thread blocked opening a FIFO (`fifo_opens`: the path,
     the end it opens, who holds the FIFO open on the node) and, for threads asleep in a timed
     sleep, the files it has open that other processes hold POSIX/OFD locks on (`lock_polls`: what
-    a lock retried in C, SQLite's busy handler, waits for). Only the threads py-spy showed are
-    read (a worker's C++ threads are many and never the job's wait)."""
+    a lock retried in C, SQLite's busy handler, waits for) and, for threads asleep reading an
+    empty pipe that is not a standard descriptor, the pipe and who holds its write end
+    (`pipe_reads`, probe/pipes.py). Only the threads py-spy showed are read (a worker's C++
+    threads are many and never the job's wait)."""
     last: dict[int, dict[str, Any]] = {}
     for proc in processes:
         pid = proc.get("pid")
@@ -555,6 +557,7 @@ def add_kernel_object_waits(info: dict[int, dict[str, Any]], processes: list[dic
             last[pid] = proc
     fifo_waits: dict[int, list[tuple[int, str]]] = {}
     sleeping: dict[int, dict[str, str]] = {}
+    reading: dict[int, list[int]] = {}
     for pid, proc in last.items():
         tids = [t.get("os_thread_id") for t in proc.get("threads") or [] if isinstance(t.get("os_thread_id"), int)]
         wchans = thread_wchans(pid, tids=tids)
@@ -563,8 +566,14 @@ def add_kernel_object_waits(info: dict[int, dict[str, Any]], processes: list[dic
                 fifo_waits.setdefault(pid, []).append((int(tid), name))
             elif SLEEPS.search(name):
                 sleeping.setdefault(pid, {})[tid] = name
+            elif PIPE_READ_WAIT.search(name):
+                reading.setdefault(pid, []).append(int(tid))
     for pid, opens in fifo_opens(fifo_waits, platform.machine()).items():
         info[pid]["fifo_opens"] = redactor.redact_obj(opens)
+    for pid, tids in reading.items():
+        reads = pipe_reads(pid, tids)
+        if reads:
+            info[pid]["pipe_reads"] = reads
     rows = read_locks()[0] if sleeping else []
     for pid, asleep in sleeping.items():
         files = locks_held_by_others(pid, rows)

@@ -107,12 +107,20 @@ MAX_SCANNED = 4096  # processes of the node whose descriptors are walked for a p
 def widowed_pipes(pid: int, max_procs: int = MAX_SCANNED) -> list[int] | None:
     """Pipes `pid` holds the read end of whose write end no process of this node holds any more
     (every writer closed it or ended): a child's sentinel pipe once the child exited
-    (multiprocessing keeps the read end of each child it started). Processes of another user are
-    not looked at: a descriptor is inherited by children, which keep their parent's user. [inode],
-    or None when not every process of that user could be read (a writer may hide among them)."""
+    (multiprocessing keeps the read end of each child it started). [inode], or None when not every
+    process of that user could be read (a writer may hide among them)."""
     reads = {inode for inode, ends in pipe_ends(pid, _pipe_inodes(pid)).items() if "read" in ends}
     if not reads:
         return []
+    writers = pipe_writers(pid, reads, max_procs)
+    return None if writers is None else sorted(inode for inode in reads if not writers.get(inode))
+
+
+def pipe_writers(pid: int, inodes: set[int], max_procs: int = MAX_SCANNED) -> dict[int, list[int]] | None:
+    """{inode: [pid, ...]}: the processes of this node that hold the write end of each pipe in
+    `inodes` (`pid` itself included). Processes of another user than `pid`'s are not looked at: a
+    descriptor is inherited by children, which keep their parent's user. None when not every
+    process of that user could be read (a writer may hide among them)."""
     try:
         uid = os.stat(f"/proc/{pid}").st_uid
         pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
@@ -120,7 +128,7 @@ def widowed_pipes(pid: int, max_procs: int = MAX_SCANNED) -> list[int] | None:
         return None
     if len(pids) > max_procs:
         return None
-    written: set[int] = set()
+    writers: dict[int, list[int]] = {}
     for other in pids:
         try:
             if os.stat(f"/proc/{other}").st_uid != uid:
@@ -130,8 +138,41 @@ def widowed_pipes(pid: int, max_procs: int = MAX_SCANNED) -> list[int] | None:
             continue  # ended while we looked
         except OSError:
             return None  # unreadable: it may hold a write end
-        written |= {inode for inode, ends in pipe_ends(other, reads).items() if "write" in ends}
-    return sorted(reads - written)
+        for inode, ends in pipe_ends(other, inodes).items():
+            if "write" in ends:
+                writers.setdefault(inode, []).append(other)
+    return writers
+
+
+# The kernel function a thread sleeps in inside a read of an empty pipe (`anon_` on newer kernels).
+PIPE_READ_WAIT = re.compile(r"(^|_)pipe_read$")
+
+
+def pipe_reads(pid: int, tids: list[int], max_fds: int = MAX_FDS) -> list[dict[str, Any]]:
+    """Threads among `tids` of `pid` asleep reading an empty pipe on a descriptor other than
+    stdin/stdout/stderr (those of a child are read by child_pipes): an os.pipe() the process reads
+    as a queue. Each: {"tid", "fd", "inode", "writers": [pid, ...] | None} — the processes of the
+    node that hold the pipe's write end (None: not every process could be read). The thread's
+    wchan says it reads a pipe, its system call's first argument which descriptor."""
+    asleep = [tid for tid, name in thread_wchans(pid, tids=tids).items() if PIPE_READ_WAIT.search(name)]
+    if not asleep:
+        return []
+    links = dict(fd_links(pid, max_fds))
+    found: list[dict[str, Any]] = []
+    for tid in asleep:
+        call = thread_syscall(pid, int(tid)) if str(tid).isdigit() else None
+        try:
+            fd = str(int(call[1], 16)) if call else None
+        except ValueError:
+            continue
+        match = _PIPE.match(links.get(fd or "", ""))
+        if match and fd not in STD_FDS:
+            found.append({"tid": int(tid), "fd": int(str(fd)), "inode": int(match.group(1))})
+    if found:
+        writers = pipe_writers(pid, {r["inode"] for r in found})
+        for read in found:
+            read["writers"] = None if writers is None else sorted(writers.get(read["inode"], []))
+    return found
 
 
 def _pipe_inodes(pid: int) -> set[int]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from debug_hang.analyse.capacity import Capacity
 from debug_hang.analyse.graph.model import GNode, GraphInputs, TaskIndex, WaitGraph
@@ -42,6 +42,9 @@ class Builder:
     thread_graphs: dict[str, ThreadGraph] = field(default_factory=dict)
     in_process: dict[str, Resolution] = field(default_factory=dict)
     deciding: dict[str, Thread] = field(default_factory=dict)
+    # Processes whose deciding thread reads an empty pipe (kernel_objects.py): key -> (the
+    # thread, the probe's `pipe_reads` entry: the pipe and the pids holding its write end).
+    pipe_reads: dict[str, tuple[Thread, dict[str, Any]]] = field(default_factory=dict)
 
     @classmethod
     def start(cls, inp: GraphInputs) -> Builder:

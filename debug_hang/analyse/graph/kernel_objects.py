@@ -36,7 +36,7 @@ def detect_kernel_object_waits(b: Builder) -> None:
     (file-lock-poll: an edge to each holder, unless the wait may end by its own timeout)."""
     for key, verdict in b.verdicts.items():
         info = b.inp.info.get(verdict.process.ref) or {}
-        if not _read_fifo_open(b, key, verdict, info):
+        if not _read_fifo_open(b, key, verdict, info) and not _read_pipe_read(b, key, verdict, info):
             _read_lock_poll(b, key, verdict, info)
 
 
@@ -67,6 +67,28 @@ def _read_fifo_open(b: Builder, key: str, verdict: ProcessVerdict, info: dict[st
             node.pattern, node.state = "fifo-open-wait", "blocked"
             node.frame = node.user_frame = frame
             return True
+    return False
+
+
+def _read_pipe_read(b: Builder, key: str, verdict: ProcessVerdict, info: dict[str, Any]) -> bool:
+    """A thread asleep in one C call reading an empty pipe that is no standard descriptor (an
+    os.pipe() used as a queue): the consumer of a queue whose producers are whoever holds the
+    write end (queue-get-wait, followed to them by follow_queue, queues.py)."""
+    node = b.g.nodes[key]
+    for read in (r for r in info.get("pipe_reads") or [] if isinstance(r, dict)):
+        found = _thread(verdict, read.get("tid"))
+        if found is None or not _in_one_c_call(*found) or not _takes_over(b, key, verdict, found[1]):
+            continue
+        thread, match = found
+        frame = match.user_frame or match.frame
+        node.pattern, node.state = "queue-get-wait", "blocked"
+        node.frame = node.user_frame = frame
+        b.pipe_reads[key] = (thread, read)
+        node.evidence.append(
+            f"thread {thread.name or thread.os_thread_id} is asleep in the kernel reading the empty pipe "
+            f"pipe:[{read.get('inode')}] (fd {read.get('fd')}) at {frame_text(frame)} (/proc wchan, the read's "
+            "descriptor): it waits for a process holding the write end to write, or for every write end to close")
+        return True
     return False
 
 

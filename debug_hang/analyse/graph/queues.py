@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from debug_hang.analyse.graph.builder import Builder, follows
+from debug_hang.analyse.graph.locks import lock_holder_node
 from debug_hang.analyse.graph.model import GNode
 from debug_hang.analyse.graph.raycalls import follow_submitted
 from debug_hang.analyse.graph.threads import (
@@ -21,6 +22,7 @@ from debug_hang.analyse.graph.threads import (
 )
 from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.analyse.patterns import ProcessVerdict
+from debug_hang.model import ProcessRef, Thread
 from debug_hang.rows import ActorRow, TaskRow
 from debug_hang.snapshot import DONE_STATES, DRIVER_TASK_PREFIX, QUEUE_ACTOR_CLASS
 
@@ -29,7 +31,9 @@ from debug_hang.snapshot import DONE_STATES, DRIVER_TASK_PREFIX, QUEUE_ACTOR_CLA
 def follow_queue(b: Builder, key: str) -> None:
     """A queue wait: an in-process queue.Queue is filled by threads of this process; a
     ray.util.queue by other actors."""
-    if _in_process_queue(b.verdicts[key]):
+    if key in b.pipe_reads:
+        _follow_pipe(b, key)
+    elif _in_process_queue(b.verdicts[key]):
         check_in_process_producer(b.g.nodes[key], b.verdicts[key])
         feeders = [t for t, m in b.verdicts[key].threads if m.pattern == "ray-get-wait"]
         if b.g.nodes[key].pattern == "queue-get-wait" and feeders:
@@ -102,11 +106,36 @@ def _in_process_queue(verdict: ProcessVerdict) -> bool:
     return frame is not None and bool(_IN_PROCESS_QUEUE.search(frame.file)) and "ray/util/" not in frame.file
 
 
-def check_in_process_producer(node: GNode, verdict: ProcessVerdict) -> None:
-    """A wait on a queue.Queue: its producers can only be threads of this very process. When no
-    other thread runs any job code, the producer thread is gone (it returned or died; Python
-    printed its traceback, if any, to this worker's stderr): the consumer can never be fed."""
-    consumer = deciding_thread(verdict)
+def _follow_pipe(b: Builder, key: str) -> None:
+    """A read of an empty pipe waits for the processes that hold its write end (the probe's
+    scan of the node's descriptors): an edge to each other one; when the reader's own process
+    holds the only write end, its producers are threads of that process, as for a queue.Queue."""
+    node, verdict = b.g.nodes[key], b.verdicts[key]
+    thread, read = b.pipe_reads[key]
+    pipe = f"pipe:[{read.get('inode')}] (fd {read.get('fd')})"
+    writers = read.get("writers")
+    if not isinstance(writers, list):
+        node.evidence.append(f"who holds the write end of {pipe} could not be read (not every process of the node was readable)")
+        return
+    own = verdict.process.pid
+    others = [pid for pid in writers if isinstance(pid, int) and pid != own]
+    for pid in others:
+        dst = b.by_pid.get(ProcessRef(node.node_id, pid)) or lock_holder_node(b.g, node.node_id, {"pid": pid},
+                                                                               holds=f"the write end of {pipe}")
+        b.g.add_edge(key, dst, "queue-get-wait", f"reads {pipe}, whose write end pid {pid} holds (/proc/PID/fd)")
+    if others or own not in writers:
+        return
+    check_in_process_producer(node, verdict, consumer=thread,
+                              what=f"the pipe {pipe}, whose only write end on the node this process holds,")
+
+
+def check_in_process_producer(node: GNode, verdict: ProcessVerdict, consumer: Thread | None = None,
+                              what: str = "a queue.Queue") -> None:
+    """A wait on a queue.Queue (or a pipe only this process writes): its producers can only be
+    threads of this very process. When no other thread runs any job code, the producer thread is
+    gone (it returned or died; Python printed its traceback, if any, to this worker's stderr): the
+    consumer can never be fed."""
+    consumer = consumer or deciding_thread(verdict)
     waited_at = verdict.main.user_frame if verdict.main else None
     in_job = other_threads_in_job_code(verdict, consumer)
     # Peers idle at the same get and threads idle in Thread.join cannot put: the same test as
@@ -115,7 +144,7 @@ def check_in_process_producer(node: GNode, verdict: ProcessVerdict) -> None:
     others = ", ".join(sorted(str(t.name or t.os_thread_id) for t, _ in verdict.threads if t is not consumer))
     if busy:
         names = ", ".join(str(t.name or t.os_thread_id) for t in busy)
-        node.evidence.append(f"queue.Queue of this process; threads running job code that may fill it: {names}")
+        node.evidence.append(f"waits on {what} that threads of this process fill; threads running job code that may: {names}")
         return
     if consumer is not None and (timed := timed_wait(consumer)) is not None:
         node.evidence.append(timed_wait_text(frame_text(waited_at), timed))
@@ -126,13 +155,13 @@ def check_in_process_producer(node: GNode, verdict: ProcessVerdict) -> None:
     if joiners:
         where = ", ".join(f"{t.name or t.os_thread_id} at {frame_text(job_frame(t))}" for t in joiners)
         node.evidence.append(
-            f"waits on a queue.Queue that only threads of this process can fill; the other thread(s) running job "
+            f"waits on {what} that only threads of this process can fill; the other thread(s) running job "
             f"code wait in Thread.join for threads of this process to end ({where}): a put placed after that join "
             "(a stop sentinel sent after executor.shutdown(wait=True) / the end of a `with` pool block) can never "
             "run — the process waits on itself. Put before joining")
         return
     node.evidence.append(
-        "waits on a queue.Queue that only threads of this process can fill, and no other thread runs "
+        f"waits on {what} that only threads of this process can fill, and no other thread runs "
         f"job code (threads: {others or 'none'}): the producer thread is gone — it returned or died "
         "(a thread's traceback goes to this worker's .err log)")
 
