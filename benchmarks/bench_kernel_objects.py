@@ -4,7 +4,7 @@ Starts `--targets` Python processes of a few threads each, as a node's dumped wo
 Condition wait, as Ray's worker threads are), then times the reading on them in three cases:
 nothing to find; one of them blocked opening a FIFO (the node-wide descriptor walk); one in
 SQLite's busy handler behind another process's open transaction (its descriptors matched to
-/proc/locks). Prints the median of `--repeat` runs, in milliseconds, and the node's process count.
+/proc/locks); one reading an empty os.pipe() (the node-wide walk for the write end's holders). Prints the median of `--repeat` runs, in milliseconds, and the node's process count.
 
     python benchmarks/bench_kernel_objects.py [--targets 32] [--repeat 20]
 """
@@ -30,6 +30,7 @@ HOLD = ("import sqlite3, sys, time\nc = sqlite3.connect(sys.argv[1], isolation_l
         "c.execute('CREATE TABLE t (a)'); c.execute('BEGIN IMMEDIATE'); c.execute('INSERT INTO t VALUES (1)')\n"
         "print('held', flush=True); time.sleep(600)\n")
 RETRY = "import sqlite3, sys\nsqlite3.connect(sys.argv[1], timeout=600).execute('INSERT INTO t VALUES (2)')\n"
+PIPE = "import os\nr, w = os.pipe()\nos.read(r, 4)\n"
 
 
 def as_dumped(pids: list[int]) -> list[dict[str, Any]]:
@@ -74,6 +75,11 @@ def main() -> None:
             assert info[opener.pid].get("fifo_opens"), "the FIFO open was not read"
             with_sqlite, info = timed(pids + [retry.pid], args.repeat)
             assert info[retry.pid].get("lock_polls"), "the lock retried was not read"
+            reader = subprocess.Popen([sys.executable, "-c", PIPE], text=True)
+            started.append(reader)
+            time.sleep(1.0)
+            with_pipe, info = timed(pids + [reader.pid], args.repeat)
+            assert info[reader.pid].get("pipe_reads"), "the pipe read was not read"
         finally:
             for proc in started:
                 proc.kill()
@@ -83,6 +89,7 @@ def main() -> None:
     print(f"  nothing to find      {base:7.2f} ms")
     print(f"  + a FIFO open        {with_fifo:7.2f} ms")
     print(f"  + an SQLite retry    {with_sqlite:7.2f} ms")
+    print(f"  + a pipe read        {with_pipe:7.2f} ms")
 
 
 if __name__ == "__main__":
