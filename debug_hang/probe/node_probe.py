@@ -512,6 +512,8 @@ def add_kernel_waits(info: dict[int, dict[str, Any]], pids: list[int], errors: l
         pipes = child_pipes(pid, parent) if parent is not None else None
         if pipes is not None:
             info[pid]["std_pipes"] = pipes["std_pipes"]
+            if pipes.get("other_pipes"):
+                info[pid]["other_pipes"] = pipes["other_pipes"]
             if pipes["wchan"]:
                 info[pid].setdefault("wchan", pipes["wchan"])
 

@@ -86,19 +86,46 @@ def child_pipes(child: int, parent: int | None) -> dict[str, Any] | None:
     {"wchan": {tid: name}, "std_pipes": {fd: {"inode", "parent_ends": [...], "child_waits": [...],
     "parent_waits": [...]}}}; None when the child has no pipe on 0/1/2."""
     pipes = std_pipes(child)
-    if not pipes:
+    # Other pipes the child sleeps writing (a multiprocessing.Queue's feeder thread, an os.pipe()):
+    # only those, since a process holds many pipes it never blocks on.
+    others = {fd: inode for fd, inode in _blocked_writes(child).items() if fd not in STD_FDS}
+    if not pipes and not others:
         return None
-    inodes = set(pipes.values())
+    inodes = set(pipes.values()) | set(others.values())
     ends = pipe_ends(parent, inodes) if parent else {}
     mine = pipe_waits(child, inodes)
     theirs = pipe_waits(parent, inodes) if parent else {}
-    return {
-        "wchan": thread_wchans(child),
-        "std_pipes": {fd: {"inode": inode, "parent_ends": sorted(set(ends.get(inode, []))),
-                           "child_waits": sorted(set(mine.get(inode, []))),
-                           "parent_waits": sorted(set(theirs.get(inode, [])))}
-                      for fd, inode in pipes.items()},
-    }
+
+    def described(found: dict[str, int]) -> dict[str, dict[str, Any]]:
+        return {fd: {"inode": inode, "parent_ends": sorted(set(ends.get(inode, []))),
+                     "child_waits": sorted(set(mine.get(inode, []))),
+                     "parent_waits": sorted(set(theirs.get(inode, [])))}
+                for fd, inode in found.items()}
+
+    found: dict[str, Any] = {"wchan": thread_wchans(child), "std_pipes": described(pipes)}
+    if others:
+        found["other_pipes"] = described(others)
+    return found
+
+
+def _blocked_writes(pid: int, max_fds: int = MAX_FDS) -> dict[str, int]:
+    """{fd: pipe inode} of the pipes a thread of `pid` sleeps writing (its pipe_write wchan and its
+    call's descriptor)."""
+    asleep = [tid for tid, name in thread_wchans(pid).items() if (m := _PIPE_WAIT.search(name)) and m.group(2) == "write"]
+    if not asleep:
+        return {}
+    links = dict(fd_links(pid, max_fds))
+    found: dict[str, int] = {}
+    for tid in asleep:
+        call = thread_syscall(pid, int(tid)) if str(tid).isdigit() else None
+        try:
+            fd = str(int(call[1], 16)) if call else None
+        except ValueError:
+            continue
+        match = _PIPE.match(links.get(fd or "", ""))
+        if fd is not None and match:
+            found[fd] = int(match.group(1))
+    return found
 
 
 MAX_SCANNED = 4096  # processes of the node whose descriptors are walked for a pipe's writers

@@ -268,10 +268,15 @@ def _edge_pipe_back(b: Builder, parent_key: str, child_key: str, info: dict[str,
     if verdict is not None and other_threads_in_job_code(verdict, b.deciding.get(parent_key) or deciding_thread(verdict)):
         return  # another thread of the parent may read (or write, or close) the pipe between two samples
     pipes: dict[str, dict[str, Any]] = info.get("std_pipes") or {}
-    for fd, pipe in sorted(pipes.items()):
-        if fd not in _PIPE_SIDES:
+    # Other pipes the child sleeps writing (a multiprocessing.Queue's feeder thread flushing at
+    # exit, an os.pipe()): the parent must read them, as a stdout.
+    others: dict[str, dict[str, Any]] = {fd: p for fd, p in (info.get("other_pipes") or {}).items()
+                                         if isinstance(p, dict) and "write" in (p.get("child_waits") or [])}
+    for fd, pipe in sorted(pipes.items()) + sorted(others.items()):
+        side = _PIPE_SIDES.get(fd) if fd in pipes else ("pipe", "read", "pipe-write-wait", "wchar")
+        if side is None:
             continue
-        stream, parent_end, pattern_id, counter = _PIPE_SIDES[fd]
+        stream, parent_end, pattern_id, counter = side
         if parent_end not in (pipe.get("parent_ends") or []):
             continue
         pattern = catalog().get(pattern_id)
@@ -281,7 +286,7 @@ def _edge_pipe_back(b: Builder, parent_key: str, child_key: str, info: dict[str,
         # pipe (a parent reading it, in communicate() or a loop, lets the child write on).
         if not asleep or io.get(counter) != 0:
             continue
-        if "child_waits" in pipe and _CHILD_SIDE[fd] not in pipe["child_waits"]:
+        if fd in pipes and "child_waits" in pipe and _CHILD_SIDE[fd] not in pipe["child_waits"]:
             continue  # the probe read the pipe the child sleeps on (its call's descriptor): another one
         where = f"its {stream} (fd {fd}, pipe:[{pipe['inode']}])"
         child.pattern, child.state = pattern_id, "blocked"  # the kernel says so, whatever py-spy shows
