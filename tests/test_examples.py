@@ -51,7 +51,8 @@ EXPLAINS = {
     "lock_held_across_remote_call": ["a lock held across a remote call"],
     "detached_service_never_published": ["WeightServer.pull"],  # the call into the other job's actor
     "secrets_in_the_job": ["Bearer [REDACTED]", "time.sleep"],  # the 401 warning, its token redacted
-    "sweep_leaked_placement_group": ["reserved in placement groups", "remove_placement_group", "DEAD (RAY_KILL"],  # an actor whose handle went before the kill reached it is also REF_DELETED
+    # an actor whose handle went before the kill reached it is also REF_DELETED: "DEAD (RAY_KILL, REF_DELETED)"
+    "sweep_leaked_placement_group": ["reserved in placement groups", "remove_placement_group", "DEAD (RAY_KILL"],
     "idle_evaluators_hold_cpus": ["no task running or queued on it", "ray.kill"],
     "run_dir_file_lock": ["/proc/locks", "/.lock", "fcntl.flock(fh, fcntl.LOCK_EX)"],  # the file and the line
     "crash_loop_actor": ["Bus error", "restarted"],  # the death reason from a dead worker's log
