@@ -4,7 +4,8 @@ Starts `--targets` Python processes of a few threads each, as a node's dumped wo
 Condition wait, as Ray's worker threads are), then times the reading on them in three cases:
 nothing to find; one of them blocked opening a FIFO (the node-wide descriptor walk); one in
 SQLite's busy handler behind another process's open transaction (its descriptors matched to
-/proc/locks); one reading an empty os.pipe() (the node-wide walk for the write end's holders). Prints the median of `--repeat` runs, in milliseconds, and the node's process count.
+/proc/locks); one reading an empty os.pipe() (the node-wide walk for the holders of its
+write end). Prints the median of `--repeat` runs, in milliseconds, and the node's process count.
 
     python benchmarks/bench_kernel_objects.py [--targets 32] [--repeat 20]
 """

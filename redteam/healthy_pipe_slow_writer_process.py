@@ -21,7 +21,7 @@ import ray
 
 def render(w: int, frames: int, blocks: int) -> None:
     a = np.random.default_rng(0).standard_normal((300, 300))
-    for i in range(frames):
+    for _ in range(frames):
         acc = 0.0
         for block in range(blocks):
             acc += float((a @ a.T)[0, 0]) / (block + 1)
