@@ -72,6 +72,17 @@ def test_without_the_loop_it_posts_to_the_putter_in_flight_is_no_gone_producer(t
     assert any("the producer is not gone" in e for e in node.evidence)
 
 
+def test_without_the_source_reading_suspended_calls_are_live_putters(tmp_path: Path) -> None:
+    # GIVEN the readings the tool had in round 9: no reading of the running method's source
+    case = capture_variant(tmp_path, EMBED, stacks=embedder(lambda p: p.update(awaiting=None)))
+    diag = reanalyse(case)
+    # THEN the 3 embed calls, coroutines suspended with no frame, may still put: no gone producer
+    assert diag.verdict == "inconclusive"
+    node = node_of(diag, "Embedder")
+    assert node.pattern == "queue-get-wait"
+    assert any("no producer is known to be gone" in e for e in node.evidence)
+
+
 def test_a_thread_of_the_job_running_a_loop_may_run_that_one(tmp_path: Path) -> None:
     # GIVEN a job thread (not Ray's) that runs an event loop, as `Thread(target=self._loop.run_forever)` would
     def add_loop_thread(proc: Doc) -> None:
