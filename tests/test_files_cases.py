@@ -5,6 +5,8 @@ probe/kernel_objects.py), on two live captures and edited copies of them where t
   a FIFO for reading; the producer task wrote another path and FINISHED.
 - fifo_open_writer_still_running_healthy (redteam/healthy_fifo_slow_writer.py): the same open while
   the writer task still loads its rows (a sleep per page, its loop moving), then opens the FIFO.
+- fifo_child_opens_parent_waits_first (redteam/fifo_child_waits_reader.py): Exporter waits in
+  proc.wait() for a child blocked opening a FIFO for writing; the actor opens the read end only after.
 - sqlite_transaction_left_open (redteam/trial_store_sqlite.py): MetricsReporter retries SQLite's
   lock in its busy handler; TrialStore, idle, holds the RESERVED lock of a transaction left open.
 - sqlite_long_transaction_working_healthy (redteam/healthy_sqlite_long_transaction.py): the same
@@ -36,6 +38,7 @@ pytestmark = pytest.mark.unit
 CAPTURES = ROOT / "tests" / "data" / "captures"
 FIFO = CAPTURES / "fifo_open_writer_wrote_elsewhere"
 SQLITE = CAPTURES / "sqlite_transaction_left_open"
+CHILD_FIFO = CAPTURES / "fifo_child_opens_parent_waits_first"
 SLOW_WRITER = CAPTURES / "fifo_open_writer_still_running_healthy"
 LONG_TRANSACTION = CAPTURES / "sqlite_long_transaction_working_healthy"
 Doc = dict[str, Any]
@@ -242,6 +245,35 @@ def test_a_sleep_written_in_python_is_no_lock_retry(tmp_path: Path) -> None:
     diag = reanalyse(capture_variant(tmp_path, SQLITE, stacks=stacks))
     assert pattern_of(diag, "MetricsReporter") != "file-lock-poll"
     assert all(c.pattern != "db-transaction-held" for c in diag.causes)
+
+
+# ---------------------------------------------------------------- a child's FIFO open its waiting parent would answer
+
+def test_a_child_opening_a_fifo_whose_parent_waits_for_its_exit_names_the_parent() -> None:
+    # GIVEN Exporter in proc.wait() for its child, the child blocked in open() of rows.fifo for writing
+    # (kernel: wait_for_partner), nobody holding the FIFO open, the actor's next line opening the read end
+    diag = reanalyse(CHILD_FIFO)
+    # THEN the parent's wait before its open is the culprit (a cycle parent -> child's exit -> the
+    # FIFO's reader -> parent), not the child, which is its victim
+    assert diag.verdict == "hang"
+    assert diag.causes[0].pattern == "fifo-never-opened"
+    assert culprits(diag) == ["Exporter"]
+    exporter = next(n for n in diag.graph.nodes.values() if n.name == "Exporter")
+    assert exporter.user_frame is not None and exporter.user_frame.line == 42
+    child = next(n for n in diag.graph.nodes.values() if n.kind == "process")
+    assert child.pattern == "fifo-open-wait"
+    assert any(e.why == "fifo-never-opened" and e.dst == exporter.key for e in diag.graph.out(child.key))
+
+
+def test_without_the_fifo_reading_the_child_is_one_that_never_exits(tmp_path: Path) -> None:
+    # GIVEN the same capture without the probe's FIFO reading of the child
+    def stacks(doc: Doc) -> None:
+        for info in doc["meta"]["info"]:
+            info.pop("fifo_opens", None)
+    diag = reanalyse(capture_variant(tmp_path, CHILD_FIFO, stacks=stacks))
+    # THEN only the child-process edge is left: the child is the chain's end
+    assert diag.causes[0].pattern == "child-process-hang"
+    assert diag.causes[0].culprits[0].kind == "process"
 
 
 # ---------------------------------------------------------------- the node-side readings, on real processes

@@ -157,7 +157,7 @@ CYCLE_DECIDES: frozenset[PatternId] = frozenset({"actor-call-cycle", "pipe-full-
                                                  "child-awaits-input", "set-order-deadlock"})
 # ... and those a cycle carries from its members or its closing edge, decided elsewhere.
 CYCLE_CARRIES: frozenset[PatternId] = frozenset({"resource-starvation", "generator-backpressure", "async-loop-blocked", "lock-order-deadlock",
-                                                  "rank-never-launched"})
+                                                  "rank-never-launched", "fifo-never-opened"})
 END_CARRIES = frozenset(_END_PATTERN.values())
 
 # Edges that close a cycle of their own kind: (edge, the cycle's pattern, whether the process the
@@ -189,10 +189,14 @@ _CLOSING_EDGES: tuple[tuple[EdgeReason, PatternId, bool], ...] = (
     # Ranks in a rendezvous for a world larger than the ranks started, whose creator waits on them:
     # the creator launched too few (graph/rendezvous.py).
     ("rank-never-launched", "rank-never-launched", True),
+    # A child blocked opening a FIFO whose only possible partner, its parent, waits for the child's
+    # exit before it opens the other end: the parent's wait is the line to change (graph/kernel_objects.py).
+    ("fifo-never-opened", "fifo-never-opened", True),
 )
 # Cycles whose closing edge's end alone is the culprit: the other members wait as designed.
 _ONLY_LEADERS: frozenset[PatternId] = frozenset({"split-consumer-left", "create-order-deadlock", "placement-group-hold-and-wait",
-                                                 "child-awaits-input", "set-order-deadlock", "rank-never-launched"})
+                                                 "child-awaits-input", "set-order-deadlock", "rank-never-launched",
+                                                 "fifo-never-opened"})
 
 
 def _cycle_pattern(g: WaitGraph, cycle: list[str], has_resource: bool) -> tuple[PatternId, set[str]]:

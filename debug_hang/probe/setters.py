@@ -27,6 +27,10 @@ MAX_CACHED = 64
 WAITS = frozenset({"wait", "wait_for"})
 SETS = frozenset({"set", "notify", "notify_all", "set_result"})
 MAX_AWAITS = 4
+PUTS = frozenset({"put", "put_nowait"})
+NEW_LOOP = "new_event_loop"
+POST_CALL = "call_soon_threadsafe"
+POST_CORO = "run_coroutine_threadsafe"
 
 Scope = tuple[int, int, str, str]  # first line, last line, qualified name, enclosing class ("" at none)
 MODULE: Scope = (1, 10**9, "<module>", "")
@@ -41,6 +45,9 @@ class _Parsed:
         self.sets: list[tuple[int, str, Scope]] = []  # line, object set, the function that sets it
         self.remote: list[tuple[int, str, Scope]] = []  # line, function or method called `.remote(`, caller
         self.awaits: list[tuple[int, str, Scope]] = []  # line, object awaited (`await x.wait()`, `await x`), awaiter
+        self.puts: list[tuple[int, str, Scope]] = []  # line, queue put into (`x.put(...)`, `x.put_nowait(...)`), putter
+        self.loops: list[tuple[int, str, str, Scope]] = []  # line, target, the line's code, for `x = new_event_loop()`
+        self.posts: list[tuple[int, str, Scope]] = []  # line, loop posted to (`x.call_soon_threadsafe`, run_coroutine_threadsafe(c, x))
         self.memo: dict[tuple[str, int], list[str]] = {}  # (what, line) -> the answer already given
 
 
@@ -84,6 +91,11 @@ def _read(path: str) -> _Parsed | None:
                 inner_cls, inner_prefix = "", f"{prefix}{child.name}.<locals>."
             elif isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute):
                 _call(child, child.func, scope, out)
+            elif isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id == POST_CORO \
+                    and len(child.args) > 1:
+                out.posts.append((child.lineno, ast.unparse(child.args[1]), scope))
+            if isinstance(child, ast.Assign) and isinstance(child.value, ast.Call) and _names(child.value.func) == NEW_LOOP:
+                out.loops.extend((child.lineno, ast.unparse(t), ast.unparse(child)[:200], scope) for t in child.targets)
             elif isinstance(child, ast.Await):
                 out.awaits.extend((child.lineno, text, scope) for text in _awaited(child.value))
             visit(child, inner, inner_cls, inner_prefix)
@@ -97,6 +109,12 @@ def _call(call: ast.Call, func: ast.Attribute, scope: Scope, out: _Parsed) -> No
         out.waits.append((call.lineno, call.end_lineno or call.lineno, ast.unparse(func.value)))
     elif func.attr in SETS:
         out.sets.append((call.lineno, ast.unparse(func.value), scope))
+    elif func.attr in PUTS:
+        out.puts.append((call.lineno, ast.unparse(func.value), scope))
+    elif func.attr == POST_CALL:
+        out.posts.append((call.lineno, ast.unparse(func.value), scope))
+    elif func.attr == POST_CORO and len(call.args) > 1:
+        out.posts.append((call.lineno, ast.unparse(call.args[1]), scope))
     elif func.attr == "remote":
         target = func.value
         if isinstance(target, ast.Call) and isinstance(target.func, ast.Attribute) and target.func.attr == "options":
@@ -104,6 +122,11 @@ def _call(call: ast.Call, func: ast.Attribute, scope: Scope, out: _Parsed) -> No
         name = target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else None
         if name and name != "ray":  # `ray.remote(...)` declares a remote function; it calls none
             out.remote.append((call.lineno, name, scope))
+
+
+def _names(func: ast.expr) -> str:
+    """The called name of a call's function (`asyncio.new_event_loop` -> `new_event_loop`)."""
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
 def _awaited(value: ast.expr) -> list[str]:
@@ -170,7 +193,8 @@ def awaited_in(path: str, cls: str, method: str) -> dict[str, object] | None:
                   and s[2] == f"{s[3]}.{method}"), None)
     if scope is None:
         return None
-    awaited = [(at, text) for at, text, where in sorted(parsed.awaits) if where == scope and text.startswith("self.")]
+    every = [(at, text) for at, text, where in sorted(parsed.awaits) if where == scope]
+    awaited = [(at, text) for at, text in every if text.startswith("self.")]
     setters: list[str] = []
     found: list[str] = []
     first = 0
@@ -180,6 +204,32 @@ def awaited_in(path: str, cls: str, method: str) -> dict[str, object] | None:
             found.append(text)
             first = first or at
             setters.extend(entry for entry in mine if entry not in setters)
-    if not found:
+    handoff = _handoff(parsed, scope, every)
+    if not found and not handoff:
         return None
-    return {"method": scope[2], "file": path, "line": first, "awaits": found[:MAX_AWAITS], "setters": setters[:MAX_SETTERS]}
+    out: dict[str, object] = {"method": scope[2], "file": path, "line": first or handoff.get("line", 0),
+                              "awaits": found[:MAX_AWAITS], "setters": setters[:MAX_SETTERS]}
+    out.update((k, v) for k, v in handoff.items() if k != "line")
+    return out
+
+
+def _handoff(parsed: _Parsed, scope: Scope, every: list[tuple[int, str]]) -> dict[str, object]:
+    """A method that puts into a `self.` queue and then awaits a plain name (`await fut`): the
+    work handed to another thread of its class, which completes what it awaits. Kept: the puts
+    (`self.Q:line`), the awaits (`fut:line`), the class's loops made with new_event_loop()
+    (`Cls.__init__:30 self._loop = asyncio.new_event_loop()`) and its posts to them
+    (`Cls._callback:38 self._loop`): where the wake-up goes. Empty when not such a method."""
+    puts = [(at, text) for at, text, where in sorted(parsed.puts) if where == scope and text.startswith("self.")]
+    pending = [(at, text) for at, text in every if not text.startswith("self.") and "." not in text
+               and any(put_at < at for put_at, _t in puts)]
+    if not puts or not pending:
+        return {}
+    cls = scope[3]
+    loops = [(at, target, code, where) for at, target, code, where in sorted(parsed.loops)
+             if where[3] == cls and target.startswith("self.")]
+    made = {target for _at, target, _code, _where in loops}
+    posts = [(at, text, where) for at, text, where in sorted(parsed.posts) if where[3] == cls and text in made]
+    return {"line": pending[0][0], "puts": [f"{text}:{at}" for at, text in puts][:MAX_AWAITS],
+            "pending": [f"{text}:{at}" for at, text in pending][:MAX_AWAITS],
+            "loops": [f"{where[2]}:{at} {code}" for at, _target, code, where in loops][:MAX_AWAITS],
+            "posts": [f"{where[2]}:{at} {text}" for at, text, where in posts][:MAX_SETTERS]}

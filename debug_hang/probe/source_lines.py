@@ -152,11 +152,13 @@ def _cwd_files(pid: int | None) -> list[str]:
 
 
 def add_awaiting(proc: Process, title: str | None, files: list[str], clean: Callable[[str], str] | None = None) -> None:
-    """For an actor whose threads show no job frame while its title names a running method (an
-    async call suspended in `await` has no frame): what that method of its class awaits and who
-    sets it, read from the job's files (`files`, then its working dir's)."""
+    """For an actor whose threads show no frame of the method its title names as running (an
+    async call suspended in `await` has no frame; its other threads may run job code): what that
+    method of its class awaits and who sets it, read from the job's files (`files`, then its
+    working dir's)."""
     cls, method = split_ray_title(title or proc.title)
     if not cls or not method or any(not f.native and f.file.endswith(".py") and not _LIBRARY_PATH.search(f.file)
+                                    and f.function.rsplit(".", 1)[-1] == method
                                     for t in proc.threads for f in t.frames):
         return
     for path in [*files, *(f for f in _cwd_files(proc.pid) if f not in files)]:

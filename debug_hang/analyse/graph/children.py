@@ -116,7 +116,10 @@ def _edges_children(b: Builder, key: str, proc: Process) -> None:
                     "no other thread of the child runs job code, so no thread of the child holds that lock: "
                     "it was held in the parent when the child was forked (fork copies a lock's state, "
                     "not the thread that would release it)")
-        if child.pattern != "exit-join-blocked":  # that one names why it does not exit
+        # A child whose own wait is read already names why it does not exit: an exit's join, or an
+        # open() of a FIFO the kernel holds until a partner opens the other end (follow_fifo_opens
+        # decides it after the edges: the partner may be this very parent).
+        if child.pattern not in ("exit-join-blocked", "fifo-open-wait"):
             child.pattern = "child-process-hang"  # the chain ends in a child that does not exit
         read = _parent_reads(info.get("std_pipes") or {})
         g.add_edge(key, child_key, "child-process-wait",

@@ -224,6 +224,8 @@ def follow_fifo_opens(b: Builder) -> None:
             node.evidence.append(f"no process of its node has {path} open ({opened.get('scanned')} processes' descriptors read"
                                  + (f", {opened.get('unreadable')} unreadable" if opened.get("unreadable") else "") + ")")
         could = _could_open(b, key)
+        if not could and _parent_waits_on_opener(b, key, path, other):
+            continue
         for dst in could:
             b.g.add_edge(key, dst, "fifo-open-wait",
                          f"waits in open() of {path} for a {other}r: {b.g.nodes[dst].label()} is live, does not wait on it "
@@ -246,6 +248,36 @@ def _could_open(b: Builder, key: str) -> list[str]:
         if (live_here or n.state == "pending") and key not in reachable_from(b.g, other):
             out.append(other)
     return out
+
+
+def _parent_waits_on_opener(b: Builder, key: str, path: str, other: str) -> bool:
+    """A child blocked opening a FIFO whose parent, live on its node, waits for that child's exit:
+    no other process of the job could open the other end (every one waits, down its chain, on the
+    child), and the parent — the one process the child's end was made for — opens it only once its
+    wait returns, which needs the child's open to return first: a cycle parent → child's exit →
+    the FIFO's other end → parent. The parent's wait before its open is the culprit
+    (fifo-never-opened), the child its victim. True when so decided."""
+    node = b.g.nodes[key]
+    parents = [e.src for e in b.g.edges if e.dst == key and e.why == "child-process-wait"
+               and b.g.nodes[e.src].node_id == node.node_id and b.g.nodes[e.src].state in ("blocked", "busy", "unknown")]
+    if not parents:
+        return False
+    for parent in parents:
+        culprit = b.g.nodes[parent]
+        where = culprit.user_frame or culprit.frame
+        culprit.pattern, culprit.state = "fifo-never-opened", "blocked"
+        culprit.evidence.append(
+            f"waits for the exit of its child pid {node.pid}{' at ' + frame_text(where) if where else ''}, and the child "
+            f"waits in open() of {path} for a {other}r: no other process of the job can open it (every one waits on the "
+            f"child), so only this parent, after its wait, could — it waits for the child before opening the other end "
+            "(open or read the FIFO first, or concurrently, then wait)")
+        b.g.add_edge(key, parent, "fifo-never-opened",
+                     f"waits in open() of {path} for a {other}r; the only process that could open it, its parent "
+                     f"{culprit.label()}, waits for this child's exit first")
+    node.evidence.append(
+        f"no live process of the job but its parent can still open {path} for {other}ing, and the parent waits for "
+        "this child to exit: the child is the parent's victim")
+    return True
 
 
 def _never_opened(b: Builder, key: str, path: str, other: str) -> None:

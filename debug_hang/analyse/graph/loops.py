@@ -11,6 +11,15 @@ ended. The waiter may run a loop of its own (a sync method of a Ray async actor 
 loop thread) and blocks it while it waits; that loop is the Future's only when the code passed the
 running loop (`get_running_loop()` / `get_event_loop()` on that thread): then it blocks the loop
 that would run the coroutine, and async-loop-blocked stands.
+
+An async actor's call may hand its work to a thread of its class and await a Future that thread
+resolves by posting to a loop (`self._loop.call_soon_threadsafe(fut.set_result, x)`): read from
+the class's source on the node (`Process.awaiting`: the method puts into `self.Q`, then awaits a
+plain name; the class posts to `self._loop`, made with `asyncio.new_event_loop()`). A loop made so
+is a new loop: Ray runs its calls on loops of its own ("AsyncIO Thread: <group>" threads), so that
+loop runs only on a thread the job starts. When no other thread runs a loop, the posts sit in a
+loop nothing runs and the calls stay at their await (async-loop-not-running, culprit the line
+that makes the loop).
 """
 
 from __future__ import annotations
@@ -21,7 +30,7 @@ from debug_hang.analyse.graph.builder import Builder, graph_pass
 from debug_hang.analyse.graph.inprocess import is_event_loop, name_of, python_frames
 from debug_hang.analyse.graph.threads import deciding_thread, frame_text
 from debug_hang.analyse.native_waits import shows_all_threads
-from debug_hang.analyse.patterns import is_library
+from debug_hang.analyse.patterns import ProcessVerdict, is_library
 from debug_hang.model import Frame, Thread
 
 _FUTURES = re.compile(r"concurrent/futures/_base\.py$")
@@ -38,6 +47,8 @@ def detect_loop_not_running(b: Builder) -> None:
     for key, verdict in b.verdicts.items():
         thread = b.deciding.get(key) or deciding_thread(verdict)
         if thread is None or thread.active or not shows_all_threads(verdict.process):
+            continue
+        if _posts_to_a_loop_no_thread_runs(b, key, verdict):
             continue
         job = _submitted_wait(thread)
         if job is None:
@@ -68,6 +79,55 @@ def detect_loop_not_running(b: Builder) -> None:
 
 
 _THREADING = re.compile(r"(^|/)threading\.py$")
+# Ray runs an async actor's calls on loops of its own, one thread per concurrency group, named so
+# by Ray's core worker.
+_RAY_LOOP_THREAD = re.compile(r"^AsyncIO Thread: ")
+_ENTRY = re.compile(r"^(?P<where>[\w.<>]+):(?P<line>\d+) (?P<text>.+)$")
+
+
+def _posts_to_a_loop_no_thread_runs(b: Builder, key: str, verdict: ProcessVerdict) -> bool:
+    """An async actor whose RUNNING calls, suspended with no frame, handed their work to a thread
+    of the class (a put into `self.Q`) and await a plain Future, while the class resolves those
+    Futures by posting to `self.X` made with new_event_loop(), and no thread but Ray's own loop
+    threads runs an event loop: the posts go to a loop nothing runs. True when decided."""
+    facts = verdict.process.awaiting
+    if not isinstance(facts, dict) or not facts.get("pending") or not facts.get("posts"):
+        return False
+    loops = [m for m in (_ENTRY.match(str(x)) for x in facts.get("loops") or []) if m]
+    posts = [m for m in (_ENTRY.match(str(x)) for x in facts.get("posts") or []) if m]
+    method = str(facts.get("method") or "")
+    running = [t for t in b.running.get(key, []) if _tail(str(t.name)) == _tail(method)]
+    if not loops or not posts or not running:
+        return False
+    threads = [t for t, _m in verdict.threads]
+    if any(_may_run_a_loop(t) and not _RAY_LOOP_THREAD.match(str(t.name or "")) for t in threads):
+        return False  # a thread of the job runs a loop: it may be that one
+    if not any(_RAY_LOOP_THREAD.match(str(t.name or "")) for t in threads):
+        return False  # not read as a Ray async actor: whose loop runs its calls is not known
+    made, post = loops[0], posts[0]
+    short = str(facts.get("file", "")).rsplit("/", 1)[-1]
+    pending = ", ".join(str(x) for x in facts.get("pending") or [])
+    puts = ", ".join(str(x) for x in facts.get("puts") or [])
+    node = b.g.nodes[key]
+    node.pattern, node.state = "async-loop-not-running", "blocked"
+    frame = Frame(function=made.group("where"), file=str(facts.get("file") or ""), line=int(made.group("line")),
+                  code=made.group("text"))
+    node.frame = node.user_frame = frame
+    node.evidence.append(
+        f"{len(running)} call(s) of {_tail(method)} RUNNING with no frame on any thread (coroutines suspended in await): "
+        f"its source puts into {puts} and then awaits {pending} ({short}), and the class resolves them by posting to "
+        f"{post.group('text')} at {short}:{post.group('line')} ({post.group('where')})")
+    node.evidence.append(
+        f"{made.group('text')!r} at {short}:{made.group('line')} ({made.group('where')}) makes a new loop: Ray runs the "
+        "actor's calls on loops of its own (" + ", ".join(str(t.name) for t in threads if _RAY_LOOP_THREAD.match(str(t.name or "")))
+        + f"), and no other thread of the process runs an event loop (the dump shows all {len(threads)} threads): "
+        "nothing runs the loop the wake-ups are posted to, so the awaits never return — post to the Future's own loop "
+        "(fut.get_loop().call_soon_threadsafe, or asyncio.get_running_loop() read in the async method)")
+    return True
+
+
+def _tail(name: str) -> str:
+    return ".".join(name.split(".")[-2:])
 
 
 def _may_run_a_loop(thread: Thread) -> bool:

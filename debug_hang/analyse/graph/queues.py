@@ -22,7 +22,7 @@ from debug_hang.analyse.graph.threads import (
 )
 from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.analyse.patterns import ProcessVerdict
-from debug_hang.model import ProcessRef, Thread
+from debug_hang.model import Frame, ProcessRef, Thread
 from debug_hang.rows import ActorRow, TaskRow
 from debug_hang.snapshot import DONE_STATES, DRIVER_TASK_PREFIX, QUEUE_ACTOR_CLASS
 
@@ -34,7 +34,7 @@ def follow_queue(b: Builder, key: str) -> None:
     if key in b.pipe_reads:
         _follow_pipe(b, key)
     elif _in_process_queue(b.verdicts[key]):
-        check_in_process_producer(b.g.nodes[key], b.verdicts[key])
+        check_in_process_producer(b.g.nodes[key], b.verdicts[key], running=b.running.get(key, []))
         feeders = [t for t, m in b.verdicts[key].threads if m.pattern == "ray-get-wait"]
         if b.g.nodes[key].pattern == "queue-get-wait" and feeders:
             # The threads that fill this queue may be waiting on Ray work themselves (a
@@ -130,7 +130,7 @@ def _follow_pipe(b: Builder, key: str) -> None:
 
 
 def check_in_process_producer(node: GNode, verdict: ProcessVerdict, consumer: Thread | None = None,
-                              what: str = "a queue.Queue") -> None:
+                              what: str = "a queue.Queue", running: list[TaskRow] | None = None) -> None:
     """A wait on a queue.Queue (or a pipe only this process writes): its producers can only be
     threads of this very process. When no other thread runs any job code, the producer thread is
     gone (it returned or died; Python printed its traceback, if any, to this worker's stderr): the
@@ -149,6 +149,10 @@ def check_in_process_producer(node: GNode, verdict: ProcessVerdict, consumer: Th
     if consumer is not None and (timed := timed_wait(consumer)) is not None:
         node.evidence.append(timed_wait_text(frame_text(waited_at), timed))
         return
+    if (handed := _putter_in_flight(verdict, waited_at) or _suspended_calls(verdict, running or [])) is not None:
+        node.state = "blocked"
+        node.evidence.append(handed)
+        return
     node.pattern = "producer-gone"
     node.state = "blocked"
     joiners = [t for t in in_job if joins(t)]
@@ -164,6 +168,51 @@ def check_in_process_producer(node: GNode, verdict: ProcessVerdict, consumer: Th
         f"waits on {what} that only threads of this process can fill, and no other thread runs "
         f"job code (threads: {others or 'none'}): the producer thread is gone — it returned or died "
         "(a thread's traceback goes to this worker's .err log)")
+
+
+_QUEUE_GET = re.compile(r"\b(self\.\w+)\.get(_nowait)?\s*\(")
+
+
+def _putter_in_flight(verdict: ProcessVerdict, waited_at: Frame | None) -> str | None:
+    """The consumer's queue is `self.Q`, and the running method of the actor (an async call with
+    no frame, read from its class's source: `Process.awaiting`) puts into that very queue and then
+    awaits: the producer is no thread that is gone but a call in flight that already passed its
+    put (the queue is empty: the consumer drained it). What it waits on is that call's await, not
+    the queue. The evidence line when so (None otherwise)."""
+    facts = verdict.process.awaiting
+    match = _QUEUE_GET.search(waited_at.code or "") if waited_at is not None else None
+    if not isinstance(facts, dict) or match is None:
+        return None
+    method = str(facts.get("method") or "")
+    def class_of(qualname: str) -> str:
+        return qualname.rsplit(".", 1)[0].rsplit(".", 1)[-1]
+
+    if waited_at is not None and class_of(waited_at.function) != class_of(method):
+        return None  # another class's queue of the same name
+    puts = [str(x) for x in facts.get("puts") or [] if str(x).rsplit(":", 1)[0] == match.group(1)]
+    if not puts:
+        return None
+    pending = ", ".join(str(x) for x in facts.get("pending") or []) or "a Future"
+    return (f"its queue {match.group(1)} is filled by {method} (put at line {puts[0].rsplit(':', 1)[-1]}), a call of this "
+            f"actor RUNNING with no frame: a coroutine suspended at its await ({pending}) after its put — the producer is "
+            "not gone, the consumer drained what it put; the call waits on what it awaits, not on the queue")
+
+
+def _suspended_calls(verdict: ProcessVerdict, running: list[TaskRow]) -> str | None:
+    """An async actor (Ray's `AsyncIO Thread:` loop thread in the dump) with RUNNING calls whose
+    method has no frame on any thread, and no reading of what they do (`Process.awaiting`): each
+    is a coroutine suspended in await, alive, that may yet put into the queue — no producer is
+    known to be gone. The evidence line when so (None otherwise)."""
+    if verdict.process.awaiting is not None or not any(str(t.name or "").startswith("AsyncIO Thread: ")
+                                                       for t, _m in verdict.threads):
+        return None
+    shown = {f.function.rsplit(".", 1)[-1] for t, _m in verdict.threads for f in t.frames}
+    suspended = sorted({str(t.name) for t in running if str(t.name).rsplit(".", 1)[-1] not in shown})
+    if not suspended:
+        return None
+    return (f"{', '.join(suspended)} RUNNING on this async actor with no frame on any thread: coroutine(s) suspended "
+            "in await, alive, that may put into its queue.Queue (what they await was not read from the source): no "
+            "producer is known to be gone")
 
 
 # ray.util.queue's calls on its queue actor, by side: what a blocked put waits for is a get, and
