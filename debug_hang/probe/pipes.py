@@ -57,25 +57,35 @@ def pipe_ends(pid: int, inodes: set[int], max_fds: int = MAX_FDS) -> dict[int, l
 _PIPE_WAIT = re.compile(r"(^|_)pipe_(read|write)$")
 
 
-def pipe_waits(pid: int, inodes: set[int], max_fds: int = MAX_FDS) -> dict[int, list[str]]:
-    """{inode: ["read"|"write", ...]}: the pipes among `inodes` that a thread of `pid` sleeps in a
-    read or a write of. The thread's wchan says which (pipe_read / pipe_write) and its system call's
-    first argument is the descriptor (read, readv, write, writev all take it first), which
-    /proc/PID/fd names: the one blocked pipe, whatever the machine numbers its calls."""
-    waits: dict[int, list[str]] = {}
-    wchans = {tid: m.group(2) for tid, name in thread_wchans(pid).items() if (m := _PIPE_WAIT.search(name))}
+def blocked_pipes(pid: int, tids: list[int] | None = None, max_fds: int = MAX_FDS) -> list[tuple[str, str, str, int]]:
+    """[(tid, "read"|"write", fd, inode)]: the threads of `pid` (those in `tids`, or all) asleep in
+    a read or a write of a pipe. The thread's wchan says which (pipe_read / pipe_write) and its
+    system call's first argument is the descriptor (read, readv, write, writev all take it first),
+    which /proc/PID/fd names: the one blocked pipe, whatever the machine numbers its calls."""
+    wchans = {tid: m.group(2) for tid, name in thread_wchans(pid, tids=tids).items() if (m := _PIPE_WAIT.search(name))}
     if not wchans:
-        return waits
+        return []
     links = dict(fd_links(pid, max_fds))
+    found: list[tuple[str, str, str, int]] = []
     for tid, direction in wchans.items():
-        call = thread_syscall(pid, int(tid)) if tid.isdigit() else None
+        call = thread_syscall(pid, int(tid)) if str(tid).isdigit() else None
         try:
             fd = str(int(call[1], 16)) if call else None
         except ValueError:
             continue
         match = _PIPE.match(links.get(fd or "", ""))
-        if match and int(match.group(1)) in inodes:
-            waits.setdefault(int(match.group(1)), []).append(direction)
+        if fd is not None and match:
+            found.append((str(tid), direction, fd, int(match.group(1))))
+    return found
+
+
+def pipe_waits(pid: int, inodes: set[int], max_fds: int = MAX_FDS) -> dict[int, list[str]]:
+    """{inode: ["read"|"write", ...]}: the pipes among `inodes` that a thread of `pid` sleeps in a
+    read or a write of (blocked_pipes)."""
+    waits: dict[int, list[str]] = {}
+    for _tid, direction, _fd, inode in blocked_pipes(pid, max_fds=max_fds):
+        if inode in inodes:
+            waits.setdefault(inode, []).append(direction)
     return waits
 
 
@@ -108,24 +118,9 @@ def child_pipes(child: int, parent: int | None) -> dict[str, Any] | None:
     return found
 
 
-def _blocked_writes(pid: int, max_fds: int = MAX_FDS) -> dict[str, int]:
-    """{fd: pipe inode} of the pipes a thread of `pid` sleeps writing (its pipe_write wchan and its
-    call's descriptor)."""
-    asleep = [tid for tid, name in thread_wchans(pid).items() if (m := _PIPE_WAIT.search(name)) and m.group(2) == "write"]
-    if not asleep:
-        return {}
-    links = dict(fd_links(pid, max_fds))
-    found: dict[str, int] = {}
-    for tid in asleep:
-        call = thread_syscall(pid, int(tid)) if str(tid).isdigit() else None
-        try:
-            fd = str(int(call[1], 16)) if call else None
-        except ValueError:
-            continue
-        match = _PIPE.match(links.get(fd or "", ""))
-        if fd is not None and match:
-            found[fd] = int(match.group(1))
-    return found
+def _blocked_writes(pid: int) -> dict[str, int]:
+    """{fd: pipe inode} of the pipes a thread of `pid` sleeps writing."""
+    return {fd: inode for _tid, direction, fd, inode in blocked_pipes(pid) if direction == "write"}
 
 
 MAX_SCANNED = 4096  # processes of the node whose descriptors are walked for a pipe's writers
@@ -175,26 +170,14 @@ def pipe_writers(pid: int, inodes: set[int], max_procs: int = MAX_SCANNED) -> di
 PIPE_READ_WAIT = re.compile(r"(^|_)pipe_read$")
 
 
-def pipe_reads(pid: int, tids: list[int], max_fds: int = MAX_FDS) -> list[dict[str, Any]]:
+def pipe_reads(pid: int, tids: list[int]) -> list[dict[str, Any]]:
     """Threads among `tids` of `pid` asleep reading an empty pipe on a descriptor other than
     stdin/stdout/stderr (those of a child are read by child_pipes): an os.pipe() the process reads
     as a queue. Each: {"tid", "fd", "inode", "writers": [pid, ...] | None} — the processes of the
-    node that hold the pipe's write end (None: not every process could be read). The thread's
-    wchan says it reads a pipe, its system call's first argument which descriptor."""
-    asleep = [tid for tid, name in thread_wchans(pid, tids=tids).items() if PIPE_READ_WAIT.search(name)]
-    if not asleep:
-        return []
-    links = dict(fd_links(pid, max_fds))
-    found: list[dict[str, Any]] = []
-    for tid in asleep:
-        call = thread_syscall(pid, int(tid)) if str(tid).isdigit() else None
-        try:
-            fd = str(int(call[1], 16)) if call else None
-        except ValueError:
-            continue
-        match = _PIPE.match(links.get(fd or "", ""))
-        if match and fd not in STD_FDS:
-            found.append({"tid": int(tid), "fd": int(str(fd)), "inode": int(match.group(1))})
+    node that hold the pipe's write end (None: not every process could be read)."""
+    found: list[dict[str, Any]] = [{"tid": int(tid), "fd": int(fd), "inode": inode}
+                                   for tid, direction, fd, inode in blocked_pipes(pid, tids)
+                                   if direction == "read" and fd not in STD_FDS]
     if found:
         writers = pipe_writers(pid, {r["inode"] for r in found})
         for read in found:
