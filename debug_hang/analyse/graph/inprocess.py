@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from debug_hang.analyse.graph.builder import Builder, graph_pass
-from debug_hang.analyse.graph.threads import deciding_thread, frame_text
+from debug_hang.analyse.graph.threads import deciding_thread, frame_text, other_threads_in_job_code
 from debug_hang.analyse.patterns import ProcessVerdict, ThreadMatch, catalog, is_library, match_thread, settings
 from debug_hang.facts import identities_in, parse_identity
 from debug_hang.model import Frame, Thread
@@ -73,6 +73,7 @@ class ThreadEdge:
     dst: Thread
     kind: WaitKind
     text: str
+    inferred: bool = False  # by elimination (the only possible holder), not by the lock's identity
 
 
 @dataclass
@@ -91,9 +92,9 @@ class ThreadGraph:
     def out(self, thread: Thread) -> list[ThreadEdge]:
         return self.edges.get(id(thread), [])
 
-    def add(self, src: Thread, dst: Thread, kind: WaitKind, text: str) -> None:
+    def add(self, src: Thread, dst: Thread, kind: WaitKind, text: str, inferred: bool = False) -> None:
         if not any(e.dst is dst for e in self.out(src)):
-            self.edges.setdefault(id(src), []).append(ThreadEdge(src, dst, kind, text))
+            self.edges.setdefault(id(src), []).append(ThreadEdge(src, dst, kind, text, inferred))
 
 
 @dataclass
@@ -206,11 +207,33 @@ def held_locks(thread: Thread, wait: Wait | None) -> dict[str, Frame]:
             released.add(lock_key(call.group("recv"), wait.where))
     held: dict[str, Frame] = {}
     for frame in python_frames(thread):
-        for expr in _split((frame.facts or {}).get("with")):
+        for expr in _split((frame.facts or {}).get("with")) + library_holds(frame):
             key = lock_key(expr, frame)
             if key not in released:
                 held.setdefault(key, frame)
     return held
+
+
+# Frames of the standard library that hold a lock of their own object while they call out, and
+# the lock: logging's Handler.handle takes the handler's `self.lock` (`self.acquire()`, or `with
+# self.lock:` from 3.13) around `self.emit(record)`, StreamHandler.flush around the stream's flush.
+# A subclass whose emit takes that same lock again (its own `self.lock = threading.Lock()` replaces
+# the handler's RLock) waits for a lock its own thread holds a frame below.
+_LIBRARY_HOLDS: tuple[tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], str], ...] = (
+    (re.compile(r"(^|/)logging/__init__\.py$"), re.compile(r"^(Handler\.)?handle$"),
+     re.compile(r"^self\.emit\(record\)$"), "self.lock"),
+    (re.compile(r"(^|/)logging/__init__\.py$"), re.compile(r"^(StreamHandler\.)?flush$"),
+     re.compile(r"^self\.stream\.flush\(\)$"), "self.lock"),
+)
+
+
+def library_holds(frame: Frame) -> list[str]:
+    """The lock expressions a library frame holds at its line (over its `self`): only at the line
+    that is inside the take (its source shown), never guessed from the function alone."""
+    if not is_library(frame) or not frame.code or not isinstance((frame.facts or {}).get("self"), str):
+        return []
+    return [expr for file_re, fn_re, code_re, expr in _LIBRARY_HOLDS
+            if file_re.search(frame.file) and fn_re.search(frame.function) and code_re.search(frame.code.strip())]
 
 
 def pool_of(thread: Thread) -> str | None:
@@ -317,7 +340,59 @@ def thread_graph(verdict: ProcessVerdict, info: dict[str, Any] | None = None) ->
             _future_edges(graph, thread, wait, [t for t, _m in verdict.threads])
         elif wait.kind == "join":
             _join_edges(graph, thread, wait, [t for t, _m in verdict.threads])
+    _sole_holder_edges(graph, live, locks)
     return graph
+
+
+def _reaches(graph: ThreadGraph, src: Thread, dst: Thread) -> bool:
+    seen, todo = {id(src)}, [src]
+    while todo:
+        for edge in graph.out(todo.pop()):
+            if edge.dst is dst:
+                return True
+            if id(edge.dst) not in seen:
+                seen.add(id(edge.dst))
+                todo.append(edge.dst)
+    return False
+
+
+_LOCK_KEY = re.compile(r"^(?P<type>[\w.]+)@(?P<addr>0x[0-9a-f]+)\.(?P<attr>.+)$")
+
+
+def _another_instance(a: str, b: str) -> bool:
+    """Two lock keys that are the same attribute of two objects of one class (`Cache@0x1._lock`,
+    `Cache@0x2._lock`): each object's own lock, not one lock shared."""
+    ma, mb = _LOCK_KEY.match(a), _LOCK_KEY.match(b)
+    return bool(ma and mb and ma["type"] == mb["type"] and ma["attr"] == mb["attr"] and ma["addr"] != mb["addr"])
+
+
+def _sole_holder_edges(graph: ThreadGraph, live: list[Thread], locks: dict[int, dict[str, Frame]]) -> None:
+    """A thread waiting to take a lock whose holder no identity names (the dump shows `self.x` of
+    two objects, not which Lock each attribute is): when exactly one other thread of the process
+    holds any lock, no third thread runs job code, and that holder itself cannot go on - it waits,
+    through its own threads, on the waiter (a join of the waiting thread inside its `with` block),
+    or for a lock it holds itself - the lock is the holder's (or nobody's: the waiter is stuck
+    either way). An edge to it, marked as inferred; the lock's identity is never guessed by name."""
+    for thread in live:
+        wait = graph.waits.get(id(thread))
+        if wait is None or wait.kind != "lock" or any(e.kind == "lock" for e in graph.out(thread)):
+            continue
+        holders = [t for t in live if t is not thread and locks.get(id(t))]
+        if len(holders) != 1:
+            continue
+        holder = holders[0]
+        if any(t is not holder for t in other_threads_in_job_code(graph.verdict, thread)):
+            continue
+        if all(_another_instance(key, held) for key in wait.objects for held in locks[id(holder)]):
+            continue  # the same attribute of another object of the same class: its own lock, by identity
+        stuck = _reaches(graph, holder, thread) or any(e.kind == "lock" and e.dst is holder for e in graph.out(holder))
+        if not stuck:
+            continue
+        frame = next(iter(locks[id(holder)].values()))
+        graph.add(thread, holder, "lock",
+                  f"{name_of(holder)} is the only other thread of this process holding a lock (inside "
+                  f"{frame_text(frame)}), and it cannot go on: the dump does not name the Lock object behind each "
+                  "attribute, so the lock this thread waits for is that one (or one no live thread holds)", inferred=True)
 
 
 def _weighed(graph: ThreadGraph, thread: Thread, match: ThreadMatch) -> ThreadMatch:
@@ -335,9 +410,12 @@ def _lock_edges(graph: ThreadGraph, thread: Thread, wait: Wait, live: list[Threa
     for other in live:
         for key in wait.objects:
             frame = locks.get(id(other), {}).get(key)
-            if frame is not None:
-                graph.add(thread, other, "lock", f"{name_of(other)} holds it: inside the `with` block of "
-                          f"{frame_text(frame)}" + (" (this same thread, further up its stack)" if other is thread else ""))
+            if frame is None:
+                continue
+            where = (f"inside {frame_text(frame)}, which holds that same object's lock around its call"
+                     if is_library(frame) else f"inside the `with` block of {frame_text(frame)}")
+            graph.add(thread, other, "lock", f"{name_of(other)} holds it: {where}"
+                      + (" (this same thread, further up its stack)" if other is thread else ""))
 
 
 def _setter_edges(graph: ThreadGraph, thread: Thread, wait: Wait, live: list[Thread]) -> None:
@@ -379,10 +457,19 @@ def _future_edges(graph: ThreadGraph, thread: Thread, wait: Wait, threads: list[
             graph.add(thread, other, "future", f"{name_of(other)} holds the Future {wait.objects[0]}")
 
 
+_THREAD_RUNNER = re.compile(r"^(Thread\.)?(_bootstrap|_bootstrap_inner|run)$|\._bootstrap(_inner)?$")
+
+
 def _join_edges(graph: ThreadGraph, thread: Thread, wait: Wait, threads: list[Thread]) -> None:
+    """A join waits for the thread whose Thread object it joins: the `self` of that thread's
+    threading bootstrap frames (the same identity); a thread whose bootstrap frames show no `self`
+    is never matched by its name."""
     for other in threads:
-        boot = next((f for f in reversed(python_frames(other)) if f.function.endswith("_bootstrap")), None)
-        if other is not thread and boot is not None and (boot.facts or {}).get("self") in wait.objects:
+        if other is thread:
+            continue
+        runners = [f for f in python_frames(other)
+                   if _THREAD_RUNNER.search(f.function) and (f.function.endswith("_bootstrap") or _THREADING.search(f.file))]
+        if any((f.facts or {}).get("self") in wait.objects for f in runners):
             graph.add(thread, other, "join", f"it joins {name_of(other)}")
 
 

@@ -49,7 +49,10 @@ def _detect_lock_cycle(b: Builder, key: str) -> bool:
     node = b.g.nodes[key]
     own = next((e for e in found.cycle if e.kind == "lock" and e.src is e.dst), None)
     edges = [own] if own is not None else _ring(found.cycle)
-    first = graph.waits.get(id(edges[0].src))
+    # A join inside a `with` block on the lock the joined thread waits for: the joiner's line is
+    # the one that holds the lock across the wait (the thread it joins cannot end without it).
+    joiner = next((e for e in edges if e.kind == "join"), None)
+    first = graph.waits.get(id((joiner or edges[0]).src))
     node.pattern, node.state = ("lock-self-deadlock" if own is not None else "lock-order-deadlock"), "blocked"
     if first is not None:
         node.frame = node.user_frame = first.where or first.frame
@@ -57,6 +60,16 @@ def _detect_lock_cycle(b: Builder, key: str) -> bool:
         node.evidence.append(f"{describe(graph, edge.src)}; {edge.text}")
     if own is None:
         node.evidence.append("each of these threads waits for the next, the last for the first: none can go on")
+        if joiner is not None:
+            node.evidence.append(
+                f"thread {joiner.src.name or joiner.src.os_thread_id} joins {joiner.dst.name or joiner.dst.os_thread_id} "
+                "while it holds the lock that thread waits for: only the joiner can release it, and it will not until the "
+                "joined thread ends (a library's join counts: QueueListener.stop, ThreadPoolExecutor.shutdown(wait=True))")
+    else:
+        victims = [e for e in found.cycle if e is not own and e.dst is own.src]
+        for edge in victims[:3]:
+            node.evidence.append(f"{describe(graph, edge.src)}: a victim, it waits for the deadlocked thread "
+                                 f"{own.src.name or own.src.os_thread_id} ({edge.text})")
     return True
 
 
