@@ -398,6 +398,12 @@ def _unfollowed_end(job_id: str | None, top: RootCause, names: str) -> str:
     if top.cycle or (own is not None and own.kind == "root-cause"):
         return ""
     what = own.title[:1].lower() + own.title[1:] if own is not None else "a wait no pattern recognises"
+    release = top.culprits[0].release if top.culprits else ""
+    if release:
+        # Its waker is known and scheduled: a timer, not a missing setter (inconclusive, never a hang).
+        return (f"Job {job_id} may be hung, but the chain of waits ends in {names}, {what}, and its wait is a "
+                f"scheduled release, {release}. A wait that a timer ends is no hang: diagnose again once it is due "
+                "(a wait still there after that is worth a look).")
     return (f"Job {job_id} may be hung, but the chain of waits ends in {names}, {what}, and what it waits for "
             "could not be followed (an object no task row produces — a Serve request, another job's object, a "
             "row the State API has not shown yet — or an event or queue with no known setter): it may be a victim "
