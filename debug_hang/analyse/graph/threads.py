@@ -138,6 +138,8 @@ def timer_release(timers: list[Thread], waited_at: Frame | None) -> str:
                 number, _, text = line.partition(":")
                 armed = f"; `{text.strip()[:100]}` (line {number.strip()}) arms it to set `{waited['obj']}`, the Event this wait is on"
                 break
+    if not armed:
+        armed = " (most likely this wait's setter: the line that arms it was not in the source read)"
     return (f"released by a timer{within}: thread(s) {names} of this process wait out a threading.Timer's interval "
             f"and then call its function{armed}")
 
