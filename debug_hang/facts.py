@@ -127,9 +127,20 @@ LOOPBACK_FACT = "loopback(host)"
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
 
 
+_ADDRESS = re.compile(r"""^\(\s*(?P<q>['"])(?P<host>[^'"]{1,255})(?P=q)\s*,\s*(?P<port>\d{1,5})\s*[,)]""")
+
+
 def add_loopback_fact(facts: Facts, function: str, local_reprs: Mapping[str, str]) -> None:
     """`loopback(host)` for a connect frame whose `host` local is a string: whether it names this
-    host's loopback (the host string itself is never kept)."""
+    host's loopback (the host string itself is never kept). A frame caught before it unpacks its
+    `address` argument (`create_connection(("127.0.0.1", 5000))` at its first lines: no `host` or
+    `port` local yet) is read from that tuple: its `port`, and whether its host is loopback."""
+    if CONNECT_FRAME.search(function) and "host" not in local_reprs and "port" not in facts:
+        found = _ADDRESS.match(str(local_reprs.get("address") or ""))
+        if found and 0 < int(found["port"]) < 65536 and len(facts) + 2 <= MAX_FACTS:
+            facts["port"] = int(found["port"])
+            facts[LOOPBACK_FACT] = is_loopback(found["host"])
+        return
     text = str(local_reprs.get("host") or "")
     if not CONNECT_FRAME.search(function) or len(text) < 2 or text[0] not in "'\"" or text[-1] != text[0] \
             or len(facts) >= MAX_FACTS:

@@ -167,3 +167,46 @@ def test_a_connect_retried_with_back_off_until_its_server_listens_is_no_hang() -
     # THEN a retry with back-off waits for a service that may still come: inconclusive, never a hang
     assert doc["verdict"] in ("inconclusive", "no-hang"), doc["summary"]
     assert "retried with back-off" in doc["summary"]
+
+
+def test_a_connect_frame_caught_before_it_unpacks_its_address_is_read_from_that_tuple() -> None:
+    # GIVEN create_connection caught at its first lines: its `address` argument, no `host`/`port` yet
+    facts: dict[str, Any] = {"timeout": 1}
+    add_loopback_fact(facts, "create_connection", {"address": '("127.0.0.1", 48129)', "timeout": "1"})
+    remote: dict[str, Any] = {}
+    add_loopback_fact(remote, "create_connection", {"address": "('10.1.2.3', 80)"})
+    # THEN its port and whether its host is loopback are read from the tuple (the host is not kept)
+    assert facts == {"timeout": 1, "port": 48129, "loopback(host)": True}
+    assert remote == {"port": 80, "loopback(host)": False}
+
+
+def test_the_stale_port_retry_while_an_actor_of_the_job_is_still_starting_is_no_hang(tmp_path: Path) -> None:
+    # GIVEN the stale-port capture, but another actor of the job is still being created (its
+    # creation waits for a node): a process that may yet bind the port the loop dials
+    def starting_actor(tasks: list[dict[str, Any]]) -> None:
+        model = next(t for t in tasks if t["type"] == "ACTOR_CREATION_TASK")
+        tasks.append({**json.loads(json.dumps(model)), "task_id": "ffffffffffffffff" + "ab" * 12 + "02000000",
+                      "actor_id": "ab" * 12 + "02000000", "name": "Backend.__init__",
+                      "func_or_class_name": "Backend.__init__", "state": "PENDING_NODE_ASSIGNMENT",
+                      "worker_pid": None, "worker_id": None, "events": [{"state": "PENDING_NODE_ASSIGNMENT",
+                                                                          "created_ms": 1796302394600.0}]})
+
+    # WHEN it is re-analysed
+    doc = to_json(reanalyse(capture_variant(tmp_path, CASE, tasks=starting_actor)))
+    # THEN the retry is no proven livelock while something of the job may still bind its port
+    assert doc["verdict"] != "hang", doc["summary"]
+
+
+LATE = ROOT / "tests" / "data" / "captures" / "healthy_connect_server_starts_late"
+
+
+def test_a_connect_retried_at_once_while_its_server_computes_before_listening_is_no_hang() -> None:
+    # GIVEN `redteam/healthy_connect_server_starts_late.py` diagnosed live: LookupClient's connector
+    # retries create_connection at once (its `except` only counts) to a loopback port nobody
+    # listens on yet, while LookupServer computes its index before it binds and listens on it
+    # (the live run before the change called it a hang: io-wait 0.95, LookupClient)
+    # WHEN it is re-analysed
+    doc = to_json(reanalyse(LATE))
+    # THEN the retry may end when the server listens: never a hang, and the summary says why
+    assert doc["verdict"] in ("inconclusive", "no-hang"), doc["summary"]
+    assert "may yet bind" in doc["summary"] and "LookupServer" in doc["summary"], doc["summary"]

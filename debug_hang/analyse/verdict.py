@@ -217,6 +217,36 @@ def _working_elsewhere(work: BusyWork, busy: list[BusyWork]) -> list[BusyWork]:
     return sorted(found, key=lambda w: w.state != "advancing")
 
 
+# Task states of calls about to start (placed, or being placed, on a worker): the process that runs
+# one may yet bind a port. Not PENDING_ARGS_AVAIL: a call waiting for its arguments may wait on the
+# very process that retries.
+_ABOUT_TO_RUN = frozenset({"PENDING_NODE_ASSIGNMENT", "PENDING_OBJ_STORE_MEM_AVAIL", "PENDING_ARGS_FETCH",
+                           "SUBMITTED_TO_WORKER", "PENDING_ACTOR_TASK_ARGS_FETCH"})
+
+
+def _could_bind(work: BusyWork, busy: list[BusyWork], tasks: list[TaskRow], job_id: str | None) -> list[str]:
+    """For a connect retried at once to a loopback port nobody listens on (busy.RetryLoop, no
+    back-off), what else of the job is seen working or starting, any of which may yet bind and
+    listen on that port (a server that computes before it listens): other processes busy and no
+    spin (advancing, a computation no spin, or not decided: a CPU in job code), processes still
+    starting (importing), actors being created and calls about to run. Like `_working_elsewhere`
+    for a poll of outside state. Empty when nothing else of the job could ever bind it: then the
+    retry is a livelock."""
+    if work.retry is None or work.retry.backoff:
+        return []
+    found = [w.text() for w in sorted(busy, key=lambda w: w.state != "advancing")
+             if w.ref != work.ref and not w.sleeping and (w.starting or w.state in ("advancing", "no-spin", "undecided"))]
+    own = {t.actor_id for t in tasks if t.worker_pid == work.ref.pid and t.actor_id}
+    starting = [t for t in tasks if t.job_id == job_id and t.worker_pid != work.ref.pid
+                and not (t.actor_id and t.actor_id in own)
+                and ((t.type == "ACTOR_CREATION_TASK" and t.state not in ("FINISHED", "FAILED", "PENDING_ARGS_AVAIL"))
+                     or t.state in _ABOUT_TO_RUN)]
+    if starting:
+        names = ", ".join(sorted({t.name for t in starting})[:3])
+        found.append(f"{len(starting)} call(s) of the job are starting or about to run ({names})")
+    return found
+
+
 def _busy_decision(job_id: str | None, top: RootCause, title: str, busy: list[BusyWork],
                    tasks: list[TaskRow]) -> tuple[tuple[Verdict, str] | None, BusyWork | None]:
     """A busy culprit is a hang only with positive evidence that it does not advance; a sleep in a
@@ -244,6 +274,16 @@ def _busy_decision(job_id: str | None, top: RootCause, title: str, busy: list[Bu
             seen = work.text() if work is not None else f"{names} is busy, and its thread could not be followed across samples"
             return ("inconclusive", f"{lead} {seen}. A hang needs it seen not to advance: the same loop, its state "
                                     "unchanged, nothing in it that can end it."), None
+        binders = _could_bind(work, busy, tasks, job_id)
+        if binders:
+            retry = work.retry
+            ports = ", ".join(str(p) for p in retry.ports) if retry is not None else "?"
+            return ("inconclusive", f"{lead} {work.label} retries at once at {work.where()} (`{retry.header if retry else ''}`, "
+                                    f"its `except` only counts), and nothing listens on loopback port {ports} it dials "
+                                    f"*now*, while {'; '.join(binders[:2])}: that work may yet bind and listen on that "
+                                    "port (a server that computes before it listens), and the connect then succeeds. "
+                                    "A retry to a port nobody listens on is a livelock only when nothing else of the "
+                                    "job could bind it: diagnose again once that work is done."), None
         return None, work
     holders = holders_at_work(top, busy, tasks)
     if holders:
@@ -358,6 +398,12 @@ def _unfollowed_end(job_id: str | None, top: RootCause, names: str) -> str:
     if top.cycle or (own is not None and own.kind == "root-cause"):
         return ""
     what = own.title[:1].lower() + own.title[1:] if own is not None else "a wait no pattern recognises"
+    release = top.culprits[0].release if top.culprits else ""
+    if release:
+        # Its waker is known and scheduled: a timer, not a missing setter (inconclusive, never a hang).
+        return (f"Job {job_id} may be hung, but the chain of waits ends in {names}, {what}, and its wait is a "
+                f"scheduled release, {release}. A wait that a timer ends is no hang: diagnose again once it is due "
+                "(a wait still there after that is worth a look).")
     return (f"Job {job_id} may be hung, but the chain of waits ends in {names}, {what}, and what it waits for "
             "could not be followed (an object no task row produces — a Serve request, another job's object, a "
             "row the State API has not shown yet — or an event or queue with no known setter): it may be a victim "

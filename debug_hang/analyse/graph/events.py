@@ -19,6 +19,7 @@ from debug_hang.analyse.graph.threads import (
     reachable_from,
     timed_wait,
     timed_wait_text,
+    timer_release,
 )
 from debug_hang.analyse.patterns import ProcessVerdict
 from debug_hang.model import Frame, Thread
@@ -63,9 +64,11 @@ def _detect_async_await(b: Builder, key: str, verdict: ProcessVerdict) -> None:
     if due is not None:
         # A coroutine sleeps or awaits with a timeout: it wakes on its own (a paced poll, a retry
         # back-off) and may find what it waits for. Nothing shows whether it ever will.
-        node.evidence.append(f"{doing} RUNNING, its event loop idle with a timer due in {due:.3g}s (an asyncio.sleep or "
-                             "a wait_for timeout pending): the awaiting coroutine wakes on its own; whether it will find "
-                             "what it awaits is not seen")
+        node.release = (f"released by a timer in ≤{due:.3g} s: its event loop is idle with a timer due then (a "
+                        "loop.call_later, an asyncio.sleep or a wait_for timeout), which runs on its own")
+        node.evidence.append(f"{doing} RUNNING, its event loop idle with a timer due in {due:.3g}s (a loop.call_later, an "
+                             "asyncio.sleep or a wait_for timeout pending): the awaiting coroutine wakes, or what it "
+                             "awaits is resolved, on its own; whether it will find what it awaits is not seen")
         return
     if follow_async_setters(b, key, verdict, doing):
         return
@@ -258,9 +261,8 @@ def _detect_event_wait(b: Builder, key: str, verdict: ProcessVerdict) -> None:
         return
     timers = pending_timers(verdict, waiter)
     if timers:
-        node.evidence.append(f"waits at {where} inside {doing}; thread(s) {', '.join(str(t.name or t.os_thread_id) for t in timers)} "
-                             "of this process wait out a threading.Timer's interval and then call its function: "
-                             "a setter that has not run yet")
+        node.release = timer_release(timers, verdict.main.user_frame or verdict.main.frame)
+        node.evidence.append(f"waits at {where} inside {doing}; {node.release}: a setter that has not run yet")
         return
     others = [t for t in other_threads_in_job_code(verdict, waiter) if not cannot_signal(t, verdict.main.user_frame)]
     idle_pollers = [text for t in others if (text := _poll_cannot_act(b, key, t, waiter, others))]

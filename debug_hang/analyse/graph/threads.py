@@ -114,6 +114,36 @@ def pending_timers(verdict: ProcessVerdict, thread: Thread | None) -> list[Threa
     return [t for t, _ in verdict.threads if t is not thread and _waits_out_interval(t)]
 
 
+_TIMER_CALL = re.compile(r"\bTimer\(\s*[^,()]+(?:\([^()]*\))?\s*,\s*(?P<fn>[\w.]+)\s*[,)]")
+_WAITS_ON = re.compile(r"(?P<obj>[\w.]+)\.wait\(")
+
+
+def timer_release(timers: list[Thread], waited_at: Frame | None) -> str:
+    """How a wait is released by the process's pending threading.Timer threads (`pending_timers`):
+    within the longest interval they wait out (their Event.wait `timeout`, when locals were read),
+    and, when the waiting frame's source arms a Timer whose function is the `set` of the object it
+    waits on (`Timer(120, self.ready.set)` beside `self.ready.wait()`), that line. A scheduled
+    release, not a missing setter."""
+    intervals = [float(v) for t in timers for f in t.frames
+                 if not f.native and f.name == "wait" and f.file.endswith("threading.py") and isinstance(f.facts, dict)
+                 and isinstance(v := f.facts.get("timeout"), (int, float)) and not isinstance(v, bool)]
+    within = f" in ≤{max(intervals):.3g} s" if intervals else " once its interval runs out"
+    names = ", ".join(str(t.name or t.os_thread_id) for t in timers)
+    armed = ""
+    waited = _WAITS_ON.search(waited_at.code or "") if waited_at is not None else None
+    if waited_at is not None and waited is not None:
+        for line in waited_at.context or []:
+            found = _TIMER_CALL.search(line)
+            if found and found["fn"] == f"{waited['obj']}.set":
+                number, _, text = line.partition(":")
+                armed = f"; `{text.strip()[:100]}` (line {number.strip()}) arms it to set `{waited['obj']}`, the Event this wait is on"
+                break
+    if not armed:
+        armed = " (most likely this wait's setter: the line that arms it was not in the source read)"
+    return (f"released by a timer{within}: thread(s) {names} of this process wait out a threading.Timer's interval "
+            f"and then call its function{armed}")
+
+
 def _waits_out_interval(thread: Thread) -> bool:
     frames = [f for f in thread.frames if not f.native]
     for inner, outer in zip(frames, frames[1:], strict=False):
