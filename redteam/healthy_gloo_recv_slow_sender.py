@@ -44,7 +44,7 @@ class Stage:
         import torch.distributed as dist
 
         out = []
-        for i in range(n_micro):
+        for _ in range(n_micro):
             if self.rank == 0:
                 dist.send(self._forward(seconds), dst=1)
             else:
