@@ -572,10 +572,8 @@ def add_kernel_object_waits(info: dict[int, dict[str, Any]], processes: list[dic
                 reading.setdefault(pid, []).append(int(tid))
     for pid, opens in fifo_opens(fifo_waits, platform.machine()).items():
         info[pid]["fifo_opens"] = redactor.redact_obj(opens)
-    for pid, tids in reading.items():
-        reads = pipe_reads(pid, tids)
-        if reads:
-            info[pid]["pipe_reads"] = reads
+    for pid, reads in pipe_reads(reading).items():
+        info[pid]["pipe_reads"] = reads
     rows = read_locks()[0] if sleeping else []
     for pid, asleep in sleeping.items():
         files = locks_held_by_others(pid, rows)

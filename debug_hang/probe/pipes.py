@@ -170,19 +170,36 @@ def pipe_writers(pid: int, inodes: set[int], max_procs: int = MAX_SCANNED) -> di
 PIPE_READ_WAIT = re.compile(r"(^|_)pipe_read$")
 
 
-def pipe_reads(pid: int, tids: list[int]) -> list[dict[str, Any]]:
-    """Threads among `tids` of `pid` asleep reading an empty pipe on a descriptor other than
-    stdin/stdout/stderr (those of a child are read by child_pipes): an os.pipe() the process reads
-    as a queue. Each: {"tid", "fd", "inode", "writers": [pid, ...] | None} — the processes of the
-    node that hold the pipe's write end (None: not every process could be read)."""
-    found: list[dict[str, Any]] = [{"tid": int(tid), "fd": int(fd), "inode": inode}
-                                   for tid, direction, fd, inode in blocked_pipes(pid, tids)
-                                   if direction == "read" and fd not in STD_FDS]
-    if found:
-        writers = pipe_writers(pid, {r["inode"] for r in found})
-        for read in found:
+def pipe_reads(readers: dict[int, list[int]]) -> dict[int, list[dict[str, Any]]]:
+    """Per process of `readers` ({pid: tids}), its threads among those tids asleep reading an empty
+    pipe on a descriptor other than stdin/stdout/stderr (those of a child are read by child_pipes):
+    an os.pipe() the process reads as a queue. Each: {"tid", "fd", "inode", "writers": [pid, ...] |
+    None} — the processes of the node that hold the pipe's write end (None: not every process could
+    be read). One walk of the node's descriptors serves every reader of the same user."""
+    found: dict[int, list[dict[str, Any]]] = {}
+    for pid, tids in readers.items():
+        reads: list[dict[str, Any]] = [{"tid": int(tid), "fd": int(fd), "inode": inode}
+                                       for tid, direction, fd, inode in blocked_pipes(pid, tids)
+                 if direction == "read" and fd not in STD_FDS]
+        if reads:
+            found[pid] = reads
+    walks: dict[int | None, dict[int, list[int]] | None] = {}
+    for pid, reads in found.items():
+        uid = _uid(pid)
+        if uid not in walks:
+            same = [p for p in found if _uid(p) == uid]
+            walks[uid] = pipe_writers(pid, {r["inode"] for p in same for r in found[p]})
+        writers = walks[uid]
+        for read in reads:
             read["writers"] = None if writers is None else sorted(writers.get(read["inode"], []))
     return found
+
+
+def _uid(pid: int) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
 
 
 def _pipe_inodes(pid: int) -> set[int]:
