@@ -180,7 +180,7 @@ def pipe_reads(readers: dict[int, list[int]]) -> dict[int, list[dict[str, Any]]]
     for pid, tids in readers.items():
         reads: list[dict[str, Any]] = [{"tid": int(tid), "fd": int(fd), "inode": inode}
                                        for tid, direction, fd, inode in blocked_pipes(pid, tids)
-                 if direction == "read" and fd not in STD_FDS]
+                                       if direction == "read" and fd not in STD_FDS]
         if reads:
             found[pid] = reads
     walks: dict[int | None, dict[int, list[int]] | None] = {}
