@@ -80,18 +80,39 @@ def start(port: int = 6400, num_cpus: int = 4, extra: list[str] | None = None) -
     try:
         return _start(port, num_cpus, extra)
     except DebugHangError as exc:
-        if "timed out during startup" not in str(exc):
+        if not any(sign in str(exc) for sign in _RETRIED):
             raise
         return _start(port, num_cpus, extra)
+
+
+# Start failures that a second start can avoid: a slow raylet, and a port that Ray chose at random
+# (e.g. the dashboard agent's gRPC port on Ray 2.9) landing in the fixed worker range.
+_RETRIED = ("timed out during startup", "that is used by other components")
+
+
+WORKER_PORTS = 500  # a range per cluster: a local cluster's workers need a few dozen
+
+
+def _worker_ports(base: int) -> int:
+    """The first of this cluster's 500 worker ports: below the kernel's ephemeral range, where Ray
+    takes the ports it picks at random (a clash makes `ray start` fail), or DEBUG_HANG_WORKER_PORTS."""
+    if os.environ.get("DEBUG_HANG_WORKER_PORTS"):
+        return int(os.environ["DEBUG_HANG_WORKER_PORTS"])
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    slots = max(1, (low - 12000) // WORKER_PORTS)  # from 12000: clear of the client-server ports (10400+)
+    return 12000 + (base % slots) * WORKER_PORTS
 
 
 def _start(port: int, num_cpus: int, extra: list[str] | None) -> LocalCluster:
     base = port - 6400
     if not 0 <= base < 1000:
         raise DebugHangError(f"local cluster port {port} must be in 6400-7399 (other ports are derived from it)")
-    # A private 1000-port range per cluster in 20000-49999, clear of the agent ports (52400+);
-    # DEBUG_HANG_WORKER_PORTS=N moves it to N..N+999 (sessions sharing one machine).
-    worker_ports = int(os.environ.get("DEBUG_HANG_WORKER_PORTS") or 20000 + (base % 30) * 1000)
+    # A private range per cluster; DEBUG_HANG_WORKER_PORTS=N moves it to N..N+499
+    # (sessions sharing one machine).
+    worker_ports = _worker_ports(base)
     temp_dir = f"/tmp/ray_dh_{port}"
     shutil.rmtree(temp_dir, ignore_errors=True)
     cluster = LocalCluster(port=port, dashboard_port=8300 + base, temp_dir=temp_dir, num_cpus=num_cpus)
@@ -100,7 +121,7 @@ def _start(port: int, num_cpus: int, extra: list[str] | None) -> LocalCluster:
         "--dashboard-host=127.0.0.1", "--disable-usage-stats", f"--port={port}",
         f"--dashboard-port={cluster.dashboard_port}", f"--dashboard-agent-listen-port={52400 + base}",
         f"--ray-client-server-port={10400 + base}", f"--min-worker-port={worker_ports}",
-        f"--max-worker-port={worker_ports + 999}", f"--temp-dir={temp_dir}", f"--num-cpus={num_cpus}",
+        f"--max-worker-port={worker_ports + WORKER_PORTS - 1}", f"--temp-dir={temp_dir}", f"--num-cpus={num_cpus}",
         *(extra or []),
     ]
     try:

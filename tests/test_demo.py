@@ -148,3 +148,18 @@ def test_a_job_is_submitted_again_while_the_head_has_no_agent_but_other_errors_a
     with pytest.raises(RuntimeError, match="400"):
         submit_job(other, timeout_s=10, entrypoint="python x.py")
     assert other.calls == 1
+
+
+@pytest.mark.unit
+def test_local_cluster_worker_ports_stay_below_the_ephemeral_range(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN no override (CI once failed: Ray 2.9 chose its agent's gRPC port at random inside 40000-40999)
+    monkeypatch.delenv("DEBUG_HANG_WORKER_PORTS", raising=False)
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    # WHEN every cluster port's worker range is derived
+    ranges = {localcluster._worker_ports(port - 6400) for port in range(6400, 7400)}
+    # THEN each range ends below the ephemeral range and clear of the client-server ports
+    size = localcluster.WORKER_PORTS
+    assert all(10400 + 999 < first and first + size - 1 < low for first in ranges), sorted(ranges)
+    assert localcluster._worker_ports(20) != localcluster._worker_ports(0)  # the demo and the suite differ
+    monkeypatch.setenv("DEBUG_HANG_WORKER_PORTS", "47000")
+    assert localcluster._worker_ports(20) == 47000
