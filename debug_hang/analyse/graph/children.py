@@ -121,9 +121,11 @@ def _edges_children(b: Builder, key: str, proc: Process) -> None:
         # decides it after the edges: the partner may be this very parent).
         if child.pattern not in ("exit-join-blocked", "fifo-open-wait"):
             child.pattern = "child-process-hang"  # the chain ends in a child that does not exit
-        read = _parent_reads(info.get("std_pipes") or {})
+        pipes = info.get("std_pipes") or {}
+        read, write = _parent_reads(pipes), _parent_writes(pipes)
         g.add_edge(key, child_key, "child-process-wait",
-                   f"reads child pid {pid}'s {read}" if read else f"waits for child pid {pid}")
+                   f"reads child pid {pid}'s {read}" if read else
+                   f"writes child pid {pid}'s {write}" if write else f"waits for child pid {pid}")
         _edge_pipe_back(b, key, child_key, info)
     if gone:
         g.nodes[key].evidence.append(
@@ -293,7 +295,7 @@ def _edge_pipe_back(b: Builder, parent_key: str, child_key: str, info: dict[str,
             continue  # the probe read the pipe the child sleeps on (its call's descriptor): another one
         where = f"its {stream} (fd {fd}, pipe:[{pipe['inode']}])"
         child.pattern, child.state = pattern_id, "blocked"  # the kernel says so, whatever py-spy shows
-        read = _parent_reads(pipes)
+        read, write = _parent_reads(pipes), _parent_writes(pipes)
         if fd == "0" and read:
             _edge_prompt(b, parent_key, child_key, where, asleep, read)
         elif fd == "0":
@@ -305,10 +307,13 @@ def _edge_pipe_back(b: Builder, parent_key: str, child_key: str, info: dict[str,
         else:
             child.evidence.append(f"asleep in the kernel writing to a full pipe ({', '.join(asleep)}), no byte written in "
                                   f"the sampling window: {where}, whose read end its parent {parent.label()} holds"
-                                  + (f"; the parent reads its {read} instead" if read else ""))
+                                  + (f"; the parent reads its {read} instead" if read else
+                                     f"; the parent writes its {write} instead" if write else ""))
             b.g.add_edge(child_key, parent_key, "pipe-write-wait",
                          f"blocked writing {where}: the pipe is full and only the parent holds its read end, "
-                         "but the parent " + (f"reads its {read} instead" if read else "waits for this child to exit instead of reading"))
+                         "but the parent " + (f"reads its {read} instead" if read else
+                                              f"writes its {write} instead: each waits for the other to read"
+                                              if write else "waits for this child to exit instead of reading"))
         return
 
 
@@ -324,6 +329,15 @@ def _parent_reads(pipes: dict[str, dict[str, Any]]) -> str | None:
         pipe = pipes.get(fd) or {}
         if "read" in (pipe.get("parent_waits") or []):
             return f"{_PIPE_SIDES[fd][0]} (fd {fd}, pipe:[{pipe.get('inode')}], empty: the read waits)"
+    return None
+
+
+def _parent_writes(pipes: dict[str, dict[str, Any]]) -> str | None:
+    """The child's stdin when a thread of its parent sleeps writing it (the probe's `parent_waits`):
+    a write that blocks means the pipe is full, so the child does not read it."""
+    pipe = pipes.get("0") or {}
+    if "write" in (pipe.get("parent_waits") or []):
+        return f"stdin (fd 0, pipe:[{pipe.get('inode')}], full: the write waits)"
     return None
 
 
