@@ -12,7 +12,7 @@ import os
 import re
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,11 @@ FRESH_TASK_S = 5.0  # a wait on a task younger than this is not yet evidence of 
 # A second round of samples is taken only with this much of the deadline left (its samples, the
 # second task listing, the evidence and the writing after it).
 EXTRA_ROUND_MIN_S = 12.0
+# A job still starting is read again STARTING_STEP_S later, STARTING_READS readings in all, while
+# more than STARTING_MIN_LEFT_S of the deadline is left (a reading and its outputs need ~20 s).
+STARTING_STEP_S = 5.0
+STARTING_READS = 3
+STARTING_MIN_LEFT_S = 40.0
 LIBRARY_JOIN_S = 1.0  # waited at most for a library reading once the progress window is read
 
 
@@ -105,9 +110,29 @@ def pick_job(jobs: list[dict[str, Any]], job_id: str | None, own_job: str | None
 
 
 def run(opts: Options) -> Diagnosis:
-    """Diagnose one job end to end (see module docstring); raises only when nothing can be done."""
+    """Diagnose one job end to end (see module docstring); raises only when nothing can be done.
+
+    A job found still starting (a demand not placed yet with its resources free: workers start
+    slowly on a loaded node) is read again a few seconds later, within the deadline, instead of
+    asking the user to rerun; the report says so."""
     started = time.monotonic()
     deadline = Deadline(opts.deadline_s)
+    notes: list[str] = []
+    for reading in range(1, STARTING_READS + 1):
+        again = reading < STARTING_READS
+        diag = _run_once(opts, deadline, started, notes, again)
+        if not (again and diag.starting and deadline.remaining() > STARTING_MIN_LEFT_S):
+            return diag
+        notes.append(f"reading {reading} found the job still starting ({diag.summary[:160]}): read again "
+                     f"{STARTING_STEP_S:g}s later")
+        opts = replace(opts, job_id=diag.job_id or opts.job_id)  # the same job, whatever starts meanwhile
+        time.sleep(STARTING_STEP_S)
+    return diag
+
+
+def _run_once(opts: Options, deadline: Deadline, started: float, notes: list[str], again: bool) -> Diagnosis:
+    """One reading of the cluster and its analysis. With `again`, a job found still starting is
+    returned as soon as that is known: neither evidence nor outputs (the caller reads it again)."""
     timer = PhaseTimer()
     addr: ClusterAddress = parse_address(opts.address)
     check_reachable(addr)
@@ -205,7 +230,11 @@ def run(opts: Options) -> Diagnosis:
         else:
             more.why.append(f"not taken: {deadline.remaining():.0f}s left of the deadline" if extra
                             else "not taken: those processes were not dump targets")
+    if again and diag.starting and deadline.remaining() > STARTING_MIN_LEFT_S:
+        return diag
     diag.sampling = sampling.summary(collection, more.why, rounds)
+    if notes:
+        diag.sampling["readings"] = list(notes)
     finish(diag, snap)
     timer.mark("analysis")
     if diag.causes and not deadline.expired:

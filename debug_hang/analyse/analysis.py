@@ -151,6 +151,8 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
     causes = [c for c in causes if all(c is not w for w, _ in working + starting)]
     verdict, summary = decide(inputs.job, causes, progress, moving, graph, verdicts, signals, busy, rows.tasks,
                               [text for _, text in working], [text for _, text in starting])
+    placing = bool(causes) and all(c.culprits[0].kind == "resource" and c.culprits[0].state == "pending" for c in causes)
+    is_starting = verdict == "inconclusive" and (placing or (not causes and bool(starting)))
     if verdict == "hang":
         young = busy_call_younger_than_before(causes, rows.tasks, snap.taken_at * 1000.0)
         if young:
@@ -174,7 +176,7 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
                      verdict=verdict, summary=summary, snapshot=snap, collection=collection,
                      verdicts=verdicts, graph=graph, causes=causes, progress=progress, errors=errors,
                      seconds=time.monotonic() - started, signals=signals, uninspected=blind, rows=rows,
-                     busy=busy, tasks_compared=tasks_after is not None)
+                     busy=busy, tasks_compared=tasks_after is not None, starting=is_starting)
 
 
 def progress_signals(graph: WaitGraph, causes: list[RootCause], verdicts: list[ProcessVerdict],

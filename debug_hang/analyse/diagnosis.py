@@ -68,6 +68,9 @@ class Diagnosis:
     busy: list[BusyWork] = field(default_factory=list)
     # How the stacks were sampled: {"samples", "span_s", "rounds", "why": [...]} (pipeline.py).
     sampling: dict[str, Any] = field(default_factory=dict)
+    # The verdict is "still starting": a demand not placed yet with its resources free, or a
+    # culprit seen starting up; a later reading decides (pipeline.py reads the job again).
+    starting: bool = False
 
     def __post_init__(self) -> None:
         if not self.chains:

@@ -358,6 +358,8 @@ def _cluster_summary(diag: Diagnosis) -> Iterator[str]:
                 if int(sampled.get("rounds") or 1) > 1 else
                 f" (more were needed: {md_inline('; '.join(sampled['why']))[:400]})" if sampled.get("why") else "")
         yield f"- Samples: up to {sampled['samples']} per process{span}{rounds}"
+    for note in sampled.get("readings") or []:
+        yield f"- Read again: {md_inline(str(note))[:400]}"
     for work in diag.busy:
         yield f"- {'Thread sleeping in a loop' if work.sleeping else 'Busy thread'}: {md_inline(work.text())[:600]}"
     if diag.progress:
