@@ -28,3 +28,11 @@ def test_a_child_waiting_for_its_parents_file_lock_closes_a_cycle_with_the_paren
     # AND the child's edge goes to the lock's holder, its parent
     evidence = "\n".join(cause["evidence"])
     assert "FLOCK WRITE lock" in evidence and "held by pid 31181" in evidence, evidence
+
+
+def test_a_cycles_mechanism_quotes_its_members_waits_not_a_victims() -> None:
+    # GIVEN the same capture, the driver waiting in ray.get on Publisher outside the cycle
+    mechanism = to_json(reanalyse(CAPTURE))["root_causes"][0]["proof"]["mechanism"]
+    # THEN the mechanism sentence says what closes the cycle (the flock), not the driver's ray.get
+    assert "FLOCK WRITE lock" in mechanism and "waits for child pid" in mechanism, mechanism
+    assert "creates object" not in mechanism, mechanism
