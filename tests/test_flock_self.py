@@ -40,15 +40,15 @@ def test_a_flock_held_by_the_waiting_process_itself_is_a_self_deadlock() -> None
 
 
 def test_the_same_wait_on_a_lock_another_process_holds_is_no_self_deadlock(tmp_path: Path) -> None:
-    # GIVEN the same capture with the holder a different pid (the driver's)
+    # GIVEN the same capture with the holder another process of the node, not of the job
     def other_holder(stacks: dict[str, Any]) -> None:
-        driver = next(p["pid"] for p in stacks["processes"] if p["role"] == "driver")
         for lock in _waits(stacks):
-            lock["holders"] = [{"pid": driver, "title": "python other.py"}]
+            lock["holders"] = [{"pid": 4242, "title": "python other.py"}]
 
     doc = to_json(reanalyse(capture_variant(tmp_path, CAPTURE, stacks=other_holder)))
-    # THEN no self-deadlock is claimed
+    # THEN no self-deadlock is claimed: the wait leads to that holder
     assert "lock-self-deadlock" not in {c["pattern"] for c in doc["root_causes"]}, doc["summary"]
+    assert "(pid 4242)" in doc["summary"], doc["summary"]
 
 
 def test_a_posix_lock_of_the_same_process_is_no_self_deadlock(tmp_path: Path) -> None:
@@ -59,8 +59,9 @@ def test_a_posix_lock_of_the_same_process_is_no_self_deadlock(tmp_path: Path) ->
                 lock["type"] = "POSIX"
 
     doc = to_json(reanalyse(capture_variant(tmp_path, CAPTURE, stacks=posix)))
-    # THEN no self-deadlock is claimed
+    # THEN no self-deadlock is claimed, and no hang
     assert "lock-self-deadlock" not in {c["pattern"] for c in doc["root_causes"]}, doc["summary"]
+    assert doc["verdict"] != "hang", doc["summary"]
 
 
 def test_another_thread_of_the_process_in_job_code_may_hold_it(tmp_path: Path) -> None:
@@ -75,5 +76,8 @@ def test_another_thread_of_the_process_in_job_code_may_hold_it(tmp_path: Path) -
             other["frames"] = [dict(job, function="VocabCache._compact", line=51, code="words = sorted(words)")] + other["frames"]
 
     doc = to_json(reanalyse(capture_variant(tmp_path, CAPTURE, stacks=busy_thread)))
-    # THEN no self-deadlock is claimed, and the evidence says who may release it
+    # THEN no self-deadlock (nor hang) is claimed, and the evidence says who may release it
     assert "lock-self-deadlock" not in {c["pattern"] for c in doc["root_causes"]}, doc["summary"]
+    assert doc["verdict"] != "hang", doc["summary"]
+    assert any("which this same process holds through another descriptor (/proc/locks); thread PythonGCThread" in e
+               for c in doc["root_causes"] for e in c["evidence"]), doc["root_causes"]
