@@ -118,6 +118,13 @@ def _tokens(line: str, exact: frozenset[str] = frozenset()) -> set[str]:
     return found
 
 
+def _form(token: str) -> tuple[str, int, bool]:
+    """A token's form: what precedes its last separator, the length of its last part, and
+    whether that part is hexadecimal (`compact-89ca85d3` and `compact-efd74991` share one)."""
+    head, _, tail = token.rpartition("-") if "-" in token else token.rpartition("_")
+    return head, len(tail), bool(re.fullmatch(r"[0-9a-fA-F]+", tail))
+
+
 def _dead_attempts(diag: Diagnosis, waiter: GNode) -> list[TaskRow]:
     deaths = set(rules().crash_loop.death_error_types)
     return [t for t in diag.rows.tasks if t.task_id == waiter.task_id and t.state == "FAILED"
@@ -173,6 +180,10 @@ def name_dead_holder(diag: Diagnosis) -> None:
     tokens = sorted((named & printed) - others)
     if not tokens:
         return
+    # A token of the same form as one only the waiter printed (each attempt's own owner id) is the
+    # holder's identity: quoted alone when there is one (a shared argument, a table name, is not).
+    own = {_form(t) for t in named - printed}
+    tokens = [t for t in tokens if _form(t) in own] or tokens
     holder = max(dead, key=lambda t: (t.end_time_ms or 0.0, t.attempt_number))
     _blame(diag, top, waiter, holder, tokens, run)
 
