@@ -18,6 +18,7 @@ from typing import Any
 
 from debug_hang.analyse import sampling
 from debug_hang.analyse.analysis import analyse
+from debug_hang.analyse.dead_holders import name_dead_holder
 from debug_hang.analyse.diagnosis import Diagnosis as Diagnosis  # re-exported: the watcher reads it
 from debug_hang.analyse.flight_recorder import analyse as analyse_fr
 from debug_hang.analyse.fr_join import attach
@@ -346,6 +347,7 @@ def add_evidence(diag: Diagnosis, evidence: Evidence) -> None:
     diag.evidence = evidence
     quote_deaths(diag)
     name_group_disagreement(diag)  # the ranks' own layout lines, just read
+    name_dead_holder(diag)  # a retry's poll naming what its dead attempt printed
     diag.proofs = prove(diag)  # the failed call's traceback is in the logs just read
 
 
@@ -565,6 +567,7 @@ def read_saved_logs(folder: Path, diag: Diagnosis, raw: dict[str, Any]) -> None:
             if name in names:
                 node_ev.logs.setdefault(suffix, _read_bounded(logs / name))
     name_group_disagreement(diag)
+    name_dead_holder(diag)
     diag.proofs = prove(diag)
 
 

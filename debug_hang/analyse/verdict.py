@@ -8,6 +8,7 @@ from typing import Any
 
 from debug_hang.analyse.busy import BusyWork
 from debug_hang.analyse.crashloop import DEATH_PREFIX, DEATH_SOURCE, death_reason
+from debug_hang.analyse.dead_holders import retried_poll_text
 from debug_hang.analyse.diagnosis import Diagnosis, Verdict
 from debug_hang.analyse.graph import WaitGraph
 from debug_hang.analyse.graph.processes import stopped_by_signal
@@ -337,6 +338,9 @@ def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: li
     moving_note = (f" Note: {len(moving)} process(es) changed stack between samples." if moving else "")
     title = (catalog()[top.pattern].title if top.pattern in catalog()
              else "A chain of waits ending in a process whose own wait is not recognised (see its evidence)")
+    retried = None if cycle else retried_poll_text(job_id, top, graph)
+    if retried:
+        return "inconclusive", retried
     # A busy culprit is read before the chain's end: it runs, it waits on nothing unseen; its spin
     # (the same loop, state unchanged, nothing in it that can end it) is the positive evidence.
     decided, spin = (None, None) if cycle else _busy_decision(job_id, top, title, busy or [], tasks or [])

@@ -88,6 +88,8 @@ class WaitGraph:
     edges: list[Edge] = field(default_factory=list)
     # by actor_id / task_id; a process with neither (the driver) by its node key
     crash_loops: dict[str, CrashLoop] = field(default_factory=dict)
+    # actor node key -> why calls to it wait behind its constructor (its __init__ runs; processes.py)
+    constructing: dict[str, str] = field(default_factory=dict)
     _out: dict[str, list[Edge]] = field(default_factory=dict, repr=False)
     _in: dict[str, list[Edge]] = field(default_factory=dict, repr=False)
     _pair: dict[tuple[str, str], Edge] = field(default_factory=dict, repr=False)  # (src, dst) -> its edge
