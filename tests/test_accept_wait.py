@@ -64,7 +64,7 @@ def test_an_accept_whose_only_client_finished_without_connecting_is_a_hang() -> 
     assert doc["verdict"] == "hang", doc["summary"]
     top = doc["root_causes"][0]
     assert top["pattern"] == "io-wait" and _classes(doc) == ["Collector"]
-    assert "none of which connected: score (FINISHED)" in doc["summary"]
+    assert "ended while it waited, none of which connected: score (FINISHED)" in doc["summary"]
     assert "waits for a connection on port " in doc["summary"]
 
 

@@ -262,16 +262,19 @@ def _accept_decision(job_id: str | None, top: RootCause, names: str, busy: list[
 
 
 def _accept_note(top: RootCause, tasks: list[TaskRow], job_id: str | None) -> str:
-    """For a hang on an accept: nothing of the job could connect, and the calls that ended
-    without connecting (the likely client, gone)."""
+    """For a hang on an accept: nothing of the job could connect, and the calls that ended while
+    it waited (after its own call began) without connecting: the likely client, gone."""
     culprit = top.culprits[0]
     if top.cycle or not accept_wait(culprit):
         return ""
+    mine = [t for t in tasks if t.worker_pid == culprit.pid and t.state == "RUNNING" and t.start_time_ms]
+    began = min((t.start_time_ms or 0.0 for t in mine), default=None)
     own = {t.actor_id for t in tasks if t.worker_pid == culprit.pid and t.actor_id}
     ended = sorted({f"{t.name} ({t.state})" for t in tasks if t.job_id == job_id and t.state in ("FINISHED", "FAILED")
                     and t.type != "ACTOR_CREATION_TASK" and t.worker_pid != culprit.pid
-                    and not (t.actor_id and t.actor_id in own)})
-    gone = f"; the calls of the job that ended, none of which connected: {', '.join(ended[:3])}" if ended else ""
+                    and not (t.actor_id and t.actor_id in own)
+                    and began is not None and t.end_time_ms is not None and t.end_time_ms > began})
+    gone = f"; the calls of the job that ended while it waited, none of which connected: {', '.join(ended[:3])}" if ended else ""
     port = listening_port(culprit)
     return (f" It waits for a connection{f' on {port}' if port else ''} (an accept on a listening socket), and no "
             f"other process of the job works or is starting that could connect{gone}.")

@@ -12,6 +12,7 @@ from debug_hang.analyse.graph.builder import Builder, follows
 from debug_hang.analyse.graph.model import GNode
 from debug_hang.model import ProcessRef
 from debug_hang.snapshot import DRIVER_TASK_PREFIX
+from debug_hang.untrusted import strip_controls
 
 # A socket *read* (a reply awaited from the other end); accept/connect/sendall and file locks
 # wait for no one process at the end of an established connection.
@@ -98,7 +99,7 @@ def _note_accept(b: Builder, node: GNode) -> None:
     found = b.inp.info.get(node.ref, {}).get("accepting") or {}
     socks = [s for s in found.values() if isinstance(s, dict)] if isinstance(found, dict) else []
     ports = sorted({f"port {s['port']}" for s in socks if isinstance(s.get("port"), int)}
-                   | {f"unix socket {str(s['path'])[:120]}" for s in socks if s.get("path")})
+                   | {f"unix socket {strip_controls(str(s['path']), newlines=False)[:120]}" for s in socks if s.get("path")})
     node.listening = ", ".join(ports[:2])
     on = f" on {node.listening}" if node.listening else ""
     node.evidence.append(f"waits for a connection{on} (an accept on a listening socket, /proc): no peer yet to "
