@@ -58,6 +58,7 @@ class GNode:
     user_frame: Frame | None = None  # the innermost frame of the job's own code on that stack
     lock_wait: Frame | None = None  # another thread of the process waiting at a lock line
     demand: dict[str, float] = field(default_factory=dict)  # what a pending request asks for
+    listening: str = ""  # an accept's listening socket, as the probe read it ("port 46769")
     release: str = ""  # a wait whose release is scheduled (a threading.Timer, an event loop's timer): how
 
     @property
