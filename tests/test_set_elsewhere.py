@@ -212,3 +212,4 @@ def test_the_probe_reads_sure_sets_resets_and_the_property(tmp_path: Path) -> No
         """))
     # a set under a branch or after an early return is not sure; a rebinding outside __init__ resets it
     assert set_facts(str(src), 14) == {"resets": "Gate.swap:12"}
+

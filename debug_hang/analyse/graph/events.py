@@ -8,7 +8,7 @@ from debug_hang.analyse.graph.builder import Builder, graph_pass
 from debug_hang.analyse.graph.inprocess import is_event_loop, loop_poll_timeout_ms, loop_timer, name_of, owners, runs, timer_due
 from debug_hang.analyse.graph.model import QUEUED_STATES, WaitGraph
 from debug_hang.analyse.graph.raycalls import reads_stream
-from debug_hang.analyse.graph.setters import follow_async_setters, set_from_thread
+from debug_hang.analyse.graph.setters import follow_async_setters, free_parties, set_from_thread
 from debug_hang.analyse.graph.threads import (
     cannot_signal,
     deciding_thread,
@@ -426,8 +426,8 @@ def _set_reached_another(b: Builder, key: str, verdict: ProcessVerdict) -> bool:
     sure_methods = {e.rpartition(":")[0].rsplit(".", 1)[-1]: e for e in sure}
     done = [t for t in calls if t.state == "FINISHED" and _method(t.name) in sure_methods and t.end_time_ms
             and t.end_time_ms > max(starts) and t.worker_pid == node.pid]
-    if not done:
-        return False
+    if not done or free_parties(b, key):
+        return False  # (a process that does not wait on this actor may still call in and change what X names)
     call = done[0]
     ended = float(call.end_time_ms or 0)
     entry = sure_methods[_method(call.name)]
@@ -453,7 +453,8 @@ def _set_reached_another(b: Builder, key: str, verdict: ProcessVerdict) -> bool:
         f"`{expr}` does not name one shared object" + (f" ({defined.rpartition(':')[0]} at line "
                                                        f"{defined.rpartition(':')[2]} computes it)" if defined else "")
         + " - one per thread (threading.local) or a new one per call: the set went to another, and nothing can set "
-        "theirs (no setting call running or queued, no other thread of the process in job code). Keep one Event "
+        "theirs (no setting call running or queued, no other thread of the process in job code, every other process "
+        "of the job waits on this one). Keep one Event "
         "made in __init__ as an instance attribute")
     if defined and _ENTRY_AT.match(defined):
         name, _, line = defined.rpartition(":")

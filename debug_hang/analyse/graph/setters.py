@@ -142,6 +142,12 @@ def _parties(b: Builder) -> list[GNode]:
     return sorted(out, key=lambda n: (n.kind != "driver", n.key))
 
 
+def free_parties(b: Builder, key: str) -> list[GNode]:
+    """The job's live processes (but `key`) that do not wait on `key`, down their chain: those
+    that could still call in (the first MAX_NAMED)."""
+    return _not_waiting(b, key, _parties(b))
+
+
 def _not_waiting(b: Builder, key: str, parties: list[GNode]) -> list[GNode]:
     """The first MAX_NAMED of `parties` (but `key`) that do not wait, down their chain, on `key`."""
     waiting = _waiting_on(b, key)
