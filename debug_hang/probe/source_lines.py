@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 
 from debug_hang.model import Frame, Process, split_ray_title
-from debug_hang.probe.setters import awaited_in, calls_after, setters_of
+from debug_hang.probe.setters import awaited_in, calls_after, set_facts, setters_of
 from debug_hang.probe.withblocks import with_facts
 from debug_hang.redact import Redactor
 
@@ -110,6 +110,8 @@ def _add_setters(frames: list[Frame], clean: Callable[[str], str]) -> None:
             continue
         if innermost and (found := setters_of(frame.file, frame.line)):
             frame.setters = [clean(text) for text in found]
+            if frame.facts is not None:
+                frame.facts.update((key, clean(text)) for key, text in set_facts(frame.file, frame.line).items())
         innermost = False
         if later := calls_after(frame.file, frame.line):
             frame.calls_after = [clean(text) for text in later]
