@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from debug_hang.analyse.crashloop import CrashLoop
 from debug_hang.analyse.diagnosis import Diagnosis
+from debug_hang.analyse.fixes import choose
 from debug_hang.analyse.graph import GNode, WaitGraph
 from debug_hang.analyse.progress import rules
 from debug_hang.analyse.rootcause import RootCause, chains
@@ -199,6 +200,7 @@ def _blame(diag: Diagnosis, top: RootCause, waiter: GNode, holder: TaskRow, toke
     node.evidence.append(f"FAILED ({holder.error_type}): its worker died; it printed {said} before it died, the "
                          "token its retry's poll now names as what it waits for")
     diag.graph.nodes[key] = node
+    choose(node, "lease_held_by_dead_owner")
     diag.graph.add_edge(waiter.key, key, "poll-never-satisfied",
                         f"polls for what {node.label()} holds: each of its last {len(run)} log lines names {said}, "
                         "which that dead attempt printed and no live process did")

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from debug_hang.analyse.crashloop import DEATH_PREFIX, DEATH_SOURCE, death_reason
+from debug_hang.analyse.fixes import cause_fix
 from debug_hang.analyse.graph import GNode
 from debug_hang.analyse.next_steps import FinishedCall, finished_call
 from debug_hang.analyse.patterns import catalog, is_library
@@ -498,7 +499,7 @@ def prove(diag: Diagnosis) -> list[Proof]:
         out.append(Proof(
             pattern=cause.pattern, culprit=", ".join(c.label() for c in cause.culprits[:3])
             + (f" and {len(cause.culprits) - 3:,} more" if len(cause.culprits) > 3 else ""),
-            mechanism=_mechanism(diag, cause, chain, done, failure), fix=pattern.fix if pattern else "",
+            mechanism=_mechanism(diag, cause, chain, done, failure), fix=cause_fix(cause),
             deciding=deciding, code=code, failure=failure, calls=_calls(diag, cause, chain),
             last_signs=_last_signs(diag, cause, chain), unchanged=_unchanged(diag, cause, chain),
             disproved_by=(pattern.disproved_by if pattern and pattern.disproved_by else _FALLBACK_DISPROOF)))

@@ -7,7 +7,7 @@ from typing import Any
 from debug_hang.analyse import next_steps
 from debug_hang.analyse.diagnosis import Diagnosis
 from debug_hang.analyse.failures import tool_problem
-from debug_hang.analyse.patterns import catalog
+from debug_hang.analyse.fixes import cause_fix
 from debug_hang.analyse.progress import progress_confidence
 
 DIAGNOSIS_SCHEMA = "debug-hang/diagnosis/v1"
@@ -19,12 +19,11 @@ SCHEMA_REVISION = 5
 
 def to_json(diag: Diagnosis) -> dict[str, Any]:
     """diagnosis.json, contract v1 (references/diagnosis.schema.json)."""
-    cat = catalog()
     guide = next_steps.guide(diag)
     root = []
     for i, cause in enumerate(diag.causes):
         first = cause.culprits[0]
-        fix = cat[cause.pattern].fix if cause.pattern in cat else ""
+        fix = cause_fix(cause)
         root.append({
             "pattern": cause.pattern,
             "summary": cause.summary,

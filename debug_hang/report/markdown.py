@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from debug_hang.analyse import next_steps
 from debug_hang.analyse.failures import tool_problem
+from debug_hang.analyse.fixes import cause_fix
 from debug_hang.analyse.flight_recorder import describe
 from debug_hang.analyse.graph import proc_key
 from debug_hang.analyse.patterns import catalog
@@ -485,7 +486,8 @@ def _fix_lines(diag: Diagnosis) -> Iterator[str]:
         if pattern is None or cause.pattern in seen:
             continue
         seen.add(cause.pattern)
-        for fix in pattern.fixes:
+        first = cause_fix(cause)  # the one this cause's rule chose, then the others
+        for fix in sorted(pattern.fixes, key=lambda f: f != first):
             yield f"- ({cause.pattern}) {fix}"
     if not seen and diag.verdict == "no-hang":
         yield "- Nothing is stuck. If the job is too slow, profile it: `py-spy record --pid PID` on its node."

@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from debug_hang.analyse.crashloop import children_crash_loop
+from debug_hang.analyse.fixes import choose
 from debug_hang.analyse.graph.builder import Builder, follows
 from debug_hang.analyse.graph.forks import fork_lost_thread
 from debug_hang.analyse.graph.model import GNode
@@ -124,6 +125,8 @@ def _edges_children(b: Builder, key: str, proc: Process) -> None:
         # kernel lists it waiting for (followed to the holder, who may be this very parent).
         if child.pattern not in ("exit-join-blocked", "fifo-open-wait", "file-lock-wait"):
             child.pattern = "child-process-hang"  # the chain ends in a child that does not exit
+        elif child.pattern == "file-lock-wait" and _waits_for_lock_of(info, proc.pid):
+            choose(g.nodes[key], "file_lock_held_for_child")
         pipes = info.get("std_pipes") or {}
         read, write = _parent_reads(pipes), _parent_writes(pipes)
         g.add_edge(key, child_key, "child-process-wait",
@@ -312,6 +315,8 @@ def _edge_pipe_back(b: Builder, parent_key: str, child_key: str, info: dict[str,
                                   f"the sampling window: {where}, whose read end its parent {parent.label()} holds"
                                   + (f"; the parent reads its {read} instead" if read else
                                      f"; the parent writes its {write} instead" if write else ""))
+            if write or fd not in pipes:  # it writes the child's stdin, or waits to join it, instead of reading
+                choose(parent, "pipe_stdin_written_first" if write else "mp_queue_joined_before_get")
             b.g.add_edge(child_key, parent_key, "pipe-write-wait",
                          f"blocked writing {where}: the pipe is full and only the parent holds its read end, "
                          "but the parent " + (f"reads its {read} instead" if read else
@@ -333,6 +338,12 @@ def _parent_reads(pipes: dict[str, dict[str, Any]]) -> str | None:
         if "read" in (pipe.get("parent_waits") or []):
             return f"{_PIPE_SIDES[fd][0]} (fd {fd}, pipe:[{pipe.get('inode')}], empty: the read waits)"
     return None
+
+
+def _waits_for_lock_of(info: dict[str, Any], pid: int | None) -> bool:
+    """True when the process read in `info` waits (in /proc/locks) for a file lock `pid` holds."""
+    return any(holder.get("pid") == pid for lock in info.get("file_locks") or [] if lock.get("waiting")
+               for holder in lock.get("holders") or [])
 
 
 def _parent_writes(pipes: dict[str, dict[str, Any]]) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from debug_hang.analyse.fixes import choose
 from debug_hang.analyse.graph.builder import Builder, graph_pass
 from debug_hang.analyse.graph.inprocess import is_event_loop, loop_poll_timeout_ms, loop_timer, name_of, owners, runs, timer_due
 from debug_hang.analyse.graph.model import QUEUED_STATES, WaitGraph
@@ -433,6 +434,7 @@ def _set_reached_another(b: Builder, key: str, verdict: ProcessVerdict) -> bool:
     entry = sure_methods[_method(call.name)]
     expr = next((m.group("recv") for m in [_WAIT_RECV.search(frame.code or "")] if m), "the object")
     node.pattern, node.state = "event-never-set", "blocked"
+    choose(node, "event_in_thread_local")  # the set reached another object than the one waited on
     b.set_elsewhere[key] = str(call.name)
     where = frame_text(frame)
     node.evidence.append(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from debug_hang.analyse.fixes import choose
 from debug_hang.analyse.graph.builder import Builder
 from debug_hang.analyse.graph.threads import deciding_thread, frame_text, other_threads_in_job_code
 from debug_hang.analyse.patterns import ProcessVerdict, is_library
@@ -44,6 +45,7 @@ def fork_lost_thread(b: Builder, parent_key: str, child_key: str) -> list[str]:
     alone = f"its only thread{'' if len(child.threads) == 1 else ' in job code'}"
     parent_node = b.g.nodes[parent_key]
     if child.main.pattern in _RAY_GET and parent.process.role in ("actor", "task", "driver", "worker"):
+        choose(b.g.nodes[child_key], "ray_in_fork_child")
         return [f"the threads that would serve its ray.get were not inherited through fork: {alone} waits in ray.get at "
                 f"{frame_text(frame)}, in a fork of the Ray worker {parent_node.label()}, whose core worker (the native "
                 "threads that submit calls and receive results) runs only in the parent",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from debug_hang.analyse.fixes import choose
 from debug_hang.analyse.graph.builder import Builder, follows, graph_pass
 from debug_hang.analyse.graph.inprocess import ThreadEdge, describe
 from debug_hang.analyse.graph.model import GNode, WaitGraph
@@ -241,6 +242,7 @@ def _detect_file_lock_self(b: Builder, key: str) -> bool:
         return False
     caller = _helper_caller(waiter, frame)
     node.pattern, node.state = "lock-self-deadlock", "blocked"
+    choose(node, "file_lock_taken_twice")
     node.frame, node.user_frame = frame, caller or frame
     node.evidence.append(
         f"waits for a file lock its own process holds: /proc/locks names pid {verdict.process.pid}, this very process, as "

@@ -59,6 +59,7 @@ class GNode:
     lock_wait: Frame | None = None  # another thread of the process waiting at a lock line
     demand: dict[str, float] = field(default_factory=dict)  # what a pending request asks for
     listening: str = ""  # an accept's listening socket, as the probe read it ("port 46769")
+    fix_key: str = ""  # which of its pattern's fixes fits (analyse/fixes.py), set by the deciding rule
     release: str = ""  # a wait whose release is scheduled (a threading.Timer, an event loop's timer): how
 
     @property

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 
+from debug_hang.analyse.fixes import choose
 from debug_hang.analyse.graph.builder import Builder, graph_pass
 from debug_hang.analyse.graph.model import GNode
 from debug_hang.analyse.graph.threads import frame_text
@@ -235,6 +236,7 @@ def set_from_thread(b: Builder, key: str, verdict: ProcessVerdict) -> str:
     short = str(facts.get("file", "")).rsplit("/", 1)[-1]
     node.user_frame = Frame(function=first.group("where"), file=str(facts.get("file") or ""),
                             line=int(first.group("line")), code=first.group("call"))
+    choose(node, "asyncio_set_from_thread")
     sets = ", ".join(f"`{m.group('call')}` in {m.group('where')} ({short}:{m.group('line')}, run by "
                      f"{m.group('how')} at line {m.group('at')})" for m in found)
     awaits = ", ".join(str(x) for x in facts.get("awaits") or [])
