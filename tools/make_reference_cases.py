@@ -115,6 +115,17 @@ def _deciding_threads(proc: Process) -> list[tuple[Thread, Reading]]:
             if s == best and s >= 2][:3] or [(thread, pattern) for s, _, thread, pattern in scored if s == best][:1]
 
 
+def _with_deciding(proc: Process, picked: list[tuple[Thread, Reading]], top: dict[str, Any]) -> list[tuple[Thread, Reading]]:
+    """`picked`, with the thread at the root cause's deciding line first when it was not among them
+    (a consumer blocked among producers at the same wait: the culprit's thread, not a victim's)."""
+    deciding = (top.get("proof") or {}).get("deciding") or {}
+    where = (deciding.get("function"), deciding.get("line"))
+    if not where[1] or any(any((f.function, f.line) == where for f in t.frames) for t, _p in picked):
+        return picked
+    found = next((t for t in proc.threads if any((f.function, f.line) == where for f in t.frames)), None)
+    return [(found, match_thread(found).pattern), *picked[:2]] if found is not None else picked
+
+
 def _decisive(diag: dict[str, Any], snap: dict[str, Any], processes: list[Process]) -> Iterator[str]:
     """The one stack or state row the verdict rests on, chosen by what the culprit is."""
     top = (diag.get("root_causes") or [{}])[0]
@@ -172,7 +183,7 @@ def _decisive(diag: dict[str, Any], snap: dict[str, Any], processes: list[Proces
     queued = [t for t in tasks if t.get("state") in QUEUED and not t.get("worker_pid")
               and any(t.get("actor_id") == c.get("actor_id") for c in culprits if c.get("actor_id"))]
     proc = next((p for p in sorted(processes, key=lambda p: p.sample) if p.pid and p.pid == first.get("pid")), None)
-    picked = _deciding_threads(proc) if proc else []
+    picked = _with_deciding(proc, _deciding_threads(proc), top) if proc else []
     if proc is not None and picked:
         yield f"Stack (py-spy, first sample, innermost first; job frames and the innermost only): pid {proc.pid} `{proc.title or ''}`"
         yield ""

@@ -81,6 +81,7 @@ PatternId = Literal[
     "p2p-order-deadlock",
     "store-wait",
     "store-key-never-set",
+    "queue-full-getter-puts",
     "queue-threads-standstill",
     "manager-call-wait",
     "manager-served-wait",

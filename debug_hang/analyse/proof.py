@@ -288,9 +288,12 @@ def _other_threads(diag: Diagnosis, node: GNode, most: int = 2) -> list[CodeAt]:
     for v in diag.verdicts:
         if v.process.ref != node.ref:
             continue
+        main = v.main.user_frame if v.main is not None else None
         for thread, match in v.threads:
             if match is v.main or match.user_frame is None or (match.pattern in cat and cat[match.pattern].kind == "benign"):
                 continue
+            if main is not None and (match.user_frame.file, match.user_frame.line) == (main.file, main.line):
+                continue  # a peer of the main thread's wait (another slot at the same put): nothing new
             found = _frame_code("culprit", node, match.user_frame)
             if found is not None:
                 found.who += f", thread {thread.name or thread.os_thread_id or thread.thread_id}"

@@ -4,7 +4,9 @@ from the job's source on its node (ast, bounded, one parse per file).
 A thread in `self.opened.wait()` is released only by code that calls `self.opened.set()` (or
 `notify`/`notify_all` on a Condition): in an actor, a method of the same class, called in by
 another process. The probe keeps, for the frame at such a wait, the functions of its file that set
-the same object (`setters`: `Gate.open:32`; for `self.X`, the methods of the frame's own class),
+the same object (`setters`: `Gate.open:32`; for `self.X`, the methods of the frame's own class);
+a thread in `self.q.put(item)` (a full bounded queue) is released only by a get on that queue: its
+`setters` are the functions that call `self.q.get()`/`get_nowait()`,
 and for every job frame the Ray calls its function makes after its current line (`calls_after`:
 `open:47` for `gate.open.remote()`, `score:12` for `score.options(...).remote()`): a call a
 process would make only once the wait it is in returns.
@@ -35,8 +37,9 @@ WAITS = frozenset({"wait", "wait_for"})
 SETS = frozenset({"set", "notify", "notify_all", "set_result"})
 MAX_AWAITS = 4
 PUTS = frozenset({"put", "put_nowait"})
-GETS = frozenset({"get"})  # `await self.q.get()`: an asyncio.Queue, filled without awaiting only by put_nowait
+AWAITED_GETS = frozenset({"get"})  # `await self.q.get()`: an asyncio.Queue, filled without awaiting only by put_nowait
 QUEUE_SET = "put_nowait"
+GETS = frozenset({"get", "get_nowait"})  # a queue's getters (who makes room for a blocked put)
 NEW_LOOP = "new_event_loop"
 POST_CALL = "call_soon_threadsafe"
 POST_CORO = "run_coroutine_threadsafe"
@@ -59,6 +62,7 @@ class _Parsed:
         self.remote: list[tuple[int, str, Scope]] = []  # line, function or method called `.remote(`, caller
         self.awaits: list[tuple[int, str, Scope]] = []  # line, object awaited (`await x.wait()`, `await x`), awaiter
         self.puts: list[tuple[int, str, Scope]] = []  # line, queue put into (`x.put(...)`, `x.put_nowait(...)`), putter
+        self.gets: list[tuple[int, str, Scope]] = []  # line, queue taken from (`x.get(...)`, `x.get_nowait()`), getter
         self.loops: list[tuple[int, str, str, Scope]] = []  # line, target, the line's code, for `x = new_event_loop()`
         self.posts: list[tuple[int, str, Scope]] = []  # line, loop posted to (`x.call_soon_threadsafe`, run_coroutine_threadsafe(c, x))
         self.threads: list[tuple[int, str, str, Scope]] = []  # line, function run on a thread (`self._load`), the call, starter
@@ -183,6 +187,10 @@ def _call(call: ast.Call, func: ast.Attribute, scope: Scope, out: _Parsed) -> No
     elif func.attr in PUTS:
         out.puts.append((call.lineno, ast.unparse(func.value), scope))
         out.set_code.setdefault(call.lineno, f"{ast.unparse(func)}()"[:120])
+        if func.attr == "put":  # a blocking put also waits (for a get on the same queue)
+            out.waits.append((call.lineno, call.end_lineno or call.lineno, "put:" + ast.unparse(func.value)))
+    elif func.attr in GETS:
+        out.gets.append((call.lineno, ast.unparse(func.value), scope))
     elif func.attr == POST_CALL:
         out.posts.append((call.lineno, ast.unparse(func.value), scope))
     elif func.attr == POST_CORO and len(call.args) > 1:
@@ -223,7 +231,7 @@ def _awaited(value: ast.expr) -> list[str]:
     if isinstance(value, (ast.Attribute, ast.Name)):
         return [ast.unparse(value)]
     return [ast.unparse(n.func.value) for n in ast.walk(value)
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in WAITS | GETS]
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in WAITS | AWAITED_GETS]
 
 
 def _scope_of(parsed: _Parsed, line: int) -> Scope:
@@ -234,7 +242,8 @@ def _scope_of(parsed: _Parsed, line: int) -> Scope:
 def setters_of(path: str, line: int) -> list[str]:
     """`Class.method:line` of each function of the file that sets or notifies the object the
     frame's line waits on (`self.X.wait()`: the methods of the frame's own class that call
-    `self.X.set()`/`notify()`); empty when the line waits on no named object."""
+    `self.X.set()`/`notify()`; `self.q.put(x)`: those that call `self.q.get()`); empty when the
+    line waits on no named object."""
     parsed = _parse(path)
     if parsed is None:
         return []
@@ -246,9 +255,10 @@ def setters_of(path: str, line: int) -> list[str]:
 def _setters(parsed: _Parsed, line: int) -> list[str]:
     scope = _scope_of(parsed, line)
     waited = {text for first, last, text in parsed.waits if first <= line <= last and scope[0] <= first <= scope[1]}
+    releasers = sorted(parsed.sets) + [(at, "put:" + text, where) for at, text, where in sorted(parsed.gets)]
     out: list[str] = []
-    for at, text, where in sorted(parsed.sets):
-        if text not in waited or (text.startswith("self.") and where[3] != scope[3]):
+    for at, text, where in releasers:
+        if text not in waited or (text.removeprefix("put:").startswith("self.") and where[3] != scope[3]):
             continue  # another object, or the same attribute name of another class
         entry = f"{where[2]}:{at}"
         if entry not in out:

@@ -52,6 +52,7 @@ from debug_hang.analyse.graph import (  # noqa: F401 - imported for their declar
     loops,
     pools,
     processes,
+    queue_full,
     queue_threads,
     queues,
     raycalls,

@@ -153,7 +153,8 @@ def _later_callers(b: Builder, key: str) -> list[str]:
     return sorted(out)
 
 
-@graph_pass(after=("edges_collectives", "edges_resource_holders", "edges_train_barrier", "mark_stream_pacing"),
+@graph_pass(after=("edges_collectives", "edges_resource_holders", "edges_train_barrier", "mark_stream_pacing",
+                   "detect_full_queue_getter_puts"),
             decides=("event-setter-queued", "event-never-set", "generator-backpressure"))
 def detect_event_waits(b: Builder) -> None:
     """Event/Condition waits that nothing can signal (event-setter-queued, event-never-set), a
@@ -257,7 +258,8 @@ def _detect_event_wait(b: Builder, key: str, verdict: ProcessVerdict) -> None:
         return
     where = frame_text(verdict.main.user_frame or verdict.main.frame)
     doing = ", ".join(sorted({str(t.name) for t in running.get(key, [])})) or "its current call"
-    queued = [t for t in index.of_actor(node.actor_id) if t.state in QUEUED_STATES and not t.worker_pid]
+    queued = _releasing_queued(b, key, verdict,
+                               [t for t in index.of_actor(node.actor_id) if t.state in QUEUED_STATES and not t.worker_pid])
     if queued:
         node.pattern, node.state = "event-setter-queued", "blocked"
         names = ", ".join(sorted({str(t.name) for t in queued}))
@@ -286,6 +288,26 @@ def _detect_event_wait(b: Builder, key: str, verdict: ProcessVerdict) -> None:
     node.evidence.append(f"waits at {where} inside {doing}; no other thread of this process runs job code, no call to it "
                          "is queued and it waits on no Ray task: nothing here will set it (a setter thread that died "
                          "leaves its traceback in this worker's .err log)")
+
+
+def _releasing_queued(b: Builder, key: str, verdict: ProcessVerdict, queued: list[TaskRow]) -> list[TaskRow]:
+    """The queued calls that could release the wait: for a put into a full queue.Queue, not the
+    calls of a method seen blocked in a put on that same queue (they would only put too: a put is
+    released by a get), unless the source names that method a getter of the queue."""
+    from debug_hang.analyse.graph.queue_full import releasing_calls, same_put_methods  # it imports this module
+
+    waiter = deciding_thread(verdict)
+    found = same_put_methods(b, key, waiter) if queued and waiter is not None else None
+    if found is None:
+        return queued
+    receiver, putting, getting = found
+    releasing = set(releasing_calls(b, key, putting, getting))
+    kept = [t for t in queued if str(t.name) in releasing]
+    if len(kept) < len(queued):
+        b.g.nodes[key].evidence.append(
+            f"{len(queued) - len(kept)} call(s) queued on this actor run the same put into {receiver} the waiting "
+            f"thread(s) are blocked in: a put into a full queue is released only by a get, so they cannot release it")
+    return kept
 
 
 def _event_set_by_paused_generator(b: Builder, key: str) -> None:
