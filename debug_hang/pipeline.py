@@ -18,6 +18,7 @@ from typing import Any
 
 from debug_hang.analyse import sampling
 from debug_hang.analyse.analysis import analyse
+from debug_hang.analyse.dead_holders import name_dead_holder
 from debug_hang.analyse.diagnosis import Diagnosis as Diagnosis  # re-exported: the watcher reads it
 from debug_hang.analyse.flight_recorder import analyse as analyse_fr
 from debug_hang.analyse.fr_join import attach
@@ -121,13 +122,18 @@ def run(opts: Options) -> Diagnosis:
     for reading in range(1, STARTING_READS + 1):
         again = reading < STARTING_READS
         diag = _run_once(opts, deadline, started, notes, again)
-        if not (again and diag.starting and deadline.remaining() > STARTING_MIN_LEFT_S):
+        if not _read_again(diag, again, deadline):
             return diag
         notes.append(f"reading {reading} found the job still starting ({diag.summary[:160]}): read again "
                      f"{STARTING_STEP_S:g}s later")
         opts = replace(opts, job_id=diag.job_id or opts.job_id)  # the same job, whatever starts meanwhile
         time.sleep(STARTING_STEP_S)
     return diag
+
+
+def _read_again(diag: Diagnosis, again: bool, deadline: Deadline) -> bool:
+    """True when a reading found the job still starting and another one fits in the deadline."""
+    return again and diag.starting and deadline.remaining() > STARTING_MIN_LEFT_S
 
 
 def _run_once(opts: Options, deadline: Deadline, started: float, notes: list[str], again: bool) -> Diagnosis:
@@ -230,11 +236,9 @@ def _run_once(opts: Options, deadline: Deadline, started: float, notes: list[str
         else:
             more.why.append(f"not taken: {deadline.remaining():.0f}s left of the deadline" if extra
                             else "not taken: those processes were not dump targets")
-    if again and diag.starting and deadline.remaining() > STARTING_MIN_LEFT_S:
+    if _read_again(diag, again, deadline):
         return diag
-    diag.sampling = sampling.summary(collection, more.why, rounds)
-    if notes:
-        diag.sampling["readings"] = list(notes)
+    diag.sampling = sampling.summary(collection, more.why, rounds, readings=notes)
     finish(diag, snap)
     timer.mark("analysis")
     if diag.causes and not deadline.expired:
@@ -343,6 +347,7 @@ def add_evidence(diag: Diagnosis, evidence: Evidence) -> None:
     diag.evidence = evidence
     quote_deaths(diag)
     name_group_disagreement(diag)  # the ranks' own layout lines, just read
+    name_dead_holder(diag)  # a retry's poll naming what its dead attempt printed
     diag.proofs = prove(diag)  # the failed call's traceback is in the logs just read
 
 
@@ -562,6 +567,7 @@ def read_saved_logs(folder: Path, diag: Diagnosis, raw: dict[str, Any]) -> None:
             if name in names:
                 node_ev.logs.setdefault(suffix, _read_bounded(logs / name))
     name_group_disagreement(diag)
+    name_dead_holder(diag)
     diag.proofs = prove(diag)
 
 

@@ -15,6 +15,7 @@ Trainer); the Trainer's DataLoader wait is its victim. Fix: fetch the shard in t
 in `__init__` before the workers fork) and pass plain data to the Dataset; or num_workers=0; or
 multiprocessing_context="spawn" with no Ray calls in workers.
 """
+# redteam-settle: 45
 import os
 
 import ray

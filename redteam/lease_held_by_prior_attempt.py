@@ -17,6 +17,7 @@ attempt is in the task's history, WORKER_DIED / retried); the retry and the driv
 Fix: leases with a TTL/heartbeat, or owner token = the task id (stable across retries), or release
 on owner death.
 """
+# redteam-settle: 20
 import os
 import time
 import uuid

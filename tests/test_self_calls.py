@@ -77,3 +77,20 @@ def test_a_sleep_in_no_loop_is_no_poll() -> None:
     # THEN the job, whose only silent process sleeps once per call, is not called hung
     diag = reanalyse(CASES / "threaded_actor_self_call")
     assert diag.verdict != "hang", diag.summary
+
+
+def test_the_probe_reads_a_single_sleep_up_to_its_def_so_that_it_is_no_poll() -> None:
+    # GIVEN a job frame at a sleep 8 lines below its `def`, in no loop (the throttle of
+    # examples/throttled_checkpoint_upload.py sleeps once per acquire); 3 lines of context around
+    # it did not reach the `def`, and a sleep of unknown shape read as a possible poll
+    from debug_hang.model import Frame, Thread
+    from debug_hang.probe.source_lines import add_source_lines
+
+    path = str(CASES.parents[2] / "examples" / "throttled_checkpoint_upload.py")
+    frame = Frame(function="TokenBucket.acquire", file=path, line=79)
+    proc = Process(pid=1, threads=[Thread(os_thread_id=1, frames=[Frame(function="sleep", native=True), frame])])
+    # WHEN the probe adds the source lines
+    add_source_lines(proc)
+    # THEN the context reaches the `def`, and the analysis reads the sleep as in no loop
+    assert frame.context and frame.context[0].startswith("71:") and "def acquire" in frame.context[0], frame.context
+    assert in_no_loop(frame)

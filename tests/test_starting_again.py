@@ -5,7 +5,6 @@ tests/data/captures/router_actor_pending_under_load)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest

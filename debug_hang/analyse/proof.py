@@ -453,11 +453,28 @@ def _state_fact(diag: Diagnosis, culprit: GNode, done: FinishedCall | None, fail
     return by_state.get(culprit.state, f"it is {culprit.state}")
 
 
+def _cycle_steps(diag: Diagnosis, cycle: list[str]) -> list[str]:
+    """Each member's wait on the next one, in the cycle's order: what closes it (a file lock, a
+    full pipe, a queued call), not the wait of a victim outside it."""
+    steps = []
+    for i, key in enumerate(cycle[:MAX_CYCLE_STEPS]):
+        nxt = cycle[(i + 1) % len(cycle)]
+        edge = next((e for e in diag.graph.edges if e.src == key and e.dst == nxt), None)
+        if edge is not None and edge.evidence:
+            node = diag.graph.nodes[key]
+            who = f"pid {node.pid}" if node.kind == "process" and node.pid else node.label()  # named above
+            steps.append(f"{who} {edge.evidence[:160]}")
+    return steps
+
+
+MAX_CYCLE_STEPS = 3  # the members' waits quoted in a cycle's mechanism
+
+
 def _mechanism(diag: Diagnosis, cause: RootCause, chain: Chain, done: FinishedCall | None, failure: Failure | None) -> str:
     culprit = cause.culprits[0]
     if cause.cycle:
-        closing = next((why for _, why in chain if why), None)
-        return f"{cause.summary}" + (f" ({closing})" if closing else "")
+        steps = _cycle_steps(diag, cause.cycle)
+        return f"{cause.summary}" + (f" ({'; '.join(steps)})" if steps else "")
     fact = _state_fact(diag, culprit, done, failure)
     if len(chain) >= 2 and chain[-2][1]:
         victim, why = chain[-2]

@@ -138,6 +138,7 @@ def _cycle_causes(g: WaitGraph) -> list[RootCause]:
         evidence = [f"{e.src.split(':')[0]} {g.nodes[e.src].label()} → {g.nodes[e.dst].label()}: {e.evidence}"
                     for e in g.edges if e.src in cycle and e.dst in cycle]
         evidence += [f"{n.label()}: {text}" for n in members for text in n.evidence if text.startswith("another thread waits for a lock")]
+        evidence += [f"{n.label()}: {g.constructing[n.key]}" for n in culprits if n.key in leaders and n.key in g.constructing]
         names = " → ".join(g.nodes[k].label() for k in cycle) + f" → {g.nodes[cycle[0]].label()}"
         all_blocked = all(n.state in ("blocked", "starved", "pending") for n in members)
         victims = _upstream(g, set(cycle)) + sorted(k for k in cycle if k not in {n.key for n in culprits})
@@ -234,7 +235,11 @@ def _cycle_pattern(g: WaitGraph, cycle: list[str], has_resource: bool) -> tuple[
         # Every actor of the cycle has one thread in ray.get and another at a lock line: each
         # holds its lock across the call into the other.
         return "lock-order-deadlock", set()
-    return "actor-call-cycle", set()
+    # A member still in its constructor that another member calls: that call waits until __init__
+    # returns, and __init__ waits (through the loop) on that call. The constructor's wait is the
+    # cause: a constructor must not block on calls that call back into the actor being built.
+    behind = {k for k in cycle if k in g.constructing and any(e.src in inside for e in g.into(k))}
+    return "actor-call-cycle", behind
 
 
 def _chain_ends(g: WaitGraph, in_cycle: set[str]) -> dict[str, list[str]]:

@@ -99,9 +99,10 @@ def _young_call(diag: Diagnosis, now_s: float) -> str:
     return f"the wait is young: {name} started {max(age, 0.0):.1f}s before the stacks were read"
 
 
-def summary(collection: Collection, why: list[str] | None = None, rounds: int = 1) -> dict[str, Any]:
+def summary(collection: Collection, why: list[str] | None = None, rounds: int = 1,
+            readings: list[str] | None = None) -> dict[str, Any]:
     """How the stacks were sampled: the most samples of one process, over how long, in how many
-    rounds, and why more were taken."""
+    rounds, and why more were taken; `readings`: earlier readings of the job, found still starting."""
     per: dict[ProcessRef, int] = {}
     for proc in collection.processes:
         per[proc.ref] = per.get(proc.ref, 0) + 1
@@ -110,8 +111,11 @@ def summary(collection: Collection, why: list[str] | None = None, rounds: int = 
         times = [float(t) for t in info.get("sampled_at") or [] if isinstance(t, (int, float))]
         if len(times) >= 2:
             spans.append(max(times) - min(times))
-    return {"samples": max(per.values(), default=0), "span_s": round(max(spans), 1) if spans else None,
-            "rounds": rounds, "why": list(why or [])}
+    out = {"samples": max(per.values(), default=0), "span_s": round(max(spans), 1) if spans else None,
+           "rounds": rounds, "why": list(why or [])}
+    if readings:
+        out["readings"] = list(readings)
+    return out
 
 
 def extra_samples() -> int:

@@ -8,9 +8,12 @@ from typing import Any
 
 from debug_hang.analyse.busy import BusyWork
 from debug_hang.analyse.crashloop import DEATH_PREFIX, DEATH_SOURCE, death_reason
+from debug_hang.analyse.dead_holders import retried_poll_text
 from debug_hang.analyse.diagnosis import Diagnosis, Verdict
 from debug_hang.analyse.graph import WaitGraph
+from debug_hang.analyse.graph.model import GNode
 from debug_hang.analyse.graph.processes import stopped_by_signal
+from debug_hang.analyse.graph.sockets import accept_wait, listening_port
 from debug_hang.analyse.patterns import ProcessVerdict, catalog
 from debug_hang.analyse.progress import ProcessProgress, progress_confidence, rules, summary_text
 from debug_hang.analyse.rootcause import RootCause
@@ -206,38 +209,30 @@ def _waits_each_round(work: BusyWork) -> bool:
     return loop is not None and not loop.tests and bool(loop.calls) and loop.body_calls and not loop.exits
 
 
-def _working_elsewhere(work: BusyWork, busy: list[BusyWork]) -> list[BusyWork]:
-    """For a sleeping poll whose loop tests its condition through calls (a file's existence, a
-    service's answer: state outside the process), the other processes seen working: busy on a CPU,
-    computing and not seen stuck (advancing, or busy in a computation no spin). Any of them may
-    change that state; none is needed for a poll on its own variables."""
-    if work.loop is None or work.loop.kind != "unknown" or not work.loop.calls:
-        return []
-    found = [w for w in busy if w.ref != work.ref and not w.sleeping and w.state in ("advancing", "no-spin", "undecided")]
-    return sorted(found, key=lambda w: w.state != "advancing")
+def _polls_outside_state(work: BusyWork) -> bool:
+    """A sleeping poll whose loop tests its condition through calls (a file's existence, a
+    service's answer: state outside the process), not only its own variables."""
+    return work.loop is not None and work.loop.kind == "unknown" and bool(work.loop.calls)
 
 
 # Task states of calls about to start (placed, or being placed, on a worker): the process that runs
-# one may yet bind a port. Not PENDING_ARGS_AVAIL: a call waiting for its arguments may wait on the
-# very process that retries.
+# one may yet bind a port, connect, write a file. Not PENDING_ARGS_AVAIL: a call waiting for its
+# arguments may wait on the very process that waits.
 _ABOUT_TO_RUN = frozenset({"PENDING_NODE_ASSIGNMENT", "PENDING_OBJ_STORE_MEM_AVAIL", "PENDING_ARGS_FETCH",
                            "SUBMITTED_TO_WORKER", "PENDING_ACTOR_TASK_ARGS_FETCH"})
 
 
-def _could_bind(work: BusyWork, busy: list[BusyWork], tasks: list[TaskRow], job_id: str | None) -> list[str]:
-    """For a connect retried at once to a loopback port nobody listens on (busy.RetryLoop, no
-    back-off), what else of the job is seen working or starting, any of which may yet bind and
-    listen on that port (a server that computes before it listens): other processes busy and no
+def may_release(waiter: ProcessRef, busy: list[BusyWork], tasks: list[TaskRow], job_id: str | None) -> list[str]:
+    """For a wait whose releaser is not identified — a poll of state outside the process, a
+    connect retried to a port nobody listens on yet, an accept on a listening socket (any
+    process may connect) — the rest of the job that may release it: other processes busy and no
     spin (advancing, a computation no spin, or not decided: a CPU in job code), processes still
-    starting (importing), actors being created and calls about to run. Like `_working_elsewhere`
-    for a poll of outside state. Empty when nothing else of the job could ever bind it: then the
-    retry is a livelock."""
-    if work.retry is None or work.retry.backoff:
-        return []
+    starting (importing), actors being created and calls about to run. Advancing work first.
+    Empty when nothing else of the job could: then the wait is a hang (or the retry a livelock)."""
     found = [w.text() for w in sorted(busy, key=lambda w: w.state != "advancing")
-             if w.ref != work.ref and not w.sleeping and (w.starting or w.state in ("advancing", "no-spin", "undecided"))]
-    own = {t.actor_id for t in tasks if t.worker_pid == work.ref.pid and t.actor_id}
-    starting = [t for t in tasks if t.job_id == job_id and t.worker_pid != work.ref.pid
+             if w.ref != waiter and not w.sleeping and (w.starting or w.state in ("advancing", "no-spin", "undecided"))]
+    own = {t.actor_id for t in tasks if t.worker_pid == waiter.pid and t.actor_id}
+    starting = [t for t in tasks if t.job_id == job_id and t.worker_pid != waiter.pid
                 and not (t.actor_id and t.actor_id in own)
                 and ((t.type == "ACTOR_CREATION_TASK" and t.state not in ("FINISHED", "FAILED", "PENDING_ARGS_AVAIL"))
                      or t.state in _ABOUT_TO_RUN)]
@@ -245,6 +240,45 @@ def _could_bind(work: BusyWork, busy: list[BusyWork], tasks: list[TaskRow], job_
         names = ", ".join(sorted({t.name for t in starting})[:3])
         found.append(f"{len(starting)} call(s) of the job are starting or about to run ({names})")
     return found
+
+
+def _accept_decision(job_id: str | None, top: RootCause, names: str, busy: list[BusyWork],
+                     tasks: list[TaskRow]) -> tuple[Verdict, str] | None:
+    """A wait for a connection on a listening socket (`sockets.accept_wait`) has no peer to
+    follow: any live process, of the job or outside it, may be the one that connects. It is a
+    hang only when nothing else of the job works or starts (`may_release`); else inconclusive,
+    naming that work as the likely client. None when the culprit waits for no connection."""
+    culprit = top.culprits[0]
+    if top.cycle or culprit.state != "blocked" or not accept_wait(culprit):
+        return None
+    others = may_release(culprit.ref, busy, tasks, job_id)
+    if not others:
+        return None
+    port = listening_port(culprit)
+    on = f" on {port}" if port else ""
+    return ("inconclusive", f"Job {job_id} may be hung, but {names} waits for a connection{on} (an accept on a "
+                            f"listening socket: no peer yet to follow), while {'; '.join(others[:2])}: that work may "
+                            "be the client, which connects once it is done. An accept is a hang only when nothing "
+                            "that could connect is left: diagnose again once that work ends.")
+
+
+def _accept_note(top: RootCause, tasks: list[TaskRow], job_id: str | None) -> str:
+    """For a hang on an accept: nothing of the job could connect, and the calls that ended while
+    it waited (after its own call began) without connecting: the likely client, gone."""
+    culprit = top.culprits[0]
+    if top.cycle or not accept_wait(culprit):
+        return ""
+    mine = [t for t in tasks if t.worker_pid == culprit.pid and t.state == "RUNNING" and t.start_time_ms]
+    began = min((t.start_time_ms or 0.0 for t in mine), default=None)
+    own = {t.actor_id for t in tasks if t.worker_pid == culprit.pid and t.actor_id}
+    ended = sorted({f"{t.name} ({t.state})" for t in tasks if t.job_id == job_id and t.state in ("FINISHED", "FAILED")
+                    and t.type != "ACTOR_CREATION_TASK" and t.worker_pid != culprit.pid
+                    and not (t.actor_id and t.actor_id in own)
+                    and began is not None and t.end_time_ms is not None and t.end_time_ms > began})
+    gone = f"; the calls of the job that ended while it waited, none of which connected: {', '.join(ended[:3])}" if ended else ""
+    port = listening_port(culprit)
+    return (f" It waits for a connection{f' on {port}' if port else ''} (an accept on a listening socket), and no "
+            f"other process of the job works or is starting that could connect{gone}.")
 
 
 def _busy_decision(job_id: str | None, top: RootCause, title: str, busy: list[BusyWork],
@@ -262,11 +296,11 @@ def _busy_decision(job_id: str | None, top: RootCause, title: str, busy: list[Bu
     if work is not None and work.sleeping:
         if work.state == "no-spin" or (work.state == "undecided" and _waits_each_round(work)):
             return ("inconclusive", f"{lead} {work.text()}. A hang needs a poll whose condition nothing changes."), None
-        others = _working_elsewhere(work, busy)
+        others = may_release(work.ref, busy, tasks, job_id) if _polls_outside_state(work) else []
         if work.state == "undecided" and others:
             return ("inconclusive", f"{lead} {work.text()}; its loop reads its condition through calls "
                                     f"({', '.join(work.loop.calls[:3]) if work.loop else ''}), state outside its own "
-                                    f"variables, while {'; '.join(w.text() for w in others[:2])}: that work may change "
+                                    f"variables, while {'; '.join(others[:2])}: that work may change "
                                     "what it reads. A hang needs a poll whose condition nothing changes."), None
         return None, work if work.state == "spin" else None
     if culprit.state == "busy" or work is not None:
@@ -274,7 +308,7 @@ def _busy_decision(job_id: str | None, top: RootCause, title: str, busy: list[Bu
             seen = work.text() if work is not None else f"{names} is busy, and its thread could not be followed across samples"
             return ("inconclusive", f"{lead} {seen}. A hang needs it seen not to advance: the same loop, its state "
                                     "unchanged, nothing in it that can end it."), None
-        binders = _could_bind(work, busy, tasks, job_id)
+        binders = may_release(work.ref, busy, tasks, job_id) if work.retry is not None and not work.retry.backoff else []
         if binders:
             retry = work.retry
             ports = ", ".join(str(p) for p in retry.ports) if retry is not None else "?"
@@ -337,11 +371,17 @@ def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: li
     moving_note = (f" Note: {len(moving)} process(es) changed stack between samples." if moving else "")
     title = (catalog()[top.pattern].title if top.pattern in catalog()
              else "A chain of waits ending in a process whose own wait is not recognised (see its evidence)")
+    retried = None if cycle else retried_poll_text(job_id, top, graph)
+    if retried:
+        return "inconclusive", retried
     # A busy culprit is read before the chain's end: it runs, it waits on nothing unseen; its spin
     # (the same loop, state unchanged, nothing in it that can end it) is the positive evidence.
     decided, spin = (None, None) if cycle else _busy_decision(job_id, top, title, busy or [], tasks or [])
     if decided is not None:
         return decided
+    accepting = None if cycle else _accept_decision(job_id, top, names, busy or [], tasks or [])
+    if accepting is not None:
+        return accepting
     unfollowed = "" if spin is not None else _unfollowed_end(job_id, top, names)
     if unfollowed:
         return "inconclusive", unfollowed
@@ -366,8 +406,9 @@ def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: li
     loop = graph.loop_of(top.culprits[0])
     if top.pattern == "crash-loop" and loop is not None:
         busy_note = f" {loop.text()}."
+    accept_note = _accept_note(top, tasks or [], job_id)
     return "hang", (f"Job {job_id} is hung: {title[:1].lower() + title[1:]} — culprit {names}; "
-                    f"{victims} process(es) wait on it.{moving_note}{busy_note}")
+                    f"{victims} process(es) wait on it.{accept_note}{moving_note}{busy_note}")
 
 
 def _without_causes(job_id: str | None, verdicts: list[ProcessVerdict], at_work_seen: list[str],
@@ -389,6 +430,23 @@ def _without_causes(job_id: str | None, verdicts: list[ProcessVerdict], at_work_
                             "followed to a cause; see the blocked-task table and collect with --samples 5.")
 
 
+_SIGNAL_CALL = re.compile(r"(?:\bsignal\.|(?<![\w.]))(sigwait|sigwaitinfo|sigtimedwait|pause)\(")
+_SIGNAL_NAME = re.compile(r"\bSIG[A-Z0-9]{2,8}\b")
+
+
+def _signal_wait(node: GNode) -> str:
+    """"waits for SIGUSR1 (signal.sigwait)" when the node's job line waits for a signal
+    (signal.sigwait/sigwaitinfo/sigtimedwait/pause); "" otherwise. Only the call's name and the
+    signal names are taken from the line (never its text)."""
+    for frame in (node.user_frame, node.frame):
+        code = frame.code if frame is not None and frame.code else ""
+        found = _SIGNAL_CALL.search(code)
+        if found:
+            sigs = sorted(set(_SIGNAL_NAME.findall(code)))[:3]
+            return f"waits for {' or '.join(sigs) if sigs else 'a signal'} (signal.{found.group(1)})"
+    return ""
+
+
 def _unfollowed_end(job_id: str | None, top: RootCause, names: str) -> str:
     """A chain that ends in a wait the graph could not follow (a symptom: ray.get on an object no
     task row produces, an event or queue with no known setter) names the last process seen
@@ -398,6 +456,11 @@ def _unfollowed_end(job_id: str | None, top: RootCause, names: str) -> str:
     if top.cycle or (own is not None and own.kind == "root-cause"):
         return ""
     what = own.title[:1].lower() + own.title[1:] if own is not None else "a wait no pattern recognises"
+    signal = _signal_wait(top.culprits[0]) if top.culprits else ""
+    if signal:
+        return (f"Job {job_id} may be hung, but the chain of waits ends in {names}, which {signal}: who would send "
+                "it is not visible (any process of the user, a timer — setitimer/alarm — or an operator may; no "
+                "/proc reading names a sender). Find the code that should signal this pid, or diagnose again later.")
     release = top.culprits[0].release if top.culprits else ""
     if release:
         # Its waker is known and scheduled: a timer, not a missing setter (inconclusive, never a hang).

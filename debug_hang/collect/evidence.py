@@ -43,12 +43,13 @@ _SOURCE_PREFIX = re.compile(r"^\((?P<name>[^()]*?) pid=(?P<pid>\d+)(, ip=[^)]*)?
 
 
 def _dead_workers(graph: WaitGraph, keys: list[str]) -> dict[str, list[tuple[str, str]]]:
-    """Crash-looping chain members -> (node_id, worker_id) of their last dead workers."""
+    """Chain members that crash-loop, or run the retry of a task whose earlier attempt died ->
+    (node_id, worker_id) of their last dead workers."""
     dead: dict[str, list[tuple[str, str]]] = {}
     for key in keys:
         node = graph.nodes[key]
         loop = graph.loop_of(node)
-        if node.pattern == "crash-loop" and loop is not None:
+        if loop is not None and (node.pattern == "crash-loop" or (loop.kind == "task" and node.state != "restarting")):
             dead[key] = [w for w in loop.dead_workers if _HEX.match(w[1]) and _HEX.match(w[0])][-DEAD_WORKER_LOGS:]
     return dead
 
@@ -67,9 +68,9 @@ def _add_dead_worker_log(found: NodeEvidence, wid: str, future: Future[str], tim
     found.highlights += [f"[dead worker {wid[:8]} err] {line}" for line in highlights(text, limit=2)]
 
 
-def _dead_worker_log(client: DashboardClient, node_id: str, worker_id: str) -> str:
-    """The .err log of a worker that died (a crash loop's earlier attempt), found by its worker id."""
-    body = client.get("/api/v0/logs", [("node_id", node_id), ("glob", f"worker-{worker_id}-*.err")])
+def _dead_worker_log(client: DashboardClient, node_id: str, worker_id: str, suffix: str = "err") -> str:
+    """The .err (.out) log of a worker that died (an earlier attempt), found by its worker id."""
+    body = client.get("/api/v0/logs", [("node_id", node_id), ("glob", f"worker-{worker_id}-*.{suffix}")])
     groups = ((body or {}).get("data") or {}).get("result") or {}
     names = [str(n) for group in groups.values() if isinstance(group, list) for n in group]
     if not names:
@@ -172,6 +173,9 @@ def gather(client: DashboardClient, graph: WaitGraph, keys: list[str], tasks: li
         futures = {k: pool.submit(_fetch_log, client, params) for k, params in jobs.items()}
         dead_futures = {(key, wid): pool.submit(_dead_worker_log, client, nid, wid)
                         for key, workers in dead.items() for nid, wid in workers}
+        # What a dead earlier attempt printed (the tokens it took a resource under: dead_holders.py).
+        dead_out = {(key, wid): pool.submit(_dead_worker_log, client, nid, wid, "out")
+                    for key, workers in dead.items() for nid, wid in workers if graph.nodes[key].pattern != "crash-loop"}
         driver = pool.submit(_driver_log_tail, client, job) if sub else None
         for (key, suffix), future in futures.items():
             try:
@@ -183,6 +187,11 @@ def gather(client: DashboardClient, graph: WaitGraph, keys: list[str], tasks: li
             ev.per_node[key].highlights += [f"[{suffix}] {line}" for line in highlights(text)]
         for (key, wid), future in dead_futures.items():
             _add_dead_worker_log(ev.per_node[key], wid, future, client.timeout_s + 2)
+        for (key, wid), future in dead_out.items():
+            try:
+                ev.per_node[key].logs[f"dead-{wid[:8]}.out"] = redact(future.result(timeout=client.timeout_s + 2))
+            except Exception as exc:  # noqa: BLE001 - a missing log is reported, not fatal
+                ev.per_node[key].errors.append(f"dead worker {wid[:8]} out log: {exc}")
         for key in wanted:
             node, found = graph.nodes[key], ev.per_node[key]
             own = catalog().get(node.pattern or "")

@@ -12,7 +12,14 @@ process would make only once the wait it is in returns.
 An async actor's method suspended in `await self.ready.wait()` (or `await self.fut`) has no frame
 in a stack dump: its call is known only by name (the RUNNING task `Store.vocab`). `awaited_in`
 reads that method of the class from the job's files on the node and keeps the `self.X` objects it
-awaits and the methods of its class that set them (`set`, `notify`, `set_result`).
+awaits and the methods of its class that set them (`set`, `notify`, `set_result`, `put_nowait` for an
+awaited `get()`), and which of those run on a thread the class starts (`threads`: passed to
+threading.Thread, an executor's submit, run_in_executor or to_thread, or called by such a function).
+
+For a frame at `self.X.wait()` `set_facts` adds to the frame's facts the sets of X that every normal
+return of their method reaches (`sets_always`), where X is cleared or rebound (`resets`), and the
+property or method X names when it is one (`defined`): whether a FINISHED setting call must have set
+the object the frame waits on.
 """
 
 from __future__ import annotations
@@ -28,9 +35,15 @@ WAITS = frozenset({"wait", "wait_for"})
 SETS = frozenset({"set", "notify", "notify_all", "set_result"})
 MAX_AWAITS = 4
 PUTS = frozenset({"put", "put_nowait"})
+GETS = frozenset({"get"})  # `await self.q.get()`: an asyncio.Queue, filled without awaiting only by put_nowait
+QUEUE_SET = "put_nowait"
 NEW_LOOP = "new_event_loop"
 POST_CALL = "call_soon_threadsafe"
 POST_CORO = "run_coroutine_threadsafe"
+# Calls that run a function on another thread: the argument that names it (a keyword, or a position).
+THREAD_STARTS: dict[str, tuple[str, int]] = {"Thread": ("target", 99), "Timer": ("function", 1), "submit": ("", 0),
+                                             "to_thread": ("", 0), "run_in_executor": ("", 1),
+                                             "start_new_thread": ("", 0)}
 
 Scope = tuple[int, int, str, str]  # first line, last line, qualified name, enclosing class ("" at none)
 MODULE: Scope = (1, 10**9, "<module>", "")
@@ -48,6 +61,12 @@ class _Parsed:
         self.puts: list[tuple[int, str, Scope]] = []  # line, queue put into (`x.put(...)`, `x.put_nowait(...)`), putter
         self.loops: list[tuple[int, str, str, Scope]] = []  # line, target, the line's code, for `x = new_event_loop()`
         self.posts: list[tuple[int, str, Scope]] = []  # line, loop posted to (`x.call_soon_threadsafe`, run_coroutine_threadsafe(c, x))
+        self.threads: list[tuple[int, str, str, Scope]] = []  # line, function run on a thread (`self._load`), the call, starter
+        self.selfcalls: list[tuple[int, str, Scope]] = []  # line, method called on self (`self._finish()`), caller
+        self.set_code: dict[int, str] = {}  # line of a set / put -> its call (`self.loaded.set()`)
+        self.resets: list[tuple[int, str, Scope]] = []  # line, object cleared (`x.clear()`) or rebound (`self.x = ...`)
+        self.aliases: list[tuple[str, str, Scope]] = []  # local name, what it is bound to (`ev = self.ready`), where
+        self.sure: set[int] = set()  # lines of sets reached by every normal return of their function
         self.memo: dict[tuple[str, int], list[str]] = {}  # (what, line) -> the answer already given
 
 
@@ -94,6 +113,10 @@ def _read(path: str) -> _Parsed | None:
             elif isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id == POST_CORO \
                     and len(child.args) > 1:
                 out.posts.append((child.lineno, ast.unparse(child.args[1]), scope))
+            if isinstance(child, ast.Call) and (run := _run_on_thread(child)):
+                out.threads.append((child.lineno, run, _names(child.func), scope))
+            if isinstance(child, ast.Assign):
+                _assign(child, scope, out)
             if isinstance(child, ast.Assign) and isinstance(child.value, ast.Call) and _names(child.value.func) == NEW_LOOP:
                 out.loops.extend((child.lineno, ast.unparse(t), ast.unparse(child)[:200], scope) for t in child.targets)
             elif isinstance(child, ast.Await):
@@ -101,6 +124,51 @@ def _read(path: str) -> _Parsed | None:
             visit(child, inner, inner_cls, inner_prefix)
 
     visit(tree, MODULE, "", "")
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.sure.update(_sure_sets(fn))
+    return out
+
+
+def _assign(node: ast.Assign, scope: Scope, out: _Parsed) -> None:
+    """`self.x = ...` outside __init__ rebinds x; `ev = self.x` makes a local alias of it."""
+    for target in node.targets:
+        text = ast.unparse(target)
+        if text.startswith("self.") and not scope[2].endswith(".__init__"):
+            out.resets.append((node.lineno, text, scope))
+        elif isinstance(target, ast.Name) and isinstance(node.value, ast.Attribute):
+            out.aliases.append((target.id, ast.unparse(node.value), scope))
+
+
+def _sure_sets(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[int]:
+    """The lines of `x.set()` statements that every normal return of `fn` passes: in its body
+    (or a `with` body, or a `finally`), with no `return` above them and no branch, loop or
+    `try` body around them (a raise caught there would skip them)."""
+    returns = [n.lineno for n in _own_nodes(fn) if isinstance(n, ast.Return)]
+    out: set[int] = set()
+    todo: list[list[ast.stmt]] = [fn.body]
+    while todo:
+        for stmt in todo.pop():
+            if isinstance(stmt, (ast.With, ast.AsyncWith)):
+                todo.append(stmt.body)
+            elif isinstance(stmt, ast.Try):
+                todo.append(stmt.finalbody)
+            elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) \
+                    and isinstance(stmt.value.func, ast.Attribute) and stmt.value.func.attr == "set" \
+                    and not any(r < stmt.lineno for r in returns):
+                out.add(stmt.lineno)
+    return out
+
+
+def _own_nodes(fn: ast.AST) -> list[ast.AST]:
+    """The nodes of a function's body, not those of functions or classes nested in it."""
+    out: list[ast.AST] = []
+    todo = list(ast.iter_child_nodes(fn))
+    while todo:
+        node = todo.pop()
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            out.append(node)
+            todo.extend(ast.iter_child_nodes(node))
     return out
 
 
@@ -109,19 +177,39 @@ def _call(call: ast.Call, func: ast.Attribute, scope: Scope, out: _Parsed) -> No
         out.waits.append((call.lineno, call.end_lineno or call.lineno, ast.unparse(func.value)))
     elif func.attr in SETS:
         out.sets.append((call.lineno, ast.unparse(func.value), scope))
+        out.set_code.setdefault(call.lineno, f"{ast.unparse(func)}()"[:120])
+    elif func.attr == "clear":
+        out.resets.append((call.lineno, ast.unparse(func.value), scope))
     elif func.attr in PUTS:
         out.puts.append((call.lineno, ast.unparse(func.value), scope))
+        out.set_code.setdefault(call.lineno, f"{ast.unparse(func)}()"[:120])
     elif func.attr == POST_CALL:
         out.posts.append((call.lineno, ast.unparse(func.value), scope))
     elif func.attr == POST_CORO and len(call.args) > 1:
         out.posts.append((call.lineno, ast.unparse(call.args[1]), scope))
-    elif func.attr == "remote":
+    elif isinstance(func.value, ast.Name) and func.value.id == "self":
+        out.selfcalls.append((call.lineno, func.attr, scope))
+    if func.attr == "remote":
         target = func.value
         if isinstance(target, ast.Call) and isinstance(target.func, ast.Attribute) and target.func.attr == "options":
             target = target.func.value  # f.options(...).remote()
         name = target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else None
         if name and name != "ray":  # `ray.remote(...)` declares a remote function; it calls none
             out.remote.append((call.lineno, name, scope))
+
+
+def _run_on_thread(call: ast.Call) -> str:
+    """The function a call runs on another thread (`threading.Thread(target=self._load)`,
+    `pool.submit(self._load)`, `loop.run_in_executor(None, self._load)`, `asyncio.to_thread(f)`),
+    as written; "" when the call starts none."""
+    how = THREAD_STARTS.get(_names(call.func))
+    if how is None:
+        return ""
+    keyword, position = how
+    arg = next((k.value for k in call.keywords if keyword and k.arg == keyword), None)
+    if arg is None and position < len(call.args):
+        arg = call.args[position]
+    return ast.unparse(arg) if isinstance(arg, (ast.Attribute, ast.Name)) else ""
 
 
 def _names(func: ast.expr) -> str:
@@ -135,7 +223,7 @@ def _awaited(value: ast.expr) -> list[str]:
     if isinstance(value, (ast.Attribute, ast.Name)):
         return [ast.unparse(value)]
     return [ast.unparse(n.func.value) for n in ast.walk(value)
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in WAITS]
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in WAITS | GETS]
 
 
 def _scope_of(parsed: _Parsed, line: int) -> Scope:
@@ -168,6 +256,32 @@ def _setters(parsed: _Parsed, line: int) -> list[str]:
     return out[:MAX_SETTERS]
 
 
+def set_facts(path: str, line: int) -> dict[str, str]:
+    """For a frame waiting on `self.X.wait()`: the sets of X in its class that every normal
+    return of their method reaches (`sets_always`: `Cls.load:36`), the places that clear or
+    rebind X (`resets`: `Cls.reload:30`, a clear through a local alias too), and the method or
+    property X names when it is one (`defined`: `Cls._ready:27`), each `; `-joined; {} when the
+    line waits on no `self.` object."""
+    parsed = _parse(path)
+    if parsed is None:
+        return {}
+    scope = _scope_of(parsed, line)
+    waited = {text for first, last, text in parsed.waits if first <= line <= last and scope[0] <= first <= scope[1]
+              and text.startswith("self.") and text.count(".") == 1}
+    if not waited or not scope[3]:
+        return {}
+    cls = scope[3]
+    aliases = {(name, where) for name, text, where in parsed.aliases if text in waited and where[3] == cls}
+    sure = [f"{where[2]}:{at}" for at, text, where in sorted(parsed.sets)
+            if text in waited and where[3] == cls and at in parsed.sure]
+    resets = [f"{where[2]}:{at}" for at, text, where in sorted(parsed.resets)
+              if where[3] == cls and (text in waited or (text, where) in aliases)]
+    defined = [f"{s[2]}:{s[0]}" for s in parsed.scopes if s[3] == cls and f"self.{s[2].rsplit('.', 1)[-1]}" in waited]
+    out = {"sets_always": "; ".join(sure[:MAX_SETTERS]), "resets": "; ".join(resets[:MAX_SETTERS]),
+           "defined": "; ".join(defined[:1])}
+    return {k: v for k, v in out.items() if v}
+
+
 def calls_after(path: str, line: int) -> list[str]:
     """`name:line` of each Ray call (`x.name.remote(...)`, `name.remote(...)`) the frame's own
     function makes after its current line (not those of functions nested in it)."""
@@ -198,8 +312,10 @@ def awaited_in(path: str, cls: str, method: str) -> dict[str, object] | None:
     setters: list[str] = []
     found: list[str] = []
     first = 0
+    puts = [(line, obj, where) for line, obj, where in parsed.puts if parsed.set_code.get(line, "").endswith(f".{QUEUE_SET}()")]
     for at, text in awaited:
-        mine = [f"{where[2]}:{line}" for line, obj, where in sorted(parsed.sets) if obj == text and where[3] == scope[3]]
+        mine = [f"{where[2]}:{line}" for line, obj, where in sorted(parsed.sets + puts)
+                if obj == text and where[3] == scope[3]]
         if mine and text not in found:
             found.append(text)
             first = first or at
@@ -210,7 +326,29 @@ def awaited_in(path: str, cls: str, method: str) -> dict[str, object] | None:
     out: dict[str, object] = {"method": scope[2], "file": path, "line": first or handoff.get("line", 0),
                               "awaits": found[:MAX_AWAITS], "setters": setters[:MAX_SETTERS]}
     out.update((k, v) for k, v in handoff.items() if k != "line")
+    if threaded := _from_threads(parsed, scope[3], setters):
+        out["threads"] = threaded
     return out
+
+
+def _from_threads(parsed: _Parsed, cls: str, setters: list[str]) -> list[str]:
+    """Which of the setters (`Cls.m:line`) run on a thread the class starts: `m` passed to
+    threading.Thread / an executor / to_thread in the class, or called (`self.m()`) by such a
+    function. `Cls._load:37 self.loaded.set() via Thread:31` (the set, and the call that starts it)."""
+    started = {text.split(".", 1)[1]: (at, how) for at, text, how, where in sorted(parsed.threads)
+               if where[3] == cls and text.startswith("self.") and text.count(".") == 1}
+    for _at, name, where in sorted(parsed.selfcalls):
+        runner = where[2].rsplit(".", 1)[-1]
+        if where[3] == cls and runner in started and name not in started:
+            started[name] = started[runner]
+    out: list[str] = []
+    for entry in setters:
+        qualname, _, line = entry.rpartition(":")
+        method = qualname.rsplit(".", 1)[-1]
+        if method in started and line.isdigit():
+            at, how = started[method]
+            out.append(f"{entry} {parsed.set_code.get(int(line), 'set()')} via {how}:{at}")
+    return out[:MAX_SETTERS]
 
 
 def _handoff(parsed: _Parsed, scope: Scope, every: list[tuple[int, str]]) -> dict[str, object]:

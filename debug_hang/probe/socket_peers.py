@@ -10,15 +10,19 @@ and how many; what they mean is for the analysis. Only /proc entries are read (f
 /proc/PID/net/tcp{,6}); every scan is bounded (descriptors per process, rows, a time budget).
 For a thread retrying a connect, `connect_targets` says whether anything listens on the port it
 dials, in the process's own network namespace (a loopback port with no listener refuses at once).
+For a thread in accept, `accept_sockets` names the listening socket it waits on (port or path),
+from the call's descriptor argument.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import time
 from typing import Any
 
 from debug_hang.facts import CONNECT_FRAME, LOOPBACK_FACT
+from debug_hang.probe.file_locks import thread_syscall
 from debug_hang.probe.procfd import MAX_FDS, fd_links
 
 MAX_ROWS = 50_000  # rows read per /proc/net/tcp table
@@ -188,4 +192,91 @@ def connect_targets(processes: list[dict[str, Any]]) -> dict[int, list[dict[str,
         out[pid] = [{"tid": tid, "port": port, "listening": port in ports,
                      **({"loopback": loopback} if loopback is not None else {})}
                     for (tid, port), loopback in sorted(targets.items())]
+    return out
+
+
+# ------------------------------------------------------------------ the socket an accept waits on
+_ACCEPTCON = 0x10000  # /proc/net/unix Flags: a listening socket (__SO_ACCEPTCON)
+# An accept frame as py-spy shows it: socket.accept/_accept, multiprocessing's Listener.accept,
+# or a job line that calls `.accept()` (the C method shows no frame of its own).
+ACCEPT_FRAME = re.compile(r"(^|\.)_?accept$")
+_ACCEPT_CALL = re.compile(r"\.accept\(")
+
+
+def listening_inodes(pid: int, max_rows: int = MAX_ROWS) -> dict[int, dict[str, Any]]:
+    """{inode: {"port": N} or {"path": P}} of the listening TCP (state LISTEN) and unix
+    (__SO_ACCEPTCON) sockets in `pid`'s network namespace."""
+    found: dict[int, dict[str, Any]] = {}
+    for name in ("tcp", "tcp6"):
+        try:
+            with open(f"/proc/{pid}/net/{name}", encoding="ascii", errors="replace") as fh:
+                next(fh, None)
+                for n, line in enumerate(fh):
+                    cols = line.split()
+                    if n >= max_rows:
+                        break
+                    if len(cols) > 9 and cols[3] == _LISTEN and cols[9].isdigit() and ":" in cols[1]:
+                        try:
+                            found[int(cols[9])] = {"port": int(cols[1].rsplit(":", 1)[1], 16)}
+                        except ValueError:
+                            continue
+        except OSError:
+            continue
+    try:
+        with open(f"/proc/{pid}/net/unix", encoding="utf-8", errors="replace") as fh:
+            next(fh, None)
+            for n, line in enumerate(fh):
+                cols = line.split()
+                if n >= max_rows:
+                    break
+                try:
+                    listening = len(cols) > 6 and int(cols[3], 16) & _ACCEPTCON and cols[6].isdigit()
+                except ValueError:
+                    continue
+                if listening:
+                    found[int(cols[6])] = {"path": cols[7][:200]} if len(cols) > 7 else {}
+    except OSError:
+        pass
+    return found
+
+
+def _accepting(thread: dict[str, Any]) -> bool:
+    frames = [f for f in thread.get("frames") or [] if isinstance(f, dict)][:6]
+    return any(ACCEPT_FRAME.search(str(f.get("function") or "")) or _ACCEPT_CALL.search(str(f.get("code") or ""))
+               for f in frames)
+
+
+def accept_sockets(processes: list[dict[str, Any]]) -> dict[int, dict[str, dict[str, Any]]]:
+    """{pid: {tid: {"fd", "port"|"path"}}}: for each thread of the samples in an accept frame and
+    asleep in a system call whose first argument is a descriptor of a listening socket (accept,
+    accept4), that socket: the port (TCP) or path (unix) it waits for a connection on. Read after
+    the last sample; a thread that has left the call, or a descriptor that is no listening
+    socket, is left out. Read-only and bounded."""
+    out: dict[int, dict[str, dict[str, Any]]] = {}
+    tables: dict[int, dict[int, dict[str, Any]]] = {}
+    for proc in processes:
+        pid = proc.get("pid")
+        if not isinstance(pid, int):
+            continue
+        for thread in proc.get("threads") or []:
+            tid = thread.get("os_thread_id")
+            if not isinstance(tid, int) or not _accepting(thread) or str(tid) in out.get(pid, {}):
+                continue
+            call = thread_syscall(pid, tid)
+            if call is None:
+                continue
+            try:
+                fd = int(call[1], 16)
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except (ValueError, OSError):
+                continue
+            if not (link.startswith("socket:[") and link[8:-1].isdigit()):
+                continue
+            if pid not in tables:
+                tables[pid] = listening_inodes(pid)
+            sock = tables[pid].get(int(link[8:-1]))
+            if sock is not None:
+                out.setdefault(pid, {})[str(tid)] = {"fd": fd, **sock}
+            if len(out.get(pid, {})) >= MAX_TARGETS:
+                break
     return out

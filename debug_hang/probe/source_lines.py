@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 
 from debug_hang.model import Frame, Process, split_ray_title
-from debug_hang.probe.setters import awaited_in, calls_after, setters_of
+from debug_hang.probe.setters import awaited_in, calls_after, set_facts, setters_of
 from debug_hang.probe.withblocks import with_facts
 from debug_hang.redact import Redactor
 
@@ -53,6 +53,10 @@ def add_source_lines(proc: Process, depth: int = SOURCE_DEPTH, redactor: Redacto
                 continue
             job_frames += 1
             first, last = loop_span(frame.file, frame.line)
+            if job_frames == 1 and (first, last) == (frame.line, frame.line):
+                # In no loop it fits: up to its `def`, so that the analysis sees it runs once a call
+                # (a single long sleep is no poll).
+                first = enclosing_def(frame.file, frame.line) or first
             if job_frames == 1:
                 # The job's innermost frame: keep the lines around it and the whole loop it runs
                 # in, when short (the analysis reads what the loop tests and what it changes).
@@ -101,6 +105,25 @@ def loop_span(path: str, line: int) -> tuple[int, int]:
     return line, line
 
 
+def enclosing_def(path: str, line: int) -> int | None:
+    """The line of the `def` (or `class`) whose body holds `line`, when it is at most LOOP_LINES
+    above it and no loop header is met on the way; None otherwise (a text scan, as loop_span)."""
+    text = linecache.getline(path, line)
+    if not text.strip():
+        return None
+    indent = _indent(text)
+    for n in range(line - 1, max(0, line - LOOP_LINES) - 1, -1):
+        cur = linecache.getline(path, n)
+        if not cur.strip() or cur.lstrip().startswith("#") or _indent(cur) >= indent:
+            continue
+        if _LOOP_HEAD.match(cur):
+            return None
+        if _BLOCK_HEAD.match(cur):
+            return n
+        indent = _indent(cur)
+    return None
+
+
 def _add_setters(frames: list[Frame], clean: Callable[[str], str]) -> None:
     """Who could set what the job's innermost frame waits on, and the Ray calls each job frame's
     function makes after its line (probe/setters.py): kept only when there are some."""
@@ -110,6 +133,8 @@ def _add_setters(frames: list[Frame], clean: Callable[[str], str]) -> None:
             continue
         if innermost and (found := setters_of(frame.file, frame.line)):
             frame.setters = [clean(text) for text in found]
+            if frame.facts is not None:
+                frame.facts.update((key, clean(text)) for key, text in set_facts(frame.file, frame.line).items())
         innermost = False
         if later := calls_after(frame.file, frame.line):
             frame.calls_after = [clean(text) for text in later]

@@ -42,6 +42,8 @@ class Builder:
     thread_graphs: dict[str, ThreadGraph] = field(default_factory=dict)
     in_process: dict[str, Resolution] = field(default_factory=dict)
     deciding: dict[str, Thread] = field(default_factory=dict)
+    # Actors whose waited event a FINISHED call set on another object (events.py): key -> that call.
+    set_elsewhere: dict[str, str] = field(default_factory=dict)
     # Processes whose deciding thread reads an empty pipe (kernel_objects.py): key -> (the
     # thread, the probe's `pipe_reads` entry: the pipe and the pids holding its write end).
     pipe_reads: dict[str, tuple[Thread, dict[str, Any]]] = field(default_factory=dict)

@@ -9,6 +9,7 @@ from typing import Any
 
 from debug_hang.analyse.crashloop import children_crash_loop
 from debug_hang.analyse.graph.builder import Builder, follows
+from debug_hang.analyse.graph.forks import fork_lost_thread
 from debug_hang.analyse.graph.model import GNode
 from debug_hang.analyse.graph.raycalls import follow_submitted
 from debug_hang.analyse.graph.semlocks import at_semlock_acquire
@@ -116,10 +117,12 @@ def _edges_children(b: Builder, key: str, proc: Process) -> None:
                     "no other thread of the child runs job code, so no thread of the child holds that lock: "
                     "it was held in the parent when the child was forked (fork copies a lock's state, "
                     "not the thread that would release it)")
-        # A child whose own wait is read already names why it does not exit: an exit's join, or an
+        child.evidence.extend(line for line in fork_lost_thread(b, key, child_key) if line not in child.evidence)
+        # A child whose own wait is read already names why it does not exit: an exit's join, an
         # open() of a FIFO the kernel holds until a partner opens the other end (follow_fifo_opens
-        # decides it after the edges: the partner may be this very parent).
-        if child.pattern not in ("exit-join-blocked", "fifo-open-wait"):
+        # decides it after the edges: the partner may be this very parent), or a file lock the
+        # kernel lists it waiting for (followed to the holder, who may be this very parent).
+        if child.pattern not in ("exit-join-blocked", "fifo-open-wait", "file-lock-wait"):
             child.pattern = "child-process-hang"  # the chain ends in a child that does not exit
         pipes = info.get("std_pipes") or {}
         read, write = _parent_reads(pipes), _parent_writes(pipes)

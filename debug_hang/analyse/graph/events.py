@@ -8,7 +8,7 @@ from debug_hang.analyse.graph.builder import Builder, graph_pass
 from debug_hang.analyse.graph.inprocess import is_event_loop, loop_poll_timeout_ms, loop_timer, name_of, owners, runs, timer_due
 from debug_hang.analyse.graph.model import QUEUED_STATES, WaitGraph
 from debug_hang.analyse.graph.raycalls import reads_stream
-from debug_hang.analyse.graph.setters import follow_async_setters
+from debug_hang.analyse.graph.setters import follow_async_setters, free_parties, set_from_thread
 from debug_hang.analyse.graph.threads import (
     cannot_signal,
     deciding_thread,
@@ -21,7 +21,7 @@ from debug_hang.analyse.graph.threads import (
     timed_wait_text,
     timer_release,
 )
-from debug_hang.analyse.patterns import ProcessVerdict
+from debug_hang.analyse.patterns import ProcessVerdict, is_library
 from debug_hang.model import Frame, Thread
 from debug_hang.rows import TaskRow
 from debug_hang.snapshot import DONE_STATES, DRIVER_TASK_PREFIX, POLLING_TASKS
@@ -89,6 +89,10 @@ def _detect_async_await(b: Builder, key: str, verdict: ProcessVerdict) -> None:
             + (" - each of them waits, down its chain, on this actor" if waits_back else ""))
         return
     node.pattern, node.state = "async-await-stuck", "blocked"
+    if (timer or "").startswith("with no timer") and (threaded := set_from_thread(b, key, verdict)):
+        node.evidence.append(f"{doing} RUNNING, its event loop idle" + (f" {timer}" if timer else "")
+                             + f" and no Ray call of it unfinished: {threaded}")
+        return
     node.evidence.append(f"{doing} RUNNING, its event loop idle" + (f" {timer}" if timer else "")
                          + " and no Ray call of it unfinished: it awaits an asyncio object of this actor (Event, Queue, "
                          "Future, Lock) that nothing resolves; no other process of the job has work left that could "
@@ -151,8 +155,12 @@ def _later_callers(b: Builder, key: str) -> list[str]:
 @graph_pass(after=("edges_collectives", "edges_resource_holders", "edges_train_barrier", "mark_stream_pacing"),
             decides=("event-setter-queued", "event-never-set", "generator-backpressure"))
 def detect_event_waits(b: Builder) -> None:
-    """Event/Condition waits that nothing can signal (event-setter-queued, event-never-set)."""
+    """Event/Condition waits that nothing can signal (event-setter-queued, event-never-set), a
+    wait on an Event a FINISHED setting call set elsewhere first (by its timing and source, before
+    the in-process edges, which read two such waiters as able to set each other)."""
     for key, verdict in b.verdicts.items():
+        if _set_reached_another(b, key, verdict):
+            continue
         if key in b.in_process:
             continue  # its threads' waits were followed by identity (inprocess.py)
         if _detect_async_slots_taken(b, key, verdict):
@@ -373,3 +381,90 @@ def _same_line_in_every_sample(b: Builder, key: str, thread: Thread, frame: Fram
     times = [float(t) for t in (b.inp.info.get(node.ref) or {}).get("sampled_at") or [] if isinstance(t, (int, float))]
     span = max(times) - min(times) if len(times) >= 2 else 0.0
     return f"{name_of(thread)} at {wanted.function} line {wanted.line} in all {len(samples)} samples over {span:.1f}s", span
+
+
+def _set_reached_another(b: Builder, key: str, verdict: ProcessVerdict) -> bool:
+    """An actor's threads wait (no timeout) at `self.X.wait()` while a call of a method of its
+    class that sets X on every normal return (read from its source: no branch, loop or early
+    return around the set) FINISHED in the same process after the waiting calls started, and
+    nothing in the class clears or rebinds X. A set Event stays set: had that set reached the
+    object they wait on, their wait would have returned. So `self.X` does not name one object
+    (a property handing out a per-thread Event from threading.local, or a new one per call): the
+    set went to another, and nothing can set theirs - no setter call is running or queued, and
+    no other thread of the process runs job code (event-never-set). True when decided."""
+    node = b.g.nodes[key]
+    if node.kind != "actor" or node.pattern != "event-wait" or b.g.out(key) or not node.class_name:
+        return False
+    waiters: list[tuple[Thread, Frame]] = []
+    for thread, _m in verdict.threads:
+        frame = job_frame(thread)
+        if frame is not None and frame.setters and (frame.facts or {}).get("sets_always"):
+            in_event = any(f.function.endswith("Event.wait") and f.file.endswith("threading.py") for f in thread.frames)
+            if not in_event or timed_wait(thread) is not None or thread.active:
+                return False
+            waiters.append((thread, frame))
+    if not waiters or len({(f.function, f.line) for _t, f in waiters}) != 1:
+        return False
+    if any(t not in [w for w, _f in waiters] for t in other_threads_in_job_code(verdict, waiters[0][0])):
+        return False  # another thread runs job code: it may still set what they wait on
+    frame = waiters[0][1]
+    facts = frame.facts or {}
+    if facts.get("resets"):
+        return False  # cleared or rebound somewhere: a later round sets it again
+    cls = node.class_name
+    setters = {name.rsplit(".", 1)[-1] for name in (e.rpartition(":")[0] for e in frame.setters or []) if
+               name.rpartition(".")[0].rsplit(".", 1)[-1] == cls}
+    sure = [e for e in str(facts.get("sets_always")).split("; ") if e.rpartition(":")[0].rpartition(".")[0].rsplit(".", 1)[-1] == cls]
+    calls = b.index.of_actor(node.actor_id)
+    if any(t.state not in DONE_STATES and _method(t.name) in setters for t in calls):
+        return False  # a setting call is running or queued: its set is still to come
+    methods = {f.function.rsplit(".", 1)[-1] for w, _f in waiters for f in w.frames if not f.native and not is_library(f)}
+    waiting = [t for t in b.running.get(key, []) if _method(t.name) in methods]
+    starts = [t.start_time_ms for t in waiting if t.start_time_ms]
+    if not waiting or len(starts) != len(waiting):
+        return False
+    sure_methods = {e.rpartition(":")[0].rsplit(".", 1)[-1]: e for e in sure}
+    done = [t for t in calls if t.state == "FINISHED" and _method(t.name) in sure_methods and t.end_time_ms
+            and t.end_time_ms > max(starts) and t.worker_pid == node.pid]
+    if not done or free_parties(b, key):
+        return False  # (a process that does not wait on this actor may still call in and change what X names)
+    call = done[0]
+    ended = float(call.end_time_ms or 0)
+    entry = sure_methods[_method(call.name)]
+    expr = next((m.group("recv") for m in [_WAIT_RECV.search(frame.code or "")] if m), "the object")
+    node.pattern, node.state = "event-never-set", "blocked"
+    b.set_elsewhere[key] = str(call.name)
+    where = frame_text(frame)
+    node.evidence.append(
+        f"{len(waiters)} thread(s) wait at {where} with no timeout ({len(waiting)} call(s) of "
+        f"{', '.join(sorted({str(t.name) for t in waiting}))} RUNNING); {call.name} FINISHED in this process "
+        f"{(ended - max(starts)) / 1000:.1f}s after the last of them started, and its source sets "
+        f"`{expr}` on every normal return ({entry}); nothing in {cls} clears or rebinds it")
+    objects = sorted({str((f.facts or {}).get("self")) for w, _f in waiters for f in w.frames
+                      if f.function.endswith("Event.wait") and (f.facts or {}).get("self")})
+    owners = {str((f.facts or {}).get("self")) for _w, f in waiters}
+    if len(objects) > 1 and len(owners) == 1:
+        node.evidence.append(f"the waiting threads wait at the same `{expr}` of the same {owners.pop().split('@')[0]} "
+                             f"on {len(objects)} different objects ({', '.join(objects[:4])}): it names another "
+                             "object in each thread")
+    defined = str(facts.get("defined") or "")
+    node.evidence.append(
+        f"a set Event stays set: had that set reached the object they wait on, their wait would have returned. So "
+        f"`{expr}` does not name one shared object" + (f" ({defined.rpartition(':')[0]} at line "
+                                                       f"{defined.rpartition(':')[2]} computes it)" if defined else "")
+        + " - one per thread (threading.local) or a new one per call: the set went to another, and nothing can set "
+        "theirs (no setting call running or queued, no other thread of the process in job code, every other process "
+        "of the job waits on this one). Keep one Event "
+        "made in __init__ as an instance attribute")
+    if defined and _ENTRY_AT.match(defined):
+        name, _, line = defined.rpartition(":")
+        node.user_frame = Frame(function=name, file=frame.file, line=int(line), code=None)
+    return True
+
+
+_WAIT_RECV = re.compile(r"(?P<recv>[\w.]+)\.wait\(")
+_ENTRY_AT = re.compile(r"^[\w.<>]+:\d+$")
+
+
+def _method(name: str | None) -> str:
+    return str(name or "").rsplit(".", 1)[-1]

@@ -25,7 +25,7 @@ def detect_lock_waits(b: Builder) -> None:
     for key, verdict in b.verdicts.items():
         if b.g.nodes[key].pattern == "import-lock-deadlock":
             continue  # decided by its import lock (imports.py)
-        if _detect_lock_cycle(b, key) or _detect_known_holder(b.g.nodes[key], verdict):
+        if _detect_file_lock_self(b, key) or _detect_lock_cycle(b, key) or _detect_known_holder(b.g.nodes[key], verdict):
             continue
         _detect_lock_order(b.g.nodes[key], verdict)
         _detect_lock_self(b.g.nodes[key], verdict)
@@ -195,6 +195,80 @@ def _detect_lock_self(node: GNode, verdict: ProcessVerdict) -> None:
         node.evidence.append(f"called from {frame_text(caller)}: check whether that frame already holds the lock")
 
 
+# File locks that belong to an open file description, not to a process (/proc/locks types):
+# a second open() of the file in the same process makes a second description, whose lock request
+# conflicts with the first (flock(2), F_OFD_SETLKW). A POSIX lock (fcntl F_SETLKW, lockf) is the
+# process's own: taking it again never blocks on itself.
+_PER_OPEN_FILE = ("FLOCK", "OFDLCK")
+_CONTEXTLIB = re.compile(r"(^|/)contextlib\.py$")
+
+
+def self_held_file_locks(b: Builder, key: str) -> list[dict[str, Any]]:
+    """The file locks the process waits for whose only holder /proc/locks names is itself, of a
+    kind that belongs to an open file description (flock, OFD)."""
+    pid = b.verdicts[key].process.pid
+    return [lock for lock in _info(b, key).get("file_locks") or []
+            if lock.get("waiting") and lock.get("type") in _PER_OPEN_FILE
+            and [h.get("pid") for h in lock.get("holders") or []] == [pid]]
+
+
+def _detect_file_lock_self(b: Builder, key: str) -> bool:
+    """A thread asleep taking a flock (or OFD lock) that /proc/locks says its own process holds,
+    through another open file description: with no other thread of the process in job code (one
+    that could unlock or close the holding descriptor) and no child of it alive (a forked child
+    shares an inherited description and could unlock it), nobody can release it: the thread took
+    the lock itself further up its stack and now takes it again through a second open() of the
+    file (lock-self-deadlock). The deciding line is the inner take: the flock call, or the `with`
+    line of its caller when the flock is inside a context-manager helper."""
+    locks = self_held_file_locks(b, key)
+    if not locks:
+        return False
+    verdict, node = b.verdicts[key], b.g.nodes[key]
+    tid, frame = _file_lock_thread(verdict, _info(b, key))
+    waiter = next((t for t, _m in verdict.threads if tid and str(t.os_thread_id) == tid.split()[0]), None) \
+        or deciding_thread(verdict)
+    lock = locks[0]
+    what = f"the {lock.get('type')} {lock.get('access')} lock on {_lock_path(lock)} (inode {lock.get('dev')}:{lock.get('inode')})"
+    others = other_threads_in_job_code(verdict, waiter)
+    children = [pid for (node_id, pid), info in b.inp.info.items()
+                if info.get("child_of") == verdict.process.pid and node_id == verdict.process.node_id
+                and (info.get("run_state") or ["?"])[-1] is not None]
+    if waiter is None or frame is None or others or children:
+        who = (f"thread {others[0].name or others[0].os_thread_id} of it runs job code" if others
+               else f"its child pid {children[0]} may share the holding descriptor" if children else "")
+        node.evidence.append(f"waits for {what}, which this same process holds through another descriptor (/proc/locks)"
+                             + (f"; {who} and may release it" if who else ""))
+        return False
+    caller = _helper_caller(waiter, frame)
+    node.pattern, node.state = "lock-self-deadlock", "blocked"
+    node.frame, node.user_frame = frame, caller or frame
+    node.evidence.append(
+        f"waits for a file lock its own process holds: /proc/locks names pid {verdict.process.pid}, this very process, as "
+        f"the holder of {what}, which thread {tid or waiter.name or waiter.os_thread_id} sleeps taking at "
+        f"{frame_text(caller or frame)}, through another open file description")
+    node.evidence.append(
+        f"a {lock.get('type')} lock belongs to the open file, not the process: a second open() of the file and a new lock "
+        "request conflict with the first, and flock reports no deadlock (no EDEADLK). No other thread of this process runs "
+        "job code and no child of it is alive: nobody but this thread can unlock or close the holding descriptor - it took "
+        "the lock itself further up its stack" + (f" and takes it again at {frame_text(caller)}, through its lock helper "
+                                                 f"{frame.function}, which opens the file anew" if caller else ""))
+    return True
+
+
+def _helper_caller(thread: Thread, frame: Frame) -> Frame | None:
+    """The job frame that entered the context-manager helper `frame` is in (`with helper(...)`,
+    contextlib's __enter__ between them), or None when the lock is taken in the frame itself."""
+    frames = [f for f in thread.frames if not f.native]
+    at = next((i for i, f in enumerate(frames) if f is frame), None)
+    if at is None:
+        return None
+    above = frames[at + 1:]
+    caller = next((i for i, f in enumerate(above) if not is_library(f)), None)
+    if caller is None or not any(_CONTEXTLIB.search(f.file) for f in above[:caller]):
+        return None
+    return above[caller]
+
+
 @graph_pass(after=("detect_lock_waits",), decides=("file-lock-wait",))
 def detect_file_lock_waits(b: Builder) -> None:
     """Processes that /proc/locks lists as waiting (`->`) for a file lock: the kernel says what
@@ -206,6 +280,8 @@ def detect_file_lock_waits(b: Builder) -> None:
         if not waits:
             continue
         node = b.g.nodes[key]
+        if node.pattern == "lock-self-deadlock" and len(self_held_file_locks(b, key)) == len(waits):
+            continue  # its own lock, taken again through another descriptor (_detect_file_lock_self)
         tid, frame = _file_lock_thread(verdict, _info(b, key))
         if _leads_nowhere(node) or (verdict.main is not None and frame in (verdict.main.user_frame, verdict.main.frame)):
             node.pattern, node.state = "file-lock-wait", "blocked"

@@ -58,6 +58,7 @@ class GNode:
     user_frame: Frame | None = None  # the innermost frame of the job's own code on that stack
     lock_wait: Frame | None = None  # another thread of the process waiting at a lock line
     demand: dict[str, float] = field(default_factory=dict)  # what a pending request asks for
+    listening: str = ""  # an accept's listening socket, as the probe read it ("port 46769")
     release: str = ""  # a wait whose release is scheduled (a threading.Timer, an event loop's timer): how
 
     @property
@@ -88,6 +89,8 @@ class WaitGraph:
     edges: list[Edge] = field(default_factory=list)
     # by actor_id / task_id; a process with neither (the driver) by its node key
     crash_loops: dict[str, CrashLoop] = field(default_factory=dict)
+    # actor node key -> why calls to it wait behind its constructor (its __init__ runs; processes.py)
+    constructing: dict[str, str] = field(default_factory=dict)
     _out: dict[str, list[Edge]] = field(default_factory=dict, repr=False)
     _in: dict[str, list[Edge]] = field(default_factory=dict, repr=False)
     _pair: dict[tuple[str, str], Edge] = field(default_factory=dict, repr=False)  # (src, dst) -> its edge

@@ -282,3 +282,27 @@ def note_queued_calls(b: Builder) -> None:
             continue
         busy_with = ", ".join(t.name or "?" for t in b.running.get(key, [])) or "another call"
         b.g.nodes[key].evidence.append(f"call {task.name} queued (actor-call-queued) behind {busy_with}")
+
+
+@graph_pass(after=("note_queued_calls",))
+def note_constructors(b: Builder) -> None:
+    """Actors whose constructor runs in the dumped process (their creation task RUNNING there)
+    while calls to them wait: an actor runs no method before its __init__ returns, so those calls
+    are queued behind the constructor, whatever the constructor waits for (rootcause.py: in a
+    cycle, that wait is where the fix goes)."""
+    for task in b.tasks:
+        if task.type != "ACTOR_CREATION_TASK" or task.state != "RUNNING" or not task.actor_id:
+            continue
+        key = b.actor_node.get(task.actor_id)
+        node = b.g.nodes.get(key) if key else None
+        if node is None or (node.pid and task.worker_pid and node.pid != task.worker_pid):
+            continue
+        queued = [t for t in b.index.of_actor(task.actor_id)
+                  if t.type == "ACTOR_TASK" and t.state not in DONE_STATES and t.state != "RUNNING"]
+        if not queued:
+            continue
+        calls = ", ".join(sorted({f"{t.name} ({t.state})" for t in queued})[:3])
+        text = (f"its constructor {task.name} is still running (creation task RUNNING), and calls to it wait "
+                f"behind it: {calls}; an actor runs no method before its __init__ returns")
+        b.g.constructing[node.key] = text
+        node.evidence.append(text)

@@ -191,6 +191,9 @@ def node_for_task(b: Builder, task: TaskRow) -> str | None:
         # A call to an actor, or its creation: the actor (its process, or the pending actor).
         return b.actor_node.get(task.actor_id)
     loop = b.task_loops.get(str(task.task_id))
+    live = past_its_retry(b, task) if loop is not None else None
+    if live is not None:
+        return live
     if loop is not None:
         # A task retried after each death: the loop is what the caller waits on, wherever the
         # current attempt is (pending, or running on a fresh worker).
@@ -212,6 +215,28 @@ def node_for_task(b: Builder, task: TaskRow) -> str | None:
                              requester=str(task.func_or_class_name or task.name), since_ms=task.creation_time_ms,
                              selector=task.label_selector)
     return None
+
+
+def past_its_retry(b: Builder, task: TaskRow) -> str | None:
+    """The process of a task retried once after a death (a crash loop not confirmed) whose current
+    attempt is RUNNING there, in the task's own frames: the retry is past its restart, and what it
+    waits on is read from its stack, not "being retried". None: pending, not dumped, or idle."""
+    loop = b.g.crash_loops.get(str(task.task_id))
+    if loop is None or loop.confirmed or task.state != "RUNNING" or not task.worker_pid:
+        return None
+    key = b.by_pid.get(ProcessRef(task.node_id, int(task.worker_pid)))
+    node = b.g.nodes.get(key) if key else None
+    verdict = b.verdicts.get(key) if key else None
+    if node is None or verdict is None or node.task_id != task.task_id or node.state not in ("blocked", "busy"):
+        return None
+    main = verdict.main
+    if main is None or main.user_frame is None:
+        return None  # not seen in the task's own code
+    text = loop.text()
+    if text not in node.evidence:
+        node.evidence.append(f"{text}; attempt {task.attempt_number} runs in this process, at "
+                             f"{frame_text(main.user_frame)}: past its restart")
+    return key
 
 
 def edges_from_parents(b: Builder, key: str, parents: set[str], skip: set[str] | None = None,

@@ -9,7 +9,12 @@ The same holds for an async actor whose RUNNING call shows no frame (a coroutine
 `await` is invisible to a stack dump): the probe read that method of its class on the node
 (`Process.awaiting`: the `self.X` it awaits, the methods that set X), and a process waiting on
 the actor whose frame calls such a method after its current line closes the same cycle
-(follow_async_setters, called by the async-await pass before it names the actor)."""
+(follow_async_setters, called by the async-await pass before it names the actor).
+
+When the only setters of what the async call awaits run on a thread of the class (threading.Thread,
+an executor) that no thread runs any more, and the loop sleeps with no timer, the set was made from
+another thread without loop.call_soon_threadsafe: its wake-up never woke the loop (set_from_thread,
+called by the same pass to name that call)."""
 
 from __future__ import annotations
 
@@ -87,8 +92,9 @@ def follow_event_setters(b: Builder) -> None:
     for key, verdict in b.verdicts.items():
         node = b.g.nodes[key]
         frame = verdict.main.user_frame if verdict.main is not None else None
-        if node.pattern != "event-never-set" or node.kind != "actor" or frame is None or b.g.out(key):
-            continue
+        if node.pattern != "event-never-set" or node.kind != "actor" or frame is None or b.g.out(key) \
+                or key in b.set_elsewhere:
+            continue  # (a setting call that FINISHED set another object: no later call sets this one)
         methods = _setter_methods(node, frame)
         if not methods:
             continue
@@ -134,6 +140,12 @@ def _parties(b: Builder) -> list[GNode]:
     """The job's live processes that could call in, the driver first."""
     out = [n for k, n in b.g.nodes.items() if n.kind in _PARTIES and n.state in _LIVE_STATES and k in b.verdicts]
     return sorted(out, key=lambda n: (n.kind != "driver", n.key))
+
+
+def free_parties(b: Builder, key: str) -> list[GNode]:
+    """The job's live processes (but `key`) that do not wait on `key`, down their chain: those
+    that could still call in (the first MAX_NAMED)."""
+    return _not_waiting(b, key, _parties(b))
 
 
 def _not_waiting(b: Builder, key: str, parties: list[GNode]) -> list[GNode]:
@@ -193,3 +205,43 @@ def follow_async_setters(b: Builder, key: str, verdict: ProcessVerdict, doing: s
 def _tail(name: str) -> str:
     """`Class.method` of a qualified name or task name (`Outer.Store.vocab` -> `Store.vocab`)."""
     return ".".join(name.split(".")[-2:])
+
+
+_THREADED = re.compile(r"^(?P<where>[\w.<>]+):(?P<line>\d+) (?P<call>.+) via (?P<how>[\w.]+):(?P<at>\d+)$")
+
+
+def set_from_thread(b: Builder, key: str, verdict: ProcessVerdict) -> str:
+    """An async actor whose RUNNING call awaits a `self.X` of its class (`Process.awaiting`) that
+    only a function run on a thread of the class (threading.Thread, an executor, to_thread) sets,
+    while that function runs on no thread in any sample (it ended) and the loop sleeps with no
+    timer: asyncio objects are not thread-safe - a set()/set_result()/put_nowait() from another
+    thread queues the waiters' wake-up with call_soon without waking the loop's selector, so the
+    await never resumes. The culprit frame becomes that call; returns the evidence ("" when not so)."""
+    facts = verdict.process.awaiting
+    if not isinstance(facts, dict):
+        return ""
+    running = {_tail(str(t.name)) for t in b.running.get(key, [])}
+    if _tail(str(facts.get("method", ""))) not in running:
+        return ""
+    found = [m for m in (_THREADED.match(str(x)) for x in facts.get("threads") or []) if m]
+    if not found or len(found) != len(facts.get("setters") or []):
+        return ""  # another setter runs on the loop itself: it may still come
+    node = b.g.nodes[key]
+    samples = b.inp.samples.get(node.ref) or [verdict.process]
+    live = {f.function.rsplit(".", 1)[-1] for proc in samples for t in proc.threads for f in t.frames if not f.native}
+    if any(m.group("where").rsplit(".", 1)[-1] in live for m in found):
+        return ""  # the setter still runs: its set is still to come
+    first = found[0]
+    short = str(facts.get("file", "")).rsplit("/", 1)[-1]
+    node.user_frame = Frame(function=first.group("where"), file=str(facts.get("file") or ""),
+                            line=int(first.group("line")), code=first.group("call"))
+    sets = ", ".join(f"`{m.group('call')}` in {m.group('where')} ({short}:{m.group('line')}, run by "
+                     f"{m.group('how')} at line {m.group('at')})" for m in found)
+    awaits = ", ".join(str(x) for x in facts.get("awaits") or [])
+    return (f"it awaits {awaits} ({short}:{facts.get('line')}), resolved only by {sets}: a function run on another "
+            "thread, which no thread of the process runs now (it ended, in every sample). An asyncio object is not "
+            "thread-safe: resolved from another thread without loop.call_soon_threadsafe, it queues the waiters' "
+            "wake-up with call_soon but does not wake the loop, which sleeps in its selector with no timer - the "
+            "await never resumes, even once the object is set. Fix: "
+            f"`loop.call_soon_threadsafe({first.group('call').removesuffix('()')})` with the loop read in an async "
+            "method (asyncio.get_running_loop()), or a threading.Event awaited with asyncio.to_thread")

@@ -9,12 +9,34 @@ import re
 from typing import Any
 
 from debug_hang.analyse.graph.builder import Builder, follows
+from debug_hang.analyse.graph.model import GNode
 from debug_hang.model import ProcessRef
 from debug_hang.snapshot import DRIVER_TASK_PREFIX
+from debug_hang.untrusted import strip_controls
 
 # A socket *read* (a reply awaited from the other end); accept/connect/sendall and file locks
 # wait for no one process at the end of an established connection.
 _READ = re.compile(r"\b(recv\w*|readinto|read|_read_status|begin|getresponse|readline)\b")
+# A wait for a connection on a listening socket: socket.accept (or its C `_accept`), a job line
+# calling `.accept()` (multiprocessing's Listener.accept, a raw socket's: the C call shows no frame).
+_ACCEPT_FN = re.compile(r"(^|\.)_?accept$")
+_ACCEPT_CALL = re.compile(r"\.accept\(\s*\)")
+
+
+def accept_wait(node: GNode) -> bool:
+    """True when the node's deciding wait is an accept on a listening socket: there is no peer
+    yet, so nothing to follow — any process that knows the address may connect."""
+    if node.pattern != "io-wait":
+        return False
+    frames = [f for f in (node.frame, node.user_frame) if f is not None]
+    return any(_ACCEPT_FN.search(f.function) and re.search(r"(^|/)(socket|multiprocessing/connection)\.py$", f.file)
+               for f in frames) or any(_ACCEPT_CALL.search(f.code or "") for f in frames)
+
+
+def listening_port(node: GNode) -> str:
+    """The address an accept waits on, as the probe read it from the call's descriptor
+    (`accepting`: "port 46769", "unix socket /tmp/x.sock"); "" when not read."""
+    return node.listening
 
 
 def ray_linked(b: Builder, keys: list[str]) -> set[ProcessRef]:
@@ -47,6 +69,9 @@ def follow_socket_peer(b: Builder, key: str) -> None:
     process is named in the evidence only (its stack was not read)."""
     g = b.g
     node = g.nodes[key]
+    if accept_wait(node):
+        _note_accept(b, node)
+        return
     if not any(f is not None and _READ.search(f"{f.function} {f.code or ''}") for f in (node.frame, node.user_frame)):
         return
     linked = ray_linked(b, [key])
@@ -66,3 +91,16 @@ def follow_socket_peer(b: Builder, key: str) -> None:
         return
     g.add_edge(key, dst, "io-wait", f"reads a TCP connection whose other end is {g.nodes[dst].name} (pid {peer['pid']}), "
                "its only peer on the node that no Ray call links to it")
+
+
+def _note_accept(b: Builder, node: GNode) -> None:
+    """An accept has no peer to follow: what it listens on (the probe's `accepting`, read from
+    the call's descriptor), and that any process may be the client (the verdict weighs who could)."""
+    found = b.inp.info.get(node.ref, {}).get("accepting") or {}
+    socks = [s for s in found.values() if isinstance(s, dict)] if isinstance(found, dict) else []
+    ports = sorted({f"port {s['port']}" for s in socks if isinstance(s.get("port"), int)}
+                   | {f"unix socket {strip_controls(str(s['path']), newlines=False)[:120]}" for s in socks if s.get("path")})
+    node.listening = ", ".join(ports[:2])
+    on = f" on {node.listening}" if node.listening else ""
+    node.evidence.append(f"waits for a connection{on} (an accept on a listening socket, /proc): no peer yet to "
+                         "follow — any live process that knows the address, of the job or outside it, may connect")
