@@ -61,6 +61,10 @@ def describe(resources: dict[str, float], amount: Callable[[str, float], str] | 
     show = amount or amount_text
     plain: dict[str, float] = {}
     where: set[tuple[str | None, str]] = set()
+    # A request pinned to bundle i names each resource twice, CPU_group_i_<id> and the group's
+    # wildcard CPU_group_<id>, for the same amount: counted once, as the bundle's.
+    indexed = {(name[: m.start()], m.group(2)) for name in resources
+               if (m := GROUP_RESOURCE.search(name)) is not None and m.group(1) is not None}
     for name, value in resources.items():
         match = GROUP_RESOURCE.search(name)
         if match is None:
@@ -68,6 +72,8 @@ def describe(resources: dict[str, float], amount: Callable[[str, float], str] | 
             continue
         where.add((match.group(1), match.group(2)))
         base = name[: match.start()]
+        if match.group(1) is None and (base, match.group(2)) in indexed:
+            continue
         if base != "bundle":
             plain[base] = plain.get(base, 0.0) + value
     text = "{" + ", ".join(f"{k}: {show(k, v)}" for k, v in sorted(plain.items())) + "}"
@@ -269,4 +275,58 @@ def claims(actors: list[ActorRow], tasks: list[TaskRow], groups: list[PlacementG
             out.append(Claim(kind="placement_group", id=pg.placement_group_id,
                              name=f"placement group {pg.name or pg.placement_group_id[:12]}", node_id=node,
                              held=positive(held), job_id=pg.creator_job_id, pool=None, since_ms=created))
+    return out
+
+
+@dataclass(frozen=True)
+class Pin:
+    """A request pinned to one bundle of a group (placement_group_bundle_index=index): what it
+    asks of that bundle, by plain resource name."""
+
+    group: str
+    index: int
+    need: dict[str, float]  # {"CPU": 1.0}: the bundle's own resources, wildcard and bundle_* left out
+
+
+def pin_of(request: dict[str, float]) -> Pin | None:
+    """The bundle a request is pinned to: its names carry one bundle index (CPU_group_<i>_<id>);
+    None for a request to any bundle (CPU_group_<id> only) or to the cluster."""
+    found: set[tuple[int, str]] = set()
+    need: dict[str, float] = {}
+    for name, value in request.items():
+        match = GROUP_RESOURCE.search(name)
+        if match is None or match.group(1) is None or float(value) <= EPS:
+            continue
+        found.add((int(match.group(1)), match.group(2)))
+        base = name[: match.start()]
+        if base != "bundle":
+            need[base] = need.get(base, 0.0) + float(value)
+    if len(found) != 1 or not need:
+        return None
+    index, gid = found.pop()
+    return Pin(group=gid, index=index, need=need)
+
+
+def bundles_with_room(pin: Pin, pg: PlacementGroupRow, cap: Capacity, held: list[Claim]) -> list[tuple[int, dict[str, float]]]:
+    """The other bundles of the pin's (CREATED) group that have room for its request now, each with
+    what it has free: the bundle's size less what the claims pinned to it hold, within what the
+    group as a whole has left (a member placed by the wildcard takes from some bundle the State API
+    does not name), and no more than the load report's CPU_group_<j>_<id> free, when it has one
+    (either reading may lag the other: the smaller counts)."""
+    gid = pg.placement_group_id
+    out: list[tuple[int, dict[str, float]]] = []
+    members = [c for c in held if c.pool == gid]
+    for j, bundle in enumerate(pg.bundles):
+        if j == pin.index or any(bundle.get(r, 0.0) + EPS < v for r, v in pin.need.items()):
+            continue
+        room: dict[str, float] = {}
+        for r in pin.need:
+            mine = sum(v for c in members for k, v in c.held.items() if norm(k) == norm(f"{r}_group_{j}_{gid}"))
+            anyone = sum(v for c in members for k, v in c.held.items() if norm(k) == norm(f"{r}_group_{gid}"))
+            room[r] = max(0.0, min(bundle.get(r, 0.0) - mine, sum(b.get(r, 0.0) for b in pg.bundles) - anyone))
+            if cap.free is not None and cap.used:
+                reported = max((free.get(norm(f"{r}_group_{j}_{gid}"), 0.0) for free in cap.free.values()), default=0.0)
+                room[r] = min(room[r], reported)
+        if all(room[r] + EPS >= v for r, v in pin.need.items()):
+            out.append((j, room))
     return out

@@ -70,6 +70,7 @@ PatternId = Literal[
     "idle-no-work",
     "placement-group-leaked",
     "idle-actor-holds-resources",
+    "placement-group-bundle-pinned",
     "file-lock-wait",
     "file-lock-deadlock",
     "file-lock-held",

@@ -449,7 +449,10 @@ def _state_fact(diag: Diagnosis, culprit: GNode, done: FinishedCall | None, fail
     by_state = {"busy": f"it runs{where}" + (f" at {cpu:.0f}% CPU" if cpu is not None else "") + what,
                 "blocked": f"it is blocked{where}{what}", "idle": f"it runs nothing{what}", "dead": f"it is dead{what}",
                 "pending": f"it cannot be placed{what}", "restarting": f"it restarts{what}",
-                "infeasible": "no node can hold it", "starved": "it waits for resources its waiters hold",
+                "infeasible": "no node can hold it",
+                # a starved request decided by a rule of its own (a pin to a full bundle) says that rule
+                "starved": (f"it cannot be placed{what}" if culprit.pattern not in (None, "resource-starvation")
+                            else "it waits for resources its waiters hold"),
                 "unknown": "its stack was not read"}
     return by_state.get(culprit.state, f"it is {culprit.state}")
 

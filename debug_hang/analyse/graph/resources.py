@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from debug_hang.analyse.capacity import Capacity, Claim, claims, describe, fits, group_fits, group_of, norm
+from debug_hang.analyse.capacity import Capacity, Claim, bundles_with_room, claims, describe, fits, group_fits, group_of, norm, pin_of
 from debug_hang.analyse.graph.builder import Builder, follows, graph_pass
 from debug_hang.analyse.graph.model import GNode, NodeKind, NodeState, WaitGraph
 from debug_hang.analyse.holders import Holder, idle_actors, leaked_placement_groups, live_creators, status_reserved_line
@@ -201,7 +201,8 @@ def _edge_to_pending_group(b: Builder, key: str, actor: ActorRow, creation: Task
     return True
 
 
-@graph_pass(after=("classify_demands",), decides=("placement-group-leaked", "idle-actor-holds-resources", "data-pool-holds-resources"))
+@graph_pass(after=("classify_demands",), decides=("placement-group-leaked", "idle-actor-holds-resources", "data-pool-holds-resources",
+                                                       "placement-group-bundle-pinned"))
 def edges_resource_holders(b: Builder) -> None:
     """Every unmet demand has holders. A feasible request that waits for lack of room (a starved
     task or actor, a PENDING group, an actor to restart, work scheduled into a full group) waits
@@ -310,6 +311,8 @@ def _follow_holders(b: Builder, key: str, held: list[Claim], never: dict[str, Ho
     wanted = {r for r in need if r != "object_store_memory" and need[r] > 0}
     pool = group_of(need) if pg is None else None
     mine = [c for c in held if c.pool == pool and c.holds_any(wanted) and not (pg and c.id == pg.placement_group_id)]
+    if pg is None and _pinned_to_a_full_bundle(b, key, need, held, mine, never, reserved, creators):
+        return
     holders: dict[str, _Held] = {}
     for claim in mine:
         if claim.id in holders:
@@ -366,6 +369,58 @@ def _follow_holders(b: Builder, key: str, held: list[Claim], never: dict[str, Ho
                        f"{target.name} holds {amounts} and nothing uses it{note}")
 
 
+def _pinned_to_a_full_bundle(b: Builder, key: str, need: dict[str, float], held: list[Claim], mine: list[Claim],
+                             never: dict[str, Holder], reserved: str | None,
+                             creators: dict[str, list[tuple[str, TaskRow]]]) -> bool:
+    """A request pinned to bundle i of a CREATED group (placement_group_bundle_index=i: it names
+    CPU_group_<i>_<id>) whose holders there never free it, while another bundle j of the group has
+    room for it now: the scheduler never moves a pinned request, so the pin is the cause, not the
+    holders (named, not followed). A bundle whose holder may still finish (a task that returns) is
+    a wait on it, and a group with no bundle free is the holders' doing: both left to the rest."""
+    pin = pin_of(need)
+    if pin is None:
+        return False
+    pg = next((p for p in b.inp.placement_groups if p.placement_group_id == pin.group and p.state == "CREATED"), None)
+    if pg is None or pin.index >= len(pg.bundles):
+        return False
+    cap = capacity_of(b)
+    spare = bundles_with_room(pin, pg, cap, held)
+    if not spare:
+        return False
+    found: dict[str, _Held] = {}
+    for claim in mine:
+        if claim.id in found:
+            found[claim.id].claims.append(claim)
+        else:
+            found[claim.id] = _resolve(b, claim, key, never, reserved, creators, mark=False)
+    maybe = [c for h in found.values() if h.frees for c in h.claims] + cap.unlisted([c for c in held if c.pool == pin.group], need)
+    if fits(need, cap.room_after(maybe)):
+        return False  # its bundle frees once a holder that may finish does: it waits on them
+    node = b.g.nodes[key]
+    node.pattern = "placement-group-bundle-pinned"
+    wanted = set(need)
+    holders = "; ".join(h.text(wanted) for h in sorted(found.values(), key=lambda h: h.claims[0].name)[:6])
+    group = f"placement group {pg.name or pg.placement_group_id[:12]}"
+    free = "; ".join(f"bundle {j} has {describe(room)} free" for j, room in spare[:4])
+    node.evidence.append(
+        f"pinned to bundle {pin.index} of {group} (placement_group_bundle_index={pin.index}: it asks for "
+        f"{describe(pin.need)} of that bundle alone; the group has {len(pg.bundles)} bundle(s), bundle {pin.index} "
+        f"is {describe(pg.bundles[pin.index])})")
+    node.evidence.append(f"bundle {pin.index} is full and never frees: held by {holders or 'holders the listing does not name'}")
+    node.evidence.append(f"{free} now: a pinned bundle index is a hard constraint (the scheduler never places it in "
+                         "another bundle); the pin keeps it waiting, not the holder")
+    for name in _pinned_requesters(b, key):
+        note = f"{name}: created with placement_group_bundle_index={pin.index} (its scheduling_strategy)"
+        if note not in node.evidence:
+            node.evidence.append(note)
+    return True
+
+
+def _pinned_requesters(b: Builder, key: str) -> list[str]:
+    """The pending actors and tasks that asked for a demand node's resources (its `requested by` lines)."""
+    return [e[len("requested by "):] for e in b.g.nodes[key].evidence if e.startswith("requested by ")]
+
+
 def _fits_without_the_stuck(b: Builder, pg: PlacementGroupRow | None, need: dict[str, float], maybe: list[Claim],
                             holders: dict[str, _Held]) -> bool:
     """Whether the request would get room once, besides the holders that may finish, those that
@@ -393,8 +448,9 @@ def _reaches(b: Builder, src: str, dst: str, budget: int = 5000) -> bool:
 
 
 def _resolve(b: Builder, claim: Claim, demand: str, never: dict[str, Holder], reserved: str | None,
-             creators: dict[str, list[tuple[str, TaskRow]]]) -> _Held:
-    """A holder's graph node and whether it can ever free what it holds."""
+             creators: dict[str, list[tuple[str, TaskRow]]], mark: bool = True) -> _Held:
+    """A holder's graph node and whether it can ever free what it holds (`mark`: an idle or
+    leaked holder is marked as the culprit it is; without, only read)."""
     g = b.g
     if claim.kind == "placement_group" and claim.id in creators:
         return _group_held_by_creator(b, claim, demand, creators[claim.id])
@@ -409,7 +465,7 @@ def _resolve(b: Builder, claim: Claim, demand: str, never: dict[str, Holder], re
     if key is not None and _reaches(b, key, demand):
         return _Held([claim], key, False, f"{g.nodes[key].state}, waiting for this very request", cyclic=True)
     if claim.id in never and (key is None or g.nodes[key].state == "idle"):
-        return _Held([claim], _holder_node(b, never[claim.id], reserved), False,
+        return _Held([claim], _holder_node(b, never[claim.id], reserved) if mark else key, False,
                      "nothing uses it" if claim.kind == "placement_group" else "idle")
     if key is not None and g.nodes[key].state in ("blocked", "busy", "unknown"):
         node = g.nodes[key]
