@@ -34,6 +34,7 @@ CASES = {  # capture: a phrase of the fix its cause must print (not its pattern'
     "lease_held_by_prior_attempt": "TTL or heartbeat",
     "flock_taken_twice_same_process": "file lock taken twice",
     "dataloader_fork_workers_ray_get": "Make Ray calls in the parent",
+    "sqlite_second_connection_same_thread": "the helper the caller's connection",
 }
 
 

@@ -23,6 +23,7 @@ CHOSEN: dict[str, tuple[PatternId, str]] = {
     "lease_held_by_dead_owner": ("poll-never-satisfied", "TTL or heartbeat"),
     "ray_in_fork_child": ("child-process-hang", "Make Ray calls in the parent"),
     "file_lock_taken_twice": ("lock-self-deadlock", "file lock taken twice"),
+    "db_second_connection": ("lock-self-deadlock", "second connection"),
     "file_lock_held_for_child": ("file-lock-deadlock", "For a child that takes the lock its parent holds"),
     "pipe_stdin_written_first": ("pipe-full-deadlock", "proc.communicate(data)"),
     "mp_queue_joined_before_get": ("pipe-full-deadlock", "get() everything it puts"),

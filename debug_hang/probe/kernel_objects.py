@@ -189,15 +189,26 @@ def _fd_facts(pid: int, fd: str) -> tuple[int | None, str | None]:
     return (int(inode) if inode.isdigit() else None), (mnt or None)
 
 
+# SQLite's unix write-lock bytes (sqlite3 os_unix.c: PENDING at 0x40000000, RESERVED after it, then
+# the SHARED range an EXCLUSIVE lock takes whole): "start end" as /proc/locks prints a range.
+_SQLITE_WRITE_RANGES = frozenset({f"{0x40000000} {0x40000000}", f"{0x40000001} {0x40000001}",
+                                  f"{0x40000002} {0x40000002 + 509}"})
+
+
 def locks_held_by_others(pid: int, rows: list[dict[str, Any]], max_fds: int = MAX_FDS) -> list[dict[str, Any]]:
     """The files `pid` has open on which other live processes hold POSIX or OFD locks (/proc/locks
     `rows`, file_locks.read_locks): [{"path", "dev", "inode", "holders": [{"pid", "title", "locks":
     [{"type", "access", "range"}]}]}]. What a thread retrying a lock in C (SQLite's busy handler)
-    waits for: the kernel lists no waiter, the holder only."""
+    waits for: the kernel lists no waiter, the holder only. SQLite's write locks held by `pid`
+    itself are kept too: POSIX locks belong to the process, so a second connection of the same
+    process that wants to write is refused by SQLite's own bookkeeping, not by the kernel, and
+    its busy handler retries a lock its own process holds."""
     held: dict[tuple[int, int, int], list[dict[str, Any]]] = {}
     for row in rows:
         dev = _lock_dev(row["dev"])
-        if not row["waiting"] and row["pid"] != pid and row["type"] in ("POSIX", "OFDLCK") and dev is not None:
+        mine = row["pid"] == pid and row["type"] == "POSIX" and row["access"] == "WRITE" \
+            and row["range"] in _SQLITE_WRITE_RANGES
+        if not row["waiting"] and (row["pid"] != pid or mine) and row["type"] in ("POSIX", "OFDLCK") and dev is not None:
             held.setdefault((*dev, row["inode"]), []).append(row)
     if not held:
         return []

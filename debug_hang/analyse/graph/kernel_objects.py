@@ -94,7 +94,12 @@ def _read_pipe_read(b: Builder, key: str, verdict: ProcessVerdict, info: dict[st
 
 def _read_lock_poll(b: Builder, key: str, verdict: ProcessVerdict, info: dict[str, Any]) -> None:
     node = b.g.nodes[key]
+    if node.pattern == "lock-self-deadlock":
+        return  # decided by its own lock (locks._detect_db_lock_self)
+    own = verdict.process.pid
     for poll in (p for p in info.get("lock_polls") or [] if isinstance(p, dict)):
+        if [h.get("pid") for h in poll.get("holders") or [] if isinstance(h, dict)] == [own]:
+            continue  # held by this process alone, and not decided a self-deadlock: a thread of it may commit
         for tid, wchan in (poll.get("sleeping") or {}).items():
             found = _thread(verdict, tid)
             if found is None or not _in_one_c_call(*found) or not _takes_over(b, key, verdict, found[1]):

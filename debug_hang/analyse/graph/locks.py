@@ -26,7 +26,8 @@ def detect_lock_waits(b: Builder) -> None:
     for key, verdict in b.verdicts.items():
         if b.g.nodes[key].pattern == "import-lock-deadlock":
             continue  # decided by its import lock (imports.py)
-        if _detect_file_lock_self(b, key) or _detect_lock_cycle(b, key) or _detect_known_holder(b.g.nodes[key], verdict):
+        if _detect_file_lock_self(b, key) or _detect_db_lock_self(b, key) or _detect_lock_cycle(b, key) \
+                or _detect_known_holder(b.g.nodes[key], verdict):
             continue
         _detect_lock_order(b.g.nodes[key], verdict)
         _detect_lock_self(b.g.nodes[key], verdict)
@@ -255,6 +256,53 @@ def _detect_file_lock_self(b: Builder, key: str) -> bool:
         "the lock itself further up its stack" + (f" and takes it again at {frame_text(caller)}, through its lock helper "
                                                  f"{frame.function}, which opens the file anew" if caller else ""))
     return True
+
+
+def own_db_lock_polls(b: Builder, key: str) -> list[dict[str, Any]]:
+    """The probe's `lock_polls` of the process (a thread asleep inside one C call while a file it
+    has open is POSIX-locked) whose only holder is the process itself: SQLite's write locks, which
+    the probe keeps for the process's own pid (probe/kernel_objects.locks_held_by_others)."""
+    pid = b.verdicts[key].process.pid
+    return [poll for poll in _info(b, key).get("lock_polls") or [] if isinstance(poll, dict)
+            and [h.get("pid") for h in poll.get("holders") or [] if isinstance(h, dict)] == [pid]]
+
+
+def _detect_db_lock_self(b: Builder, key: str) -> bool:
+    """A thread asleep inside one C call (SQLite's busy handler sleeps between tries) on a database
+    whose write lock (RESERVED, PENDING or EXCLUSIVE: /proc/locks) its own process holds. POSIX
+    locks belong to the process, so the kernel never blocks it: SQLite itself refuses the second
+    connection of the same process and its busy handler retries until its timeout. With no other
+    thread of the process in job code (one that could commit on the first connection), the holder
+    is this very thread, further up its stack: lock-self-deadlock, at the inner connection's line."""
+    polls = own_db_lock_polls(b, key)
+    verdict, node = b.verdicts[key], b.g.nodes[key]
+    for poll in polls:
+        for tid, wchan in (poll.get("sleeping") or {}).items():
+            found = next(((t, m) for t, m in verdict.threads if str(t.os_thread_id) == str(tid)), None)
+            if found is None or found[1].pattern not in (None, "unknown") or all(f.native for f in found[0].frames):
+                continue  # not a thread inside one C call: its own frames say what it does
+            thread, match = found
+            frame = match.user_frame or match.frame
+            others = other_threads_in_job_code(verdict, thread)
+            if others:
+                node.evidence.append(
+                    f"thread {thread.name or thread.os_thread_id} retries in C at {frame_text(frame)} a database lock on "
+                    f"{poll.get('path')} that this same process holds (/proc/locks); thread "
+                    f"{others[0].name or others[0].os_thread_id} of it runs job code and may commit and release it")
+                return False
+            node.pattern, node.state = "lock-self-deadlock", "blocked"
+            node.frame = node.user_frame = frame
+            choose(node, "db_second_connection")
+            node.evidence.append(
+                f"thread {thread.name or thread.os_thread_id} sleeps in {wchan} inside one C call at {frame_text(frame)} "
+                f"while /proc/locks names pid {verdict.process.pid}, this very process, as the only holder of SQLite's "
+                f"write lock on {poll.get('path')}: POSIX locks belong to the process, so SQLite itself refuses this "
+                "second connection and its busy handler retries until its timeout")
+            node.evidence.append(
+                "no other thread of this process runs job code: the first connection's open write transaction is this "
+                "thread's own, further up its stack, and nothing commits it while this call waits")
+            return True
+    return False
 
 
 def _helper_caller(thread: Thread, frame: Frame) -> Frame | None:
