@@ -32,9 +32,21 @@ def poll_rounds(tasks: list[TaskRow], busy: list[BusyWork], quiet: set[ProcessRe
     rounds = Counter((t.parent_task_id, t.name) for t in tasks
                      if t.state == "FINISHED" and t.parent_task_id in callers)
 
+    # Where each repeated call ran: a round Ray has not yet filled the worker of (its task events
+    # arrive in parts, the newest round's last) ran where the others did, when they all ran in
+    # quiet processes.
+    ran: dict[tuple[str | None, str], set[ProcessRef]] = {}
+    for t in tasks:
+        if t.state == "FINISHED" and t.parent_task_id in callers and t.worker_pid:
+            ran.setdefault((t.parent_task_id, t.name), set()).add(ProcessRef(t.node_id, t.worker_pid))
+
     def is_round(task: TaskRow) -> bool:
-        return (task.parent_task_id in callers and rounds[(task.parent_task_id, task.name)] >= MIN_ROUNDS
-                and ProcessRef(task.node_id, task.worker_pid) in quiet)
+        if task.parent_task_id not in callers or rounds[(task.parent_task_id, task.name)] < MIN_ROUNDS:
+            return False
+        if not task.worker_pid:
+            where = ran.get((task.parent_task_id, task.name)) or set()
+            return bool(where) and where <= quiet
+        return ProcessRef(task.node_id, task.worker_pid) in quiet
 
     return is_round
 
