@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from debug_hang.facts import CONNECT_FRAME, LOOPBACK_FACT
@@ -208,36 +209,34 @@ def listening_inodes(pid: int, max_rows: int = MAX_ROWS) -> dict[int, dict[str, 
     (__SO_ACCEPTCON) sockets in `pid`'s network namespace."""
     found: dict[int, dict[str, Any]] = {}
     for name in ("tcp", "tcp6"):
-        try:
-            with open(f"/proc/{pid}/net/{name}", encoding="ascii", errors="replace") as fh:
-                next(fh, None)
-                for n, line in enumerate(fh):
-                    cols = line.split()
-                    if n >= max_rows:
-                        break
-                    if len(cols) > 9 and cols[3] == _LISTEN and cols[9].isdigit() and ":" in cols[1]:
-                        try:
-                            found[int(cols[9])] = {"port": int(cols[1].rsplit(":", 1)[1], 16)}
-                        except ValueError:
-                            continue
-        except OSError:
-            continue
-    try:
-        with open(f"/proc/{pid}/net/unix", encoding="utf-8", errors="replace") as fh:
-            next(fh, None)
-            for n, line in enumerate(fh):
-                cols = line.split()
-                if n >= max_rows:
-                    break
+        for cols in _net_rows(pid, name, max_rows):
+            if len(cols) > 9 and cols[3] == _LISTEN and cols[9].isdigit() and ":" in cols[1]:
                 try:
-                    listening = len(cols) > 6 and int(cols[3], 16) & _ACCEPTCON and cols[6].isdigit()
+                    found[int(cols[9])] = {"port": int(cols[1].rsplit(":", 1)[1], 16)}
                 except ValueError:
                     continue
-                if listening:
-                    found[int(cols[6])] = {"path": cols[7][:200]} if len(cols) > 7 else {}
-    except OSError:
-        pass
+    for cols in _net_rows(pid, "unix", max_rows):
+        try:
+            listening = len(cols) > 6 and int(cols[3], 16) & _ACCEPTCON and cols[6].isdigit()
+        except ValueError:
+            continue
+        if listening:
+            found[int(cols[6])] = {"path": cols[7][:200]} if len(cols) > 7 else {}
     return found
+
+
+def _net_rows(pid: int, table: str, max_rows: int) -> Iterator[list[str]]:
+    """The columns of the first `max_rows` rows of /proc/PID/net/`table` (its header skipped);
+    nothing when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/net/{table}", encoding="utf-8", errors="replace") as fh:
+            next(fh, None)
+            for n, line in enumerate(fh):
+                if n >= max_rows:
+                    return
+                yield line.split()
+    except OSError:
+        return
 
 
 def _accepting(thread: dict[str, Any]) -> bool:
