@@ -262,6 +262,25 @@ def _accept_decision(job_id: str | None, top: RootCause, names: str, busy: list[
                             "that could connect is left: diagnose again once that work ends.")
 
 
+def _peer_decision(job_id: str | None, top: RootCause, names: str, busy: list[BusyWork]) -> tuple[Verdict, str] | None:
+    """A socket read with several TCP peers on its node, which one it reads not known
+    (`GNode.peers`), while one of them works - computes, or sleeps in a loop that changes what it
+    tests (a throttled sender pacing its bytes): that peer may be sending. /proc/PID/io counts no
+    socket bytes, so the reader's silence proves nothing: inconclusive, never io-wait's hang.
+    None when no peer of it is seen working."""
+    culprit = top.culprits[0]
+    if top.cycle or top.pattern != "io-wait" or culprit.state != "blocked" or not culprit.peers:
+        return None
+    working = [w for w in busy if w.ref.node_id == culprit.node_id and w.ref.pid in culprit.peers
+               and (w.starting or w.state in ("advancing", "no-spin", "undecided"))]
+    if not working:
+        return None
+    return ("inconclusive", f"Job {job_id} may be hung, but {names} reads a TCP connection one of whose peers on its node "
+                            f"works: {working[0].text()}. That peer may be sending it the bytes it waits for (a socket's "
+                            "bytes are not in /proc/PID/io, so the reader's silence proves nothing): diagnose again once "
+                            "that work ends, or read the connection's byte counters (`ss -tin`).")
+
+
 def _accept_note(top: RootCause, tasks: list[TaskRow], job_id: str | None) -> str:
     """For a hang on an accept: nothing of the job could connect, and the calls that ended while
     it waited (after its own call began) without connecting: the likely client, gone."""
@@ -379,7 +398,8 @@ def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: li
     decided, spin = (None, None) if cycle else _busy_decision(job_id, top, title, busy or [], tasks or [])
     if decided is not None:
         return decided
-    accepting = None if cycle else _accept_decision(job_id, top, names, busy or [], tasks or [])
+    accepting = None if cycle else _accept_decision(job_id, top, names, busy or [], tasks or []) \
+        or _peer_decision(job_id, top, names, busy or [])
     if accepting is not None:
         return accepting
     unfollowed = "" if spin is not None else _unfollowed_end(job_id, top, names)

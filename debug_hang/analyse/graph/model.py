@@ -58,6 +58,9 @@ class GNode:
     user_frame: Frame | None = None  # the innermost frame of the job's own code on that stack
     lock_wait: Frame | None = None  # another thread of the process waiting at a lock line
     demand: dict[str, float] = field(default_factory=dict)  # what a pending request asks for
+    # A socket reader's TCP peers on its node that no Ray call explains (pids), when it has several
+    # and which one it reads is not known (sockets.follow_socket_peer): the verdict weighs them.
+    peers: list[int] = field(default_factory=list)
     listening: str = ""  # an accept's listening socket, as the probe read it ("port 46769")
     fix_key: str = ""  # which of its pattern's fixes fits (analyse/fixes.py), set by the deciding rule
     release: str = ""  # a wait whose release is scheduled (a threading.Timer, an event loop's timer): how

@@ -78,6 +78,7 @@ def follow_socket_peer(b: Builder, key: str) -> None:
     peers = [p for p in socket_peers_of(b, key)
              if p["pid"] != node.pid and ProcessRef(node.node_id, p["pid"]) not in linked]
     if len(peers) != 1:
+        node.peers = [p["pid"] for p in peers]
         if peers:
             node.evidence.append("TCP peers on its node that no Ray call explains: " + ", ".join(
                 f"pid {p['pid']} `{str(p.get('title') or '')[:60]}`" for p in peers[:4]) + " (which one it reads is not known)")
