@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # the graph's modules import this one
 # key: (pattern, a phrase of the chosen fix)
 CHOSEN: dict[str, tuple[PatternId, str]] = {
     "asyncio_set_from_thread": ("async-await-stuck", "call_soon_threadsafe"),
+    "asyncio_task_done_skipped": ("async-await-stuck", "task_done() in a `finally`"),
     "event_in_thread_local": ("event-never-set", "threading.local"),
     "lease_held_by_dead_owner": ("poll-never-satisfied", "TTL or heartbeat"),
     "ray_in_fork_child": ("child-process-hang", "Make Ray calls in the parent"),

@@ -17,6 +17,8 @@ reads that method of the class from the job's files on the node and keeps the `s
 awaits and the methods of its class that set them (`set`, `notify`, `set_result`, `put_nowait` for an
 awaited `get()`), and which of those run on a thread the class starts (`threads`: passed to
 threading.Thread, an executor's submit, run_in_executor or to_thread, or called by such a function).
+For a method that awaits `self.Q.join()` it keeps the join and each `self.Q.task_done()` of the class
+with what can skip it (a `continue`/`break`/`return`/`raise` of its loop above it, or `in finally`).
 
 For a frame at `self.X.wait()` `set_facts` adds to the frame's facts the sets of X that every normal
 return of their method reaches (`sets_always`), where X is cleared or rebound (`resets`), and the
@@ -39,6 +41,7 @@ MAX_AWAITS = 4
 PUTS = frozenset({"put", "put_nowait"})
 AWAITED_GETS = frozenset({"get"})  # `await self.q.get()`: an asyncio.Queue, filled without awaiting only by put_nowait
 QUEUE_SET = "put_nowait"
+TASK_DONE = "task_done"  # what ends a Queue.join(): one task_done() per item got
 GETS = frozenset({"get", "get_nowait"})  # a queue's getters (who makes room for a blocked put)
 NEW_LOOP = "new_event_loop"
 POST_CALL = "call_soon_threadsafe"
@@ -72,6 +75,9 @@ class _Parsed:
         self.aliases: list[tuple[str, str, Scope]] = []  # local name, what it is bound to (`ev = self.ready`), where
         self.sure: set[int] = set()  # lines of sets reached by every normal return of their function
         self.memo: dict[tuple[str, int], list[str]] = {}  # (what, line) -> the answer already given
+        self.joins: list[tuple[int, str, Scope]] = []  # line, queue joined (`await x.join()`), joiner
+        self.dones: list[tuple[int, str, Scope]] = []  # line, queue marked (`x.task_done()`), caller
+        self.skips: dict[int, str] = {}  # line of a task_done -> what can skip it (`continue:32`, `finally`)
 
 
 # Files parsed by this process, by (path, mtime, size). A plain dict, not functools.lru_cache:
@@ -125,13 +131,78 @@ def _read(path: str) -> _Parsed | None:
                 out.loops.extend((child.lineno, ast.unparse(t), ast.unparse(child)[:200], scope) for t in child.targets)
             elif isinstance(child, ast.Await):
                 out.awaits.extend((child.lineno, text, scope) for text in _awaited(child.value))
+                for text in _joined(child.value):
+                    out.joins.append((child.lineno, text, scope))
+                    out.set_code.setdefault(child.lineno, f"await {text}.join()"[:120])
             visit(child, inner, inner_cls, inner_prefix)
 
     visit(tree, MODULE, "", "")
     for fn in ast.walk(tree):
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             out.sure.update(_sure_sets(fn))
+            out.skips.update(_done_skips(fn))
     return out
+
+
+_EXITS = {ast.Continue: "continue", ast.Break: "break", ast.Return: "return", ast.Raise: "raise"}
+
+
+def _has_done(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == TASK_DONE
+               for n in ast.walk(node))
+
+
+def _done_skips(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[int, str]:
+    """Per `x.task_done()` statement in a loop of `fn`: `finally` when it is in a `finally` (every
+    path runs it), else the first `continue`/`break`/`return`/`raise` of the same loop body above
+    it on a path that has not called task_done yet (`continue:32`: that path skips it); "" when
+    none is seen."""
+    walk = _DoneWalk()
+    walk.block(fn.body, 0, False, False)
+    out: dict[int, str] = {}
+    for loop, line, final in walk.dones:
+        if loop:
+            skip = next((f"{kind}:{at}" for lp, at, kind in sorted(walk.exits, key=lambda e: e[1])
+                         if lp == loop and at < line), "")
+            out[line] = "finally" if final else skip
+    return out
+
+
+class _DoneWalk:
+    """The task_done statements of a function and the exits of its loops, by loop (0: none)."""
+
+    def __init__(self) -> None:
+        self.dones: list[tuple[int, int, bool]] = []  # loop, line, in a finally
+        self.exits: list[tuple[int, int, str]] = []  # loop, line, kind (on a path with no task_done before it)
+
+    def block(self, stmts: list[ast.stmt], loop: int, done: bool, final: bool) -> None:
+        for stmt in stmts:
+            done = self.stmt(stmt, loop, done, final)
+
+    def stmt(self, stmt: ast.stmt, loop: int, done: bool, final: bool) -> bool:
+        """Walk one statement; whether task_done was called on every path past it."""
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+            self.block(stmt.body, id(stmt), False, False)
+            self.block(stmt.orelse, loop, done, final)
+        elif isinstance(stmt, ast.If):
+            self.block(stmt.body, loop, done, final)
+            self.block(stmt.orelse, loop, done, final)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            self.block(stmt.body, loop, done, final)
+            return done or any(_has_done(s) for s in stmt.body) and not any(
+                type(n) in _EXITS for s in stmt.body for n in ast.walk(s))
+        elif isinstance(stmt, ast.Try):
+            for part in (stmt.body, *(h.body for h in stmt.handlers), stmt.orelse):
+                self.block(part, loop, done, final)
+            self.block(stmt.finalbody, loop, done, True)
+            return done or any(_has_done(s) for s in stmt.finalbody)
+        elif type(stmt) in _EXITS:
+            if loop and not done:
+                self.exits.append((loop, stmt.lineno, _EXITS[type(stmt)]))
+        elif not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and _has_done(stmt):
+            self.dones.append((loop, stmt.lineno, final))
+            return True
+        return done
 
 
 def _assign(node: ast.Assign, scope: Scope, out: _Parsed) -> None:
@@ -191,6 +262,9 @@ def _call(call: ast.Call, func: ast.Attribute, scope: Scope, out: _Parsed) -> No
             out.waits.append((call.lineno, call.end_lineno or call.lineno, "put:" + ast.unparse(func.value)))
     elif func.attr in GETS:
         out.gets.append((call.lineno, ast.unparse(func.value), scope))
+    elif func.attr == TASK_DONE:
+        out.dones.append((call.lineno, ast.unparse(func.value), scope))
+        out.set_code.setdefault(call.lineno, f"{ast.unparse(func)}()"[:120])
     elif func.attr == POST_CALL:
         out.posts.append((call.lineno, ast.unparse(func.value), scope))
     elif func.attr == POST_CORO and len(call.args) > 1:
@@ -232,6 +306,13 @@ def _awaited(value: ast.expr) -> list[str]:
         return [ast.unparse(value)]
     return [ast.unparse(n.func.value) for n in ast.walk(value)
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in WAITS | AWAITED_GETS]
+
+
+def _joined(value: ast.expr) -> list[str]:
+    """`x` of each `x.join()` (no argument: asyncio.Queue.join) in the awaited expression."""
+    return [ast.unparse(n.func.value) for n in ast.walk(value)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "join" and not n.args
+            and not n.keywords]
 
 
 def _scope_of(parsed: _Parsed, line: int) -> Scope:
@@ -331,14 +412,37 @@ def awaited_in(path: str, cls: str, method: str) -> dict[str, object] | None:
             first = first or at
             setters.extend(entry for entry in mine if entry not in setters)
     handoff = _handoff(parsed, scope, every)
-    if not found and not handoff:
+    joined = _joins(parsed, scope)
+    if not found and not handoff and not joined:
         return None
-    out: dict[str, object] = {"method": scope[2], "file": path, "line": first or handoff.get("line", 0),
+    out: dict[str, object] = {"method": scope[2], "file": path,
+                              "line": first or handoff.get("line", 0) or joined.get("line", 0),
                               "awaits": found[:MAX_AWAITS], "setters": setters[:MAX_SETTERS]}
     out.update((k, v) for k, v in handoff.items() if k != "line")
+    out.update((k, v) for k, v in joined.items() if k != "line")
     if threaded := _from_threads(parsed, scope[3], setters):
         out["threads"] = threaded
     return out
+
+
+def _joins(parsed: _Parsed, scope: Scope) -> dict[str, object]:
+    """A method that awaits `self.Q.join()`: the join (`self.Q:43 await self.Q.join()`) and each
+    `self.Q.task_done()` of its class, with what can skip it (`Cls._consume:35 self.Q.task_done()
+    skipped by continue:32`, `... in finally`, or no suffix: none seen). A join returns only once
+    every item got was marked done. Empty when the method awaits no join of a `self.` queue."""
+    joins = [(at, text) for at, text, where in sorted(parsed.joins) if where == scope and text.startswith("self.")]
+    if not joins:
+        return {}
+    queues = {text for _at, text in joins}
+    dones: list[str] = []
+    for at, text, where in sorted(parsed.dones):
+        if text in queues and where[3] == scope[3]:
+            skip = parsed.skips.get(at, "")
+            how = " in finally" if skip == "finally" else f" skipped by {skip}" if skip else ""
+            dones.append(f"{where[2]}:{at} {parsed.set_code.get(at, 'task_done()')}{how}")
+    return {"line": joins[0][0], "joins": [f"{text}:{at} {parsed.set_code.get(at, '')}".rstrip()
+                                           for at, text in joins][:MAX_AWAITS],
+            "task_done": dones[:MAX_SETTERS]}
 
 
 def _from_threads(parsed: _Parsed, cls: str, setters: list[str]) -> list[str]:

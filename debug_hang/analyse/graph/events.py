@@ -7,9 +7,9 @@ import re
 from debug_hang.analyse.fixes import choose
 from debug_hang.analyse.graph.builder import Builder, graph_pass
 from debug_hang.analyse.graph.inprocess import is_event_loop, loop_poll_timeout_ms, loop_timer, name_of, owners, runs, timer_due
-from debug_hang.analyse.graph.model import QUEUED_STATES, WaitGraph
+from debug_hang.analyse.graph.model import QUEUED_STATES, GNode, WaitGraph
 from debug_hang.analyse.graph.raycalls import reads_stream
-from debug_hang.analyse.graph.setters import follow_async_setters, free_parties, set_from_thread
+from debug_hang.analyse.graph.setters import follow_async_setters, free_parties, join_skipped, set_from_thread
 from debug_hang.analyse.graph.threads import (
     cannot_signal,
     deciding_thread,
@@ -90,16 +90,43 @@ def _detect_async_await(b: Builder, key: str, verdict: ProcessVerdict) -> None:
             + (" - each of them waits, down its chain, on this actor" if waits_back else ""))
         return
     node.pattern, node.state = "async-await-stuck", "blocked"
+    if skipped := join_skipped(b, key, verdict):
+        node.evidence.append(f"{doing} RUNNING, its event loop idle" + (f" {timer}" if timer else "")
+                             + f" and no Ray call of it unfinished: {skipped}")
+        return
     if (timer or "").startswith("with no timer") and (threaded := set_from_thread(b, key, verdict)):
         node.evidence.append(f"{doing} RUNNING, its event loop idle" + (f" {timer}" if timer else "")
                              + f" and no Ray call of it unfinished: {threaded}")
         return
+    _await_line(node, verdict)
     node.evidence.append(f"{doing} RUNNING, its event loop idle" + (f" {timer}" if timer else "")
                          + " and no Ray call of it unfinished: it awaits an asyncio object of this actor (Event, Queue, "
                          "Future, Lock) that nothing resolves; no other process of the job has work left that could "
                          "call in (every one waits for its answer, or runs nothing). Not seen: which object it awaits (an "
                          "awaiting coroutine has no stack) and whether a task of the actor that was to resolve it died "
                          "(asyncio logs that only once the dead Task is garbage-collected)")
+
+
+def _await_line(node: GNode, verdict: ProcessVerdict) -> None:
+    """The culprit line of an async actor whose stack shows only its idle loop: never a frame of
+    the loop (selectors.py, the library's): the await its RUNNING method's source shows
+    (`Process.awaiting`), else none - a coroutine suspended in await is on no stack."""
+    if node.user_frame is not None and not is_library(node.user_frame):
+        return
+    facts = verdict.process.awaiting
+    line = facts.get("line") if isinstance(facts, dict) else None
+    if isinstance(facts, dict) and isinstance(line, int) and line > 0:
+        awaits = ", ".join(str(x) for x in facts.get("awaits") or [])
+        joins = [str(x).split(" ", 1) for x in facts.get("joins") or []]
+        code = joins[0][1] if joins and len(joins[0]) > 1 else f"await {awaits}" if awaits else None
+        node.user_frame = Frame(function=str(facts.get("method") or ""), file=str(facts.get("file") or ""),
+                                line=line, code=code)
+        node.frame = node.user_frame
+        return
+    if node.frame is not None and is_library(node.frame):
+        node.frame = node.user_frame = None
+        node.evidence.append("line not visible: the awaiting coroutine is on no stack (the dump shows only the idle "
+                             "event loop), and its method's source showed no await the probe reads")
 
 
 # Edges that wait for a process to act - to call in, read on, take its turn - rather than for the

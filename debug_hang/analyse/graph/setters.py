@@ -14,7 +14,9 @@ the actor whose frame calls such a method after its current line closes the same
 When the only setters of what the async call awaits run on a thread of the class (threading.Thread,
 an executor) that no thread runs any more, and the loop sleeps with no timer, the set was made from
 another thread without loop.call_soon_threadsafe: its wake-up never woke the loop (set_from_thread,
-called by the same pass to name that call)."""
+called by the same pass to name that call). An awaited `self.Q.join()` whose every task_done() of
+the class a `continue`/`return`/`raise` of its loop can skip (not in a `finally`) leaks the queue's
+unfinished count: the skipping statement is the culprit line (join_skipped)."""
 
 from __future__ import annotations
 
@@ -247,3 +249,41 @@ def set_from_thread(b: Builder, key: str, verdict: ProcessVerdict) -> str:
             "await never resumes, even once the object is set. Fix: "
             f"`loop.call_soon_threadsafe({first.group('call').removesuffix('()')})` with the loop read in an async "
             "method (asyncio.get_running_loop()), or a threading.Event awaited with asyncio.to_thread")
+
+
+_JOIN = re.compile(r"^(?P<queue>[\w.]+):(?P<line>\d+)(?: (?P<code>.+))?$")
+_DONE = re.compile(r"^(?P<where>[\w.<>]+):(?P<line>\d+) (?P<call>\S+)(?: skipped by (?P<kind>\w+):(?P<at>\d+)| (?P<final>in finally))?$")
+
+
+def join_skipped(b: Builder, key: str, verdict: ProcessVerdict) -> str:
+    """An async actor whose RUNNING call awaits `self.Q.join()` (`Process.awaiting`, read from its
+    class's source): join returns only once every item got is marked task_done(). When each
+    task_done() of the class on that queue can be skipped - a `continue`/`break`/`return`/`raise`
+    of its loop body above it, on a path that has not called it, and it is not in a `finally` - an
+    item got on that path is never marked: the unfinished count stays above zero, join never
+    returns. The culprit frame becomes the skipping statement; returns the evidence ("" when not so:
+    a task_done in a finally, or one no exit skips, is no cause)."""
+    facts = verdict.process.awaiting
+    if not isinstance(facts, dict) or not facts.get("joins"):
+        return ""
+    running = {_tail(str(t.name)) for t in b.running.get(key, [])}
+    if _tail(str(facts.get("method", ""))) not in running:
+        return ""
+    dones = [m for m in (_DONE.match(str(x)) for x in facts.get("task_done") or []) if m]
+    if not dones or any(m.group("kind") is None for m in dones):
+        return ""  # a task_done every path reaches (or one in a finally): the count can reach zero
+    join = _JOIN.match(str((facts.get("joins") or [""])[0]))
+    short = str(facts.get("file", "")).rsplit("/", 1)[-1]
+    first = dones[0]
+    node = b.g.nodes[key]
+    node.user_frame = Frame(function=first.group("where"), file=str(facts.get("file") or ""),
+                            line=int(first.group("at")), code=first.group("kind"))
+    choose(node, "asyncio_task_done_skipped")
+    joined = (f"`{join.group('code') or join.group('queue') + '.join()'}` ({short}:{join.group('line')})"
+              if join else "a queue's join()")
+    skips = "; ".join(f"`{m.group('call')}` in {m.group('where')} ({short}:{m.group('line')}) is skipped on the "
+                      f"`{m.group('kind')}` at line {m.group('at')}" for m in dones)
+    return (f"it is suspended at {joined}, which returns only once every item got is marked task_done(): join waits for "
+            f"unfinished items that are never marked - {skips}, not in a `finally`: each item got on that path leaks "
+            "the queue's unfinished count, which never reaches zero (the queue may be empty, its consumer idle in "
+            "get()). Fix: call task_done() in a `finally` of the consumer loop")
