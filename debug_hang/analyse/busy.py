@@ -196,6 +196,39 @@ def exitless_loop(frame: Frame) -> LoopShape | None:
     return shape
 
 
+def event_paced_loop(frame: Frame) -> str | None:
+    """`self.X` when the frame's line is the header of `while not self.X.wait(...):` (a service
+    loop that wakes every timeout to do a round) whose body has no `break`, `return` or `raise`
+    and never rebinds, clears or sets X: the loop ends only when another piece of code sets X.
+    None otherwise, or without its whole source."""
+    parsed = _parsed_loop(frame)
+    if parsed is None or parsed[3] is None or parsed[0] != frame.line:
+        return None
+    loop = parsed[3].body[0] if parsed[3].body else None
+    if not isinstance(loop, ast.While) or loop.orelse or not isinstance(loop.test, ast.UnaryOp) \
+            or not isinstance(loop.test.op, ast.Not):
+        return None
+    call = loop.test.operand
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute) or call.func.attr != "wait":
+        return None
+    obj = _dotted(call.func.value)
+    if obj is None or not obj.startswith("self.") or obj.count(".") != 1:
+        return None
+    for node in ast.walk(loop):
+        if isinstance(node, (ast.Break, ast.Return, ast.Raise, ast.Yield, ast.YieldFrom, ast.Await)):
+            return None
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.NamedExpr, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            if any(_related(t, obj) or t == "self" for target in targets for t in _targets(target)):
+                return None
+        if isinstance(node, ast.Call) and node is not call and any(
+                _related(m, obj) or m == "self" for m in _mutated_by(node)) and not _call_name(node).endswith(".wait"):
+            return None  # `self.stop.set()`, `self._shutdown()`: the loop itself may end it
+        if isinstance(node, ast.Call) and any(_dotted(a) in ("self", obj) for a in [*node.args, *(k.value for k in node.keywords)]):
+            return None  # `notify(self)`, `stop_all(self.stop)`: a function handed it may set it
+    return obj
+
+
 @dataclass(frozen=True)
 class ReleaseGuard:
     """A sleeping loop whose every call that could change anything runs only under `if` tests:

@@ -28,6 +28,7 @@ CHOSEN: dict[str, tuple[PatternId, str]] = {
     "file_lock_held_for_child": ("file-lock-deadlock", "For a child that takes the lock its parent holds"),
     "pipe_stdin_written_first": ("pipe-full-deadlock", "proc.communicate(data)"),
     "mp_queue_joined_before_get": ("pipe-full-deadlock", "get() everything it puts"),
+    "pool_taken_by_service_loops": ("executor-self-wait", "Run service loops that last until shutdown"),
 }
 
 

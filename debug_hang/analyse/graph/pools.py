@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from debug_hang.analyse.fixes import choose
 from debug_hang.analyse.graph.builder import Builder, graph_pass
 from debug_hang.analyse.graph.inprocess import (
     ThreadGraph,
@@ -17,9 +18,9 @@ from debug_hang.analyse.graph.inprocess import (
 )
 from debug_hang.analyse.graph.libraries import serve_deployment_self_wait
 from debug_hang.analyse.graph.model import QUEUED_STATES
-from debug_hang.analyse.graph.threads import frame_text, waits_with_timeout
+from debug_hang.analyse.graph.threads import frame_text, job_frame, other_threads_in_job_code, waits_with_timeout
 from debug_hang.analyse.patterns import is_library
-from debug_hang.model import Process, ProcessRef, Thread
+from debug_hang.model import Frame, Process, ProcessRef, Thread
 
 
 @graph_pass(after=("follow_threads",), decides=("executor-self-wait",))
@@ -31,7 +32,7 @@ def detect_pool_self_wait(b: Builder) -> None:
     process that could complete one are idle (an event loop whose coroutines await). Nothing moves.
     """
     for key in b.verdicts:
-        if _process_pool_full(b, key) or _thread_pool_fed_by_itself(b, key):
+        if _process_pool_full(b, key) or _thread_pool_fed_by_itself(b, key) or _thread_pool_taken_by_service_loops(b, key):
             continue
         found = b.in_process.get(key)
         if found is None or found.end is not None or not found.cycle or any(e.kind != "future" for e in found.cycle):
@@ -159,6 +160,90 @@ def _thread_pool_fed_by_itself(b: Builder, key: str) -> bool:
     match = graph.matches[id(workers[0])]
     node.frame, node.user_frame = match.frame, match.user_frame
     return True
+
+
+def _thread_pool_taken_by_service_loops(b: Builder, key: str) -> bool:
+    """A thread of the process waits, with no timeout, on Futures while every worker of the
+    process's one thread pool runs a job that loops `while not self.X.wait(t):` - a service loop
+    that wakes every `t` seconds and ends only when X is set - and nothing can set X: no code of
+    its class sets it (the probe's `setters` of that line, read from the class's source on the
+    node: none), or only the waiting thread's own function after the line it waits at. No other
+    thread runs job code, no call to the actor is queued, every thread stays at its line in every
+    sample with X unset. No worker will come free, so the jobs the waiter waits for stay queued
+    in the pool's work queue: the service loops' jobs are the cause, the waiter their victim. A
+    timed wait in a loop is no progress when nothing can end the loop."""
+    graph = b.thread_graphs.get(key)
+    node = b.g.nodes[key]
+    if graph is None or node.pattern not in (None, *_IN_PROCESS_READINGS):
+        return False
+    if node.actor_id and any(t.actor_id == node.actor_id and t.state in QUEUED_STATES for t in b.tasks):
+        return False  # a later call to the actor might set X
+    from debug_hang.analyse.busy import event_paced_loop  # busy reads the graph's types: imported here
+    info = b.inp.info.get(graph.verdict.process.ref)
+    threads = [t for t, _m in graph.verdict.threads]
+    workers = [t for t in threads if pool_of(t) is not None]
+    pools = {pool_of(w) for w in workers}
+    if len(pools) != 1 or "?" in pools or any(is_process_pool_manager(t) or is_event_loop(t) for t in threads):
+        return False  # the Futures waited on are this one pool's (no other pool, loop or process pool completes one)
+    waiters = [w for w in graph.waits.values() if w.kind == "future" and pool_of(w.thread) is None]
+    if not waiters or any(waits_with_timeout(w.thread) or runs(w.thread, info) for w in waiters):
+        return False
+    loops: list[tuple[Thread, Frame, str]] = []
+    for worker in workers:
+        frame = job_frame(worker)
+        obj = event_paced_loop(frame) if frame is not None and frame.context and frame.code else None
+        if frame is None or obj is None or not pool_running(worker) or runs(worker, info) \
+                or not _set_only_after_waits(frame.setters or [], [w.thread for w in waiters]):
+            return False
+        loops.append((worker, frame, obj))
+    mine = {id(t) for t in workers} | {id(w.thread) for w in waiters}
+    if any(id(t) not in mine for t in other_threads_in_job_code(graph.verdict, None)):
+        return False  # another thread of the process runs job code: it may set X
+    samples = b.inp.samples.get(node.ref) or []
+    if len(samples) < 2 or not _same_waits_in_every_sample(samples, [*workers, *(w.thread for w in waiters)], graph) \
+            or _event_set_in_a_sample(samples, workers):
+        return False
+    pool = next(iter(pools))
+    node.pattern, node.state = "executor-self-wait", "blocked"
+    lines: list[str] = []
+    for waiter in waiters:
+        lines.append(f"{describe(graph, waiter.thread)}: it waits, with no timeout, on Futures of the thread "
+                             f"pool with work queue {pool}")
+    lines.append(f"all {len(workers)} worker(s) of that pool ({', '.join(name_of(w) for w in workers)}) run a "
+                         "service loop that ends only when an Event is set, and nothing can set it:")
+    for worker, frame, obj in loops:
+        who = "no code of its class sets it" if not frame.setters else \
+            f"it is set only after the waiting line ({', '.join(frame.setters)})"
+        lines.append(f"  {name_of(worker)} loops at {frame_text(frame)} in every sample, `{obj}` unset: "
+                             f"{who} (read from the source on the node)")
+    lines.append("a timed wait in a loop is no progress when nothing can end the loop: no worker will come free, "
+                         "so the jobs waited for stay queued in the pool's work queue - the service loops submitted to "
+                         "the shared pool hold every worker")
+    node.evidence[:0] = lines  # first: a root cause shows its node's first evidence lines
+    choose(node, "pool_taken_by_service_loops")
+    match = graph.matches[id(workers[0])]
+    node.frame, node.user_frame = match.frame, match.user_frame
+    return True
+
+
+def _set_only_after_waits(setters: list[str], waiting: list[Thread]) -> bool:
+    """Every setter (`Cls.method:line`) is a function on a waiting thread's stack, at a line after
+    the one that thread waits at: it runs only once that wait returns."""
+    for entry in setters:
+        name, _, line = entry.rpartition(":")
+        if not line.isdigit() or not any(
+                f.function == name and f.line is not None and int(line) > f.line
+                for t in waiting for f in t.frames if not f.native and not is_library(f)):
+            return False
+    return True
+
+
+def _event_set_in_a_sample(samples: list[Process], workers: list[Thread]) -> bool:
+    """A worker's Event.wait saw its Event set (`signaled` true) in some sample: the loop is ending."""
+    tids = {w.os_thread_id or w.thread_id for w in workers}
+    return any((f.facts or {}).get("signaled") is True for p in samples for t in p.threads
+               if (t.os_thread_id or t.thread_id) in tids for f in t.frames
+               if not f.native and f.function.endswith("Event.wait"))
 
 
 # What a thread pool's job may wait on that only a thread of the same process can release.
