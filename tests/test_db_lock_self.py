@@ -81,3 +81,15 @@ def test_the_probe_keeps_sqlites_write_lock_held_by_the_process_itself(tmp_path:
     finally:
         first.execute("ROLLBACK")
         first.close()
+
+
+def test_a_call_younger_than_a_busy_timeout_is_not_called_a_self_deadlock(tmp_path: Path) -> None:
+    # GIVEN the same reading with ResultsStore.record started 2 s before the reading: sqlite3's
+    # default busy timeout (5 s) may still end the execute with "database is locked"
+    def young(doc: dict[str, Any]) -> None:
+        for t in doc["tasks"]:
+            if t.get("worker_pid") == PID and t.get("state") == "RUNNING":
+                t["start_time_ms"] = (doc["taken_at"] - 2.0) * 1000.0
+    doc = to_json(reanalyse(capture_variant(tmp_path, CAPTURE, snapshot=young)))
+    causes = doc["root_causes"]
+    assert not causes or causes[0]["pattern"] != "lock-self-deadlock", doc["summary"]

@@ -284,6 +284,13 @@ def _detect_db_lock_self(b: Builder, key: str) -> bool:
             thread, match = found
             frame = match.user_frame or match.frame
             others = other_threads_in_job_code(verdict, thread)
+            young = _young_call(b, verdict.process.pid)
+            if young:
+                node.evidence.append(
+                    f"thread {thread.name or thread.os_thread_id} retries in C at {frame_text(frame)} a database lock on "
+                    f"{poll.get('path')} that this same process holds (/proc/locks), but {young}: a busy timeout "
+                    "(sqlite3's default is 5 s) may still end the call with 'database is locked'")
+                return False
             if others:
                 node.evidence.append(
                     f"thread {thread.name or thread.os_thread_id} retries in C at {frame_text(frame)} a database lock on "
@@ -303,6 +310,17 @@ def _detect_db_lock_self(b: Builder, key: str) -> bool:
                 "thread's own, further up its stack, and nothing commits it while this call waits")
             return True
     return False
+
+
+def _young_call(b: Builder, pid: int | None) -> str:
+    """The process's running call, when it began less than `young_wait_s` ago ("" otherwise)."""
+    starts = [(t.start_time_ms / 1000.0, t.name) for t in b.inp.tasks
+              if t.worker_pid == pid and t.state == "RUNNING" and t.start_time_ms]
+    if not starts:
+        return ""
+    started, name = max(starts)
+    age = b.inp.now_s - started
+    return f"its call {name} began {max(age, 0.0):.1f}s ago" if age < rules().busy.young_wait_s else ""
 
 
 def _helper_caller(thread: Thread, frame: Frame) -> Frame | None:
