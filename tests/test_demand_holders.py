@@ -30,6 +30,7 @@ CASES = ROOT / "tests" / "data" / "cases"
 RESTART = CASES / "engine_restart_behind_profiler"
 BUNDLE = CASES / "trial_tasks_starve_own_bundle"
 RETRIED = CASES / "retried_stage_leaks_group"
+LOST_AT_ONCE = ROOT / "tests" / "data" / "captures" / "retried_stage_lost_at_once"
 EVALUATORS = CASES / "idle_evaluators_hold_cpus"
 
 
@@ -127,6 +128,18 @@ def test_a_retried_tasks_leftover_group_is_named_by_the_task() -> None:
     assert [c["class_name"] for c in top["culprits"]] == ["train_stage"]
     text = "\n".join(top["evidence"])
     assert "attempt 0 of train_stage" in text and "FAILED (WORKER_DIED)" in text and "retried (attempt 1" in text
+
+
+def test_a_leftover_group_of_an_attempt_lost_before_it_reported_running_is_named_by_the_task() -> None:
+    # GIVEN a real capture (tests/data/captures/retried_stage_lost_at_once): attempt 0 of
+    # train_stage reserved its group and its worker exited at once, before its RUNNING event was
+    # flushed, so that FAILED row has no start time, only its creation time before the group's
+    doc = to_json(reanalyse(LOST_AT_ONCE))
+    top = doc["root_causes"][0]
+    # THEN the leftover group is still known by that attempt, not an anonymous group id
+    assert doc["verdict"] == "hang" and top["pattern"] == "placement-group-leaked"
+    assert [c["class_name"] for c in top["culprits"]] == ["train_stage"]
+    assert any("requested while attempt 0 of train_stage" in e for e in top["evidence"]), top["evidence"]
 
 
 def test_a_group_whose_actors_live_is_not_leaked(tmp_path: Path) -> None:

@@ -109,6 +109,19 @@ def test_quiet_export_without_its_disk_writes_is_the_poll_hang_it_looks_like(tmp
     assert any("silent for" in e for e in diag.causes[0].evidence)
 
 
+def test_quiet_export_set_aside_as_at_work_is_still_progressing_by_its_disk_writes(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN the real quiet export, its poll cause set aside because its culprit was seen working
+    # between samples (CI caught it so: "sleeps between the rounds of a loop that moves on")
+    from debug_hang.analyse import analysis
+    monkeypatch.setattr(analysis, "at_work", lambda cause, busy, tasks: "export_shard sleeps between the rounds "
+                        "of a loop that moves on" if cause.pattern == "poll-never-satisfied" else "")
+    diag = reanalyse(case("quiet_shard_export"))
+    # THEN its disk writes still count as the job's progress (the culprit set aside still moves the
+    # job): the summary says what moved, not only "computing"
+    assert diag.verdict == "no-hang", diag.summary
+    assert "progressing" in diag.summary and "to disk" in diag.summary, diag.summary
+
+
 # ------------------------------------------------------------------ a true poll hang stays hung
 def test_a_poll_that_is_never_satisfied_is_silent_and_stays_hung() -> None:
     diag = reanalyse(case("producer_never_produces"))

@@ -86,3 +86,67 @@ def test_the_reading_by_id_ends_at_the_deadline_when_the_dashboard_stops_answeri
     # THEN it ends near the deadline (3 waves of 8 lookups would take 30 s), saying it read nothing
     assert time.monotonic() - start < 6.0
     assert reading.mode == "by-id" and reading.error and not reading.rows
+
+
+class _Replay:
+    """A local HTTP server that answers each request with the next recorded (status, body)."""
+
+    def __init__(self, answers: list[tuple[int, bytes]]) -> None:
+        import http.server
+        import threading
+
+        replay = self
+        self.answers, self.asked = list(answers), 0
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                status, body = replay.answers[min(replay.asked, len(replay.answers) - 1)]
+                replay.asked += 1
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+HTTP500 = (500, (ROOT / "tests" / "data" / "state_errors" / "ray231_tasks_http500.json").read_bytes())  # a real Ray 2.31 handler's traceback
+LISTED = (200, (DATA / "job_unfinished.json").read_bytes())
+
+
+def test_a_listing_the_dashboard_failed_once_is_asked_again() -> None:
+    # GIVEN a dashboard whose handler raised once (Ray 2.31 answered 500 under CI load), then answered
+    from debug_hang.collect.state import DashboardClient
+
+    replay = _Replay([HTTP500, LISTED])
+    try:
+        result = DashboardClient(replay.url, timeout_s=5.0).list_state("tasks", [("job_id", "=", "01000000")])
+    finally:
+        replay.close()
+    # THEN the second answer is the listing: no error, the rows read
+    assert replay.asked == 2 and result.error is None and len(result.rows) == 6
+
+
+def test_a_listing_that_fails_twice_names_the_exception_the_dashboard_raised() -> None:
+    # GIVEN a dashboard whose handler raises on every request
+    from debug_hang.collect.state import DashboardClient
+
+    replay = _Replay([HTTP500])
+    try:
+        result = DashboardClient(replay.url, timeout_s=5.0).list_state("tasks", [("task_id", "=", "abcd")])
+    finally:
+        replay.close()
+    # THEN asked twice, and the error says what raised (the traceback's last line), not its first line
+    assert replay.asked == 2 and result.error is not None
+    assert "answered HTTP 500: ValueError: ID string needs to have length 24" in result.error, result.error
+    assert "Traceback" not in result.error

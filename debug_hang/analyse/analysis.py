@@ -150,7 +150,8 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
     starting = [(c, text) for c in causes if (text := still_starting(c, busy))]
     causes = [c for c in causes if all(c is not w for w, _ in working + starting)]
     verdict, summary = decide(inputs.job, causes, progress, moving, graph, verdicts, signals, busy, rows.tasks,
-                              [text for _, text in working], [text for _, text in starting])
+                              [text for _, text in working], [text for _, text in starting],
+                              [c for c, _ in working + starting])
     placing = bool(causes) and all(c.culprits[0].kind == "resource" and c.culprits[0].state == "pending" for c in causes)
     is_starting = verdict == "inconclusive" and (placing or (not causes and bool(starting)))
     if verdict == "hang":

@@ -168,8 +168,11 @@ def _failed_attempt_creating(pg: PlacementGroupRow, tasks: list[TaskRow]) -> tup
         return None
     made = int(stamp) / 1e6
     for t in tasks:
-        if (t.job_id == pg.creator_job_id and t.state == "FAILED" and t.start_time_ms and t.end_time_ms
-                and t.start_time_ms <= made <= t.end_time_ms):
+        # A worker lost within a second of starting never reports RUNNING (its task events are
+        # flushed once a second): no start time, only the owner's creation time, before it.
+        began = t.start_time_ms or t.creation_time_ms
+        if (t.job_id == pg.creator_job_id and t.state == "FAILED" and began and t.end_time_ms
+                and began <= made <= t.end_time_ms):
             retried = [r for r in tasks if r.task_id == t.task_id and r.attempt_number > t.attempt_number and not r.done]
             return t, (f"requested while attempt {t.attempt_number} of {t.label} ran, which then FAILED ({t.error_type}) "
                     f"{(t.end_time_ms - made) / 1000.0:.1f} s later: probably its leftover (a group outlives the worker "

@@ -350,10 +350,10 @@ def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: li
              graph: WaitGraph, verdicts: list[ProcessVerdict],
              signals: list[ProcessProgress] | None = None, busy: list[BusyWork] | None = None,
              tasks: list[TaskRow] | None = None, at_work_seen: list[str] | None = None,
-             starting_seen: list[str] | None = None) -> tuple[Verdict, str]:
+             starting_seen: list[str] | None = None, set_aside: list[RootCause] | None = None) -> tuple[Verdict, str]:
     """The verdict and its summary. `causes` are the root causes left once those whose culprit was
     seen working (`at_work_seen`: what showed it, see `at_work`) or still starting (`starting_seen`,
-    see `still_starting`) were set aside."""
+    see `still_starting`) were set aside (`set_aside`: their culprits' progress still moves the job)."""
     job_id = job.job_id
     if job.ended:
         return "no-hang", (f"Job {job_id} is not running: its status is {job.status}"
@@ -364,7 +364,8 @@ def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: li
                            "Its processes wait only for work in flight.")
     signals = signals or []
     cycle = any(c.cycle for c in causes)
-    working = [s for s in signals if s.strongest() == "progress" and _can_move_the_job(s, causes, graph)]
+    movers = causes + (set_aside or [])
+    working = [s for s in signals if s.strongest() == "progress" and _can_move_the_job(s, movers, graph)]
     if working and not cycle:
         looked = (f" The stacks alone read as {causes[0].pattern} in {causes[0].culprits[0].label()}: it is working "
                   "between those waits." if causes else "")

@@ -121,6 +121,19 @@ class DashboardClient:
         except json.JSONDecodeError:
             raise UnreachableError(f"dashboard {self.url}{path} returned non-JSON") from None
 
+    def _get_retrying_once(self, path: str, params: list[tuple[str, str]], timeout_s: float | None) -> Any:
+        """`get`, asked once more after a short pause when the dashboard answered 5xx at once (a
+        handler's transient failure: Ray 2.31's State API answered some listings 500 under CI load)."""
+        started = time.monotonic()
+        try:
+            return self.get(path, params, timeout_s)
+        except UnreachableError as exc:
+            elapsed = time.monotonic() - started
+            if not _SERVER_ERROR.search(str(exc)) or _LIMIT_CAP.search(str(exc)) or elapsed > (timeout_s or self.timeout_s) / 2:
+                raise
+            time.sleep(RETRY_PAUSE_S)
+            return self.get(path, params, timeout_s)
+
     def log_file(self, params: list[tuple[str, str]], lines: int) -> str:
         """The last `lines` of one Ray log file, read on its node by the dashboard agent
         (`/api/v0/logs/file`; params name it: actor_id or node_id + pid or filename, suffix)."""
@@ -139,7 +152,7 @@ class DashboardClient:
         for key, predicate, value in filters or []:
             params += [("filter_keys", key), ("filter_predicates", predicate), ("filter_values", value)]
         try:
-            body = self.get(f"/api/v0/{resource}", params, timeout_s)
+            body = self._get_retrying_once(f"/api/v0/{resource}", params, timeout_s)
         except UnreachableError as exc:
             cap = _LIMIT_CAP.search(str(exc))
             if not cap:
@@ -160,18 +173,25 @@ class DashboardClient:
 
 
 _LIMIT_CAP = re.compile(r"exceeds the supported limit (\d+)")
+_SERVER_ERROR = re.compile(r"answered HTTP 5\d\d")
+RETRY_PAUSE_S = 0.3
 
 
 def _error_message(exc: urllib.error.HTTPError) -> str:
-    """The `msg` of a dashboard error response, or its first line."""
+    """The `msg` of a dashboard error response, or its first line; of a Python traceback (the
+    dashboard's handler raised), its last line: the exception, which says what failed."""
     try:
         raw = exc.read().decode("utf-8", "replace")
     except OSError:
         return ""
     try:
-        return str(json.loads(raw).get("msg", ""))[:300].strip()
+        text = str(json.loads(raw).get("msg", "")).strip()
     except (ValueError, AttributeError):
-        return raw.strip().splitlines()[0][:300] if raw.strip() else ""
+        text = raw.strip().splitlines()[0] if raw.strip() else ""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if lines and lines[0].startswith("Traceback (most recent call last)"):
+        return f"{lines[-1][:300]} (the dashboard's handler raised)"
+    return text[:300]
 
 
 # Without a job id the first reading lists what can still be waited on, across jobs (a call into
