@@ -11,6 +11,7 @@ from typing import Any
 
 from debug_hang.analyse.busy import busy_threads, connect_retry, paced_threads, standing_threads
 from debug_hang.analyse.diagnosis import Diagnosis
+from debug_hang.analyse.expiry import attach_expiries
 from debug_hang.analyse.graph import GraphInputs, WaitGraph, build_graph
 from debug_hang.analyse.library_progress import library_progress, library_work
 from debug_hang.analyse.patterns import ProcessVerdict, ThreadMatch, catalog, match_process, match_thread, settings
@@ -130,6 +131,7 @@ def analyse(job: dict[str, Any], snap: Snapshot, collection: Collection, tasks_a
     work = library_work(inputs)
     busy = busy_threads(verdicts, collection) + paced_threads(verdicts, collection)
     busy += standing_threads(graph, verdicts, collection, {w.ref for w in busy})
+    attach_expiries(busy, collection)
     # A call a sleeping loop repeats, staying at its line, to a process idle in every sample, is a
     # round of its poll: no progress.
     stuck = stuck_processes(collection)

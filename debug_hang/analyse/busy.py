@@ -25,12 +25,15 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from debug_hang.analyse.graph import WaitGraph
 from debug_hang.analyse.patterns import ProcessVerdict, is_library, settings
 from debug_hang.analyse.progress import rules
 from debug_hang.model import Collection, Frame, Process, ProcessRef, Thread
+
+if TYPE_CHECKING:
+    from debug_hang.analyse.expiry import Expiry
 
 LoopKind = Literal["spin-wait", "endless", "self-advancing", "iterating", "timed", "unknown"]
 BusyState = Literal["spin", "advancing", "no-spin", "undecided"]
@@ -705,6 +708,7 @@ class BusyWork:
     starting: str = ""  # it is importing modules (a worker starting up): what it moves through is no work
     no_loop: bool = False  # every job frame's source shows its line in no loop: a wait that ends with its call
     retry: RetryLoop | None = None  # a connect retried at once to a loopback port nobody listens on
+    expiry: Expiry | None = None  # a time its loop holds at which its wait ends by itself (analyse/expiry.py)
 
     @property
     def state(self) -> BusyState:
@@ -795,7 +799,8 @@ class BusyWork:
                 "moved": self.moved, "advanced": list(self.advanced), "frozen": list(self.frozen),
                 "one_call": self.one_call, "sleeping": self.sleeping, "text": self.text(),
                 **({"retry": {"ports": list(self.retry.ports), "counters": list(self.retry.counters)}}
-                   if self.retry is not None else {})}
+                   if self.retry is not None else {}),
+                **({"expiry": self.expiry.to_dict()} if self.expiry is not None else {})}
 
 
 def _thread_key(thread: Thread) -> Any:

@@ -8,7 +8,9 @@ process dies, unless something (a TTL, a heartbeat) frees it. The holder is name
 job's own words: the poll's log line, repeated every round, names it by a token (an owner id) -
 and when that exact token was printed by the dead attempt and by no live process, the poll waits
 for a holder that is gone: a hang whose culprit is that dead attempt. Without that match the poll
-is a candidate, inconclusive: a live party (or a TTL) may still release it.
+is a candidate, inconclusive: a live party (or a TTL) may still release it. A poll whose loop
+holds the claim's recorded expiry, still ahead, is never blamed on the dead holder: the expiry
+frees it (analyse/expiry.py).
 
 Logs are untrusted text: tokens are matched exactly, never interpreted.
 """
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 
 from debug_hang.analyse.crashloop import CrashLoop
 from debug_hang.analyse.diagnosis import Diagnosis
+from debug_hang.analyse.expiry import PAST_GRACE_S, scheduled_release
 from debug_hang.analyse.fixes import choose
 from debug_hang.analyse.graph import GNode, WaitGraph
 from debug_hang.analyse.progress import rules
@@ -163,6 +166,8 @@ def name_dead_holder(diag: Diagnosis) -> None:
     if retried_poll(top, diag.graph) is None:
         return
     waiter = top.culprits[0]
+    if scheduled_release(diag.busy, waiter.ref) is not None:
+        return  # what it polls for expires by itself at a time its loop holds (analyse/expiry.py)
     dead = _dead_attempts(diag, waiter)
     if not dead or _others_alive(diag, waiter) or not waiter.pid:
         return
@@ -186,10 +191,15 @@ def name_dead_holder(diag: Diagnosis) -> None:
     own = {_form(t) for t in named - printed}
     tokens = [t for t in tokens if _form(t) in own] or tokens
     holder = max(dead, key=lambda t: (t.end_time_ms or 0.0, t.attempt_number))
-    _blame(diag, top, waiter, holder, tokens, run)
+    expiry = next((w.expiry for w in diag.busy if w.ref == waiter.ref and w.expiry is not None), None)
+    why = "" if expiry is None else "" if expiry.renewed else f": more than {PAST_GRACE_S:.0f} s before the sample"
+    expired = ([f"{waiter.label()}'s loop holds {expiry.text()}{why}, and its poll still fails - that expiry does "
+                "not free what it polls for"] if expiry is not None else [])
+    _blame(diag, top, waiter, holder, tokens, run, expired)
 
 
-def _blame(diag: Diagnosis, top: RootCause, waiter: GNode, holder: TaskRow, tokens: list[str], run: list[str]) -> None:
+def _blame(diag: Diagnosis, top: RootCause, waiter: GNode, holder: TaskRow, tokens: list[str], run: list[str],
+           expired: list[str]) -> None:
     key = f"task:{holder.task_id}:attempt-{holder.attempt_number}"
     if key in diag.graph.nodes:
         return  # already named (the evidence read again)
@@ -209,7 +219,7 @@ def _blame(diag: Diagnosis, top: RootCause, waiter: GNode, holder: TaskRow, toke
                 f"{waiter.label()} runs a later attempt of the same task: its poll waits for something held on "
                 "behalf of its own dead attempt "
                 "(a lease, a claim, a lock record kept in another process's state), which nothing alive releases: "
-                "no other call of the job is running or queued"] + top.evidence
+                "no other call of the job is running or queued"] + expired + top.evidence
     diag.causes[0] = RootCause(
         pattern="poll-never-satisfied", culprits=[node], victims=[waiter.key] + [v for v in top.victims if v != waiter.key],
         confidence=min(top.confidence, HOLDER_CONFIDENCE) if top.confidence else HOLDER_CONFIDENCE, evidence=evidence,

@@ -10,6 +10,7 @@ from debug_hang.analyse.busy import BusyWork
 from debug_hang.analyse.crashloop import DEATH_PREFIX, DEATH_SOURCE, death_reason
 from debug_hang.analyse.dead_holders import retried_poll_text
 from debug_hang.analyse.diagnosis import Diagnosis, Verdict
+from debug_hang.analyse.expiry import ANSWER, PAST_GRACE_S, scheduled_release
 from debug_hang.analyse.graph import WaitGraph
 from debug_hang.analyse.graph.model import GNode
 from debug_hang.analyse.graph.processes import stopped_by_signal
@@ -391,7 +392,10 @@ def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: li
     moving_note = (f" Note: {len(moving)} process(es) changed stack between samples." if moving else "")
     title = (catalog()[top.pattern].title if top.pattern in catalog()
              else "A chain of waits ending in a process whose own wait is not recognised (see its evidence)")
-    retried = None if cycle else retried_poll_text(job_id, top, graph)
+    # A poll whose wait ends at a time its loop holds (a lease's expiry), or a retry's poll whose
+    # holder is not named: not a hang yet.
+    retried = None if cycle else (_scheduled_release_text(job_id, top, busy or [])
+                                  or retried_poll_text(job_id, top, graph))
     if retried:
         return "inconclusive", retried
     # A busy culprit is read before the chain's end: it runs, it waits on nothing unseen; its spin
@@ -430,6 +434,21 @@ def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: li
     accept_note = _accept_note(top, tasks or [], job_id)
     return "hang", (f"Job {job_id} is hung: {title[:1].lower() + title[1:]} — culprit {names}; "
                     f"{victims} process(es) wait on it.{accept_note}{moving_note}{busy_note}")
+
+
+def _scheduled_release_text(job_id: str | None, top: RootCause, busy: list[BusyWork]) -> str | None:
+    """The inconclusive verdict of a poll whose wait ends by itself at a time its loop holds: a
+    lease's recorded expiry ahead, a deadline it tests (None: not that; analyse/expiry.py)."""
+    culprit = top.culprits[0] if top.culprits else None
+    found = scheduled_release(busy, culprit.ref) if culprit is not None and culprit.pid else None
+    if culprit is None or found is None:
+        return None
+    work, expiry = found
+    then = ("what it polls for - a lease or claim recorded with a TTL - expires then whoever holds it, alive or "
+            "dead, and its poll should then succeed" if expiry.how == ANSWER else "its loop ends by the clock then")
+    return (f"Job {job_id} may be hung, but its wait ends by itself: {culprit.label()} polls at {work.where()}, and "
+            f"{expiry.text()}: {then}. A hang needs the poll still failing more than {PAST_GRACE_S:.0f} s past that "
+            "time, or the time moved on between readings (the claim renewed): diagnose again after it.")
 
 
 def _without_causes(job_id: str | None, verdicts: list[ProcessVerdict], at_work_seen: list[str],
