@@ -4,7 +4,8 @@ from the job's source on its node (ast, bounded, one parse per file).
 A thread in `self.opened.wait()` is released only by code that calls `self.opened.set()` (or
 `notify`/`notify_all` on a Condition): in an actor, a method of the same class, called in by
 another process. The probe keeps, for the frame at such a wait, the functions of its file that set
-the same object (`setters`: `Gate.open:32`; for `self.X`, the methods of the frame's own class);
+the same object (`setters`: `Gate.open:32`; for `self.X`, the methods of the frame's own class,
+and those of it that call such a method on self);
 a thread in `self.q.put(item)` (a full bounded queue) is released only by a get on that queue: its
 `setters` are the functions that call `self.q.get()`/`get_nowait()`,
 and for every job frame the Ray calls its function makes after its current line (`calls_after`:
@@ -323,8 +324,8 @@ def _scope_of(parsed: _Parsed, line: int) -> Scope:
 def setters_of(path: str, line: int) -> list[str]:
     """`Class.method:line` of each function of the file that sets or notifies the object the
     frame's line waits on (`self.X.wait()`: the methods of the frame's own class that call
-    `self.X.set()`/`notify()`; `self.q.put(x)`: those that call `self.q.get()`); empty when the
-    line waits on no named object."""
+    `self.X.set()`/`notify()`, or call such a method on self; `self.q.put(x)`: those that call
+    `self.q.get()`); empty when the line waits on no named object."""
     parsed = _parse(path)
     if parsed is None:
         return []
@@ -344,7 +345,23 @@ def _setters(parsed: _Parsed, line: int) -> list[str]:
         entry = f"{where[2]}:{at}"
         if entry not in out:
             out.append(entry)
+        if text.startswith("self."):
+            _through_self(parsed, where, out)
     return out[:MAX_SETTERS]
+
+
+def _through_self(parsed: _Parsed, setter: Scope, out: list[str]) -> None:
+    """The methods of the setter's class that call it on self (`self._open()`), and theirs in turn:
+    a call of one of them sets the object too (`Class.method:line` of the call)."""
+    todo, seen = [setter], {setter}
+    while todo and len(out) < MAX_SETTERS:
+        name = todo.pop()[2].rsplit(".", 1)[-1]
+        for at, attr, caller in sorted(parsed.selfcalls):
+            if attr == name and caller[3] == setter[3] and caller not in seen:
+                seen.add(caller)
+                todo.append(caller)
+                if (entry := f"{caller[2]}:{at}") not in out:
+                    out.append(entry)
 
 
 def set_facts(path: str, line: int) -> dict[str, str]:

@@ -9,7 +9,7 @@ from debug_hang.analyse.graph.builder import Builder, graph_pass
 from debug_hang.analyse.graph.inprocess import is_event_loop, loop_poll_timeout_ms, loop_timer, name_of, owners, runs, timer_due
 from debug_hang.analyse.graph.model import QUEUED_STATES, GNode, WaitGraph
 from debug_hang.analyse.graph.raycalls import reads_stream
-from debug_hang.analyse.graph.setters import follow_async_setters, free_parties, join_skipped, set_from_thread
+from debug_hang.analyse.graph.setters import follow_async_setters, free_parties, join_skipped, set_from_thread, setter_methods
 from debug_hang.analyse.graph.threads import (
     cannot_signal,
     deciding_thread,
@@ -285,8 +285,9 @@ def _detect_event_wait(b: Builder, key: str, verdict: ProcessVerdict) -> None:
         return
     where = frame_text(verdict.main.user_frame or verdict.main.frame)
     doing = ", ".join(sorted({str(t.name) for t in running.get(key, [])})) or "its current call"
-    queued = _releasing_queued(b, key, verdict,
-                               [t for t in index.of_actor(node.actor_id) if t.state in QUEUED_STATES and not t.worker_pid])
+    waiting = [t for t in index.of_actor(node.actor_id) if t.state in QUEUED_STATES and not t.worker_pid]
+    queued = _releasing_queued(b, key, verdict, waiting)
+    none_queued = "none of the calls queued on it sets it" if waiting else "no call to it is queued"
     if queued:
         node.pattern, node.state = "event-setter-queued", "blocked"
         names = ", ".join(sorted({str(t.name) for t in queued}))
@@ -308,12 +309,12 @@ def _detect_event_wait(b: Builder, key: str, verdict: ProcessVerdict) -> None:
         return
     node.pattern, node.state = "event-never-set", "blocked"
     if idle_pollers:
-        node.evidence.append(f"waits at {where} inside {doing}; no call to it is queued and it waits on no Ray task; "
+        node.evidence.append(f"waits at {where} inside {doing}; {none_queued} and it waits on no Ray task; "
                              "the only other thread of this process in job code cannot set it:")
         node.evidence.extend(f"  {text}" for text in idle_pollers)
         return
-    node.evidence.append(f"waits at {where} inside {doing}; no other thread of this process runs job code, no call to it "
-                         "is queued and it waits on no Ray task: nothing here will set it (a setter thread that died "
+    node.evidence.append(f"waits at {where} inside {doing}; no other thread of this process runs job code, {none_queued} "
+                         "and it waits on no Ray task: nothing here will set it (a setter thread that died "
                          "leaves its traceback in this worker's .err log)")
 
 
@@ -326,7 +327,7 @@ def _releasing_queued(b: Builder, key: str, verdict: ProcessVerdict, queued: lis
     waiter = deciding_thread(verdict)
     found = same_put_methods(b, key, waiter) if queued and waiter is not None else None
     if found is None:
-        return queued
+        return _queued_setters(b, key, verdict, queued)
     receiver, putting, getting = found
     releasing = set(releasing_calls(b, key, putting, getting))
     kept = [t for t in queued if str(t.name) in releasing]
@@ -334,6 +335,30 @@ def _releasing_queued(b: Builder, key: str, verdict: ProcessVerdict, queued: lis
         b.g.nodes[key].evidence.append(
             f"{len(queued) - len(kept)} call(s) queued on this actor run the same put into {receiver} the waiting "
             f"thread(s) are blocked in: a put into a full queue is released only by a get, so they cannot release it")
+    return kept
+
+
+def _queued_setters(b: Builder, key: str, verdict: ProcessVerdict, queued: list[TaskRow]) -> list[TaskRow]:
+    """The queued calls whose method sets what the wait is on: one of the methods of the actor's
+    class that the source shows setting it (`setter_methods`, read on the node: `self.X.set()`, or
+    a call on self of a method that does). A queued call of another method - more of the waiting
+    method, which would wait too - cannot release it, however long it waits its turn: when no
+    queued call is a setter, none is kept, and the wait goes on to who could call a setter (the
+    driver after its wait: set-order-deadlock; nobody: event-never-set). All of them are kept when
+    the source named no setter (not read: any of them might be one)."""
+    node = b.g.nodes[key]
+    frame = verdict.main.user_frame if verdict.main is not None else None
+    if not queued or frame is None or node.kind != "actor":
+        return queued
+    methods = setter_methods(node, frame)
+    if not methods:
+        return queued
+    kept = [t for t in queued if _method(t.name) in methods]
+    if not kept:
+        names = ", ".join(f"{n} x{c}" if c > 1 else n for n, c in _counted(queued))
+        sets = ", ".join(f"{node.class_name}.{m} ({frame.short_file}:{line})" for m, line in sorted(methods.items()))
+        node.evidence.append(f"{len(queued)} call(s) queued on this actor ({names}) never set what it waits on: "
+                             f"only {sets} does")
     return kept
 
 

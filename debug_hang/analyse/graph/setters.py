@@ -42,7 +42,7 @@ def _entries(items: list[str] | None) -> list[tuple[str, int]]:
     return [(m.group("name"), int(m.group("line"))) for item in items or [] if (m := _ENTRY.match(item))]
 
 
-def _setter_methods(node: GNode, frame: Frame) -> dict[str, int]:
+def setter_methods(node: GNode, frame: Frame) -> dict[str, int]:
     """The methods of the actor's own class that set what the frame waits on: name -> line of the set."""
     out: dict[str, int] = {}
     for qualname, line in _entries(frame.setters):
@@ -98,7 +98,7 @@ def follow_event_setters(b: Builder) -> None:
         if node.pattern != "event-never-set" or node.kind != "actor" or frame is None or b.g.out(key) \
                 or key in b.set_elsewhere:
             continue  # (a setting call that FINISHED set another object: no later call sets this one)
-        methods = _setter_methods(node, frame)
+        methods = setter_methods(node, frame)
         if not methods:
             continue
         sets = ", ".join(f"{node.class_name}.{m} ({frame.short_file}:{line})" for m, line in sorted(methods.items()))
