@@ -41,7 +41,7 @@ from debug_hang.probe.pyspy import (
     validate_pid,
 )
 from debug_hang.probe.serve_batch import batch_windows
-from debug_hang.probe.socket_peers import accept_sockets, connect_targets, socket_peers
+from debug_hang.probe.socket_peers import accept_sockets, connect_targets, reading_sockets, socket_peers
 from debug_hang.probe.source_lines import add_awaiting, add_source_lines, job_files
 from debug_hang.redact import SECRET_NAME, Redactor
 from debug_hang.snapshot import RANK_VARS
@@ -258,6 +258,7 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     add_socket_peers(info, all_pids, errors)
     add_connect_targets(info, rounds.processes, errors)
     add_accept_sockets(info, rounds.processes, errors)
+    add_reading_sockets(info, rounds.processes, errors)
     add_widowed_pipes(info, rounds.processes)
     add_batch_windows(info, all_pids)
 
@@ -486,6 +487,19 @@ def add_accept_sockets(info: dict[int, dict[str, Any]], processes: list[dict[str
                 info[pid]["accepting"] = found
     except Exception as exc:  # noqa: BLE001 - a /proc oddity costs this fact, never the probe
         errors.append({"pid": None, "kind": SOCKET_PEERS_FAILED, "sample": 0, "error": f"accept sockets not read: {exc}"})
+
+
+def add_reading_sockets(info: dict[int, dict[str, Any]], processes: list[dict[str, Any]],
+                        errors: list[dict[str, Any]]) -> None:
+    """Per process with a thread blocked reading a TCP socket, that connection's traffic
+    (`reading`: {tid: {fd, bytes_received, last_recv_ms, ...}}, probe/tcp_info.py): whether data
+    still comes, which /proc/PID/io does not count."""
+    try:
+        for pid, found in reading_sockets(processes).items():
+            if pid in info:
+                info[pid]["reading"] = found
+    except Exception as exc:  # noqa: BLE001 - a /proc or netlink oddity costs this fact, never the probe
+        errors.append({"pid": None, "kind": SOCKET_PEERS_FAILED, "sample": 0, "error": f"reading sockets not read: {exc}"})
 
 
 def add_batch_windows(info: dict[int, dict[str, Any]], pids: list[int]) -> None:
