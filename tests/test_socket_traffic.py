@@ -7,6 +7,10 @@ real captures (tests/data/captures/README.md):
   one-second window saw no byte move. Before: hang, io-wait 0.95 (a false hang).
 - `detached_registry_never_sends/` (its hung twin): the server accepted and never sends: the
   connection has received nothing since it was made. Hang, io-wait.
+- `healthy_async_detached_trickle_download/`, `async_registry_never_sends/`: the same from an async
+  actor awaiting `reader.read`: its loop idle in epoll_wait, the TCP connections registered in that
+  epoll read by the probe (`loop_sockets`; graph/sockets.py `loop_traffic`). Before: hang,
+  async-await-stuck 0.95 on the healthy one.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ pytestmark = pytest.mark.unit
 CAPTURES = ROOT / "tests" / "data" / "captures"
 TRICKLE = CAPTURES / "healthy_detached_trickle_download"
 WEDGED = CAPTURES / "detached_registry_never_sends"
+ASYNC_TRICKLE = CAPTURES / "healthy_async_detached_trickle_download"
+ASYNC_WEDGED = CAPTURES / "async_registry_never_sends"
 
 
 def _answer(folder: Path) -> tuple[str, str, list[str], dict[str, Any]]:
@@ -52,6 +58,36 @@ def test_a_read_whose_connection_never_received_data_stays_hung() -> None:
     # THEN the read is io-wait's hang, its evidence saying that nothing ever came
     assert (verdict, pattern, culprits) == ("hang", "io-wait", ["fetch_shard"]), doc["summary"]
     assert "has received no data since it was made" in str(doc["root_causes"][0])
+
+
+def test_an_idle_event_loop_whose_connection_receives_data_is_inconclusive() -> None:
+    # GIVEN ShardCache.fetch RUNNING, its loop idle in epoll_wait with no timer, its one registered
+    # TCP connection 28 KiB in, the last data 1.8 s before the reading
+    verdict, pattern, culprits, doc = _answer(ASYNC_TRICKLE)
+    # THEN a coroutine reads a connection whose peer still sends: inconclusive, never async-await-stuck's hang
+    assert (verdict, pattern, culprits) == ("inconclusive", "io-wait", ["ShardCache"]), doc["summary"]
+    assert "received data 1.8s ago (28.0 KiB so far)" in doc["summary"]
+
+
+def test_an_idle_event_loop_whose_connection_never_received_data_stays_hung() -> None:
+    verdict, pattern, culprits, doc = _answer(ASYNC_WEDGED)
+    assert (verdict, pattern, culprits) == ("hang", "async-await-stuck", ["ShardCache"]), doc["summary"]
+    assert "fd 43 nothing received since it was made" in str(doc["root_causes"][0])
+
+
+def _loop_last_data(ago_ms: int) -> Any:
+    def edit(doc: dict[str, Any]) -> None:
+        for info in doc["meta"]["info"]:
+            for conns in (info.get("loop_sockets") or {}).values():
+                for conn in conns:
+                    conn["last_recv_ms"] = ago_ms
+    return edit
+
+
+def test_a_loop_connection_silent_for_minutes_no_longer_spares_the_await(tmp_path: Path) -> None:
+    variant = capture_variant(tmp_path, ASYNC_TRICKLE, stacks=_loop_last_data(300_000))
+    verdict, pattern, _culprits, doc = _answer(variant)
+    assert (verdict, pattern) == ("hang", "async-await-stuck"), doc["summary"]
 
 
 def _last_data(ago_ms: int) -> Any:
@@ -87,6 +123,29 @@ def test_tcp_info_reads_a_real_connections_bytes_and_the_age_of_its_last_data() 
     assert found[inode]["bytes_received"] == 5000 and found[inode]["bytes_sent"] == 0
     assert 250 <= found[inode]["last_recv_ms"] < 5000
     assert found[inode]["state"] == "ESTABLISHED"
+
+
+def test_the_probe_lists_the_tcp_connections_an_epoll_waits_on() -> None:
+    # GIVEN a real epoll instance of this process with a connected TCP socket registered in it
+    import platform
+    import select
+
+    from debug_hang.probe.socket_peers import epoll_fds, loop_sockets
+
+    with socket.create_server(("127.0.0.1", 0)) as srv:
+        client = socket.create_connection(srv.getsockname())
+        server, _ = srv.accept()
+        ep = select.epoll()
+        with client, server, ep:
+            ep.register(client.fileno(), select.EPOLLIN)
+            server.sendall(b"w" * 10)
+            assert epoll_fds(os.getpid(), ep.fileno()) == [client.fileno()]
+            nr = {"x86_64": "232", "aarch64": "22"}.get(platform.machine(), "232")
+            found = loop_sockets({os.getpid(): {"1": [nr, hex(ep.fileno()), "0x0", "0x1", "0xffffffff"]}},
+                                 platform.machine())
+            fd = client.fileno()
+    # THEN its traffic is read by the socket's inode
+    assert [(c["fd"], c["bytes_received"]) for c in found[os.getpid()]["1"]] == [(fd, 10)]
 
 
 def _in_syscall(pid: int, tid: int | None) -> bool:

@@ -290,7 +290,7 @@ def _receiving_decision(job_id: str | None, top: RootCause, names: str) -> tuple
     culprit = top.culprits[0]
     if top.cycle or top.pattern != "io-wait" or culprit.state != "blocked" or not culprit.receiving:
         return None
-    return ("inconclusive", f"Job {job_id} may be hung, but {names} {culprit.receiving}: its peer is alive and "
+    return ("inconclusive", f"Job {job_id} may be hung, but {names} {culprit.receiving}: the peer is alive and "
                             "sending, slowly (a throttled download, a paced stream). A read is a hang only once its "
                             "connection is silent: diagnose again in a minute (the last data's age grows while "
                             "nothing comes), or watch `ss -tin` for its bytes_received.")

@@ -324,3 +324,62 @@ def reading_sockets(processes: list[dict[str, Any]]) -> dict[int, dict[str, dict
             if inode in traffic:
                 out.setdefault(pid, {})[tid] = {"fd": fd, **traffic[inode]}
     return out
+
+
+# ------------------------------------------------------------------ the connections an event loop waits on
+_EPOLL_WAITS = {"x86_64": {232, 281, 441}, "aarch64": {22, 441}}  # epoll_wait, epoll_pwait, epoll_pwait2
+MAX_LOOP_FDS = 64  # descriptors read per epoll instance
+
+
+def epoll_fds(pid: int, epfd: int, max_fds: int = MAX_LOOP_FDS) -> list[int]:
+    """The descriptors registered in `pid`'s epoll instance `epfd` (the `tfd:` lines of
+    /proc/PID/fdinfo/EPFD); empty when it cannot be read or is no epoll."""
+    out: list[int] = []
+    try:
+        with open(f"/proc/{pid}/fdinfo/{epfd}", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                parts = line.split()
+                if len(parts) > 1 and parts[0] == "tfd:" and parts[1].isdigit():
+                    out.append(int(parts[1]))
+                    if len(out) >= max_fds:
+                        break
+    except OSError:
+        return []
+    return out
+
+
+def loop_sockets(loop_calls: dict[int, dict[str, list[str]]], machine: str) -> dict[int, dict[str, list[dict[str, Any]]]]:
+    """{pid: {tid: [{"fd", "state", "bytes_received", "last_recv_ms", ...}]}}: for each event-loop
+    thread asleep in epoll_wait (`loop_calls`: {pid: {tid: [nr, arg0..]}}, add_loop_syscalls), the
+    TCP connections registered in that epoll instance and their traffic (probe/tcp_info.py): what an
+    idle loop's awaiting coroutines may be reading, which py-spy cannot show. Read-only, bounded."""
+    waits = _EPOLL_WAITS.get(machine, set())
+    found: dict[int, dict[str, list[tuple[int, int]]]] = {}
+    for pid, calls in loop_calls.items():
+        if not same_netns(pid):
+            continue
+        for tid, call in calls.items():
+            try:
+                nr, epfd = int(call[0]), int(call[1], 16)
+            except (ValueError, IndexError):
+                continue
+            if nr not in waits:
+                continue
+            conns = []
+            for fd in epoll_fds(pid, epfd):
+                try:
+                    link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                except OSError:
+                    continue
+                if link.startswith("socket:[") and link[8:-1].isdigit():
+                    conns.append((fd, int(link[8:-1])))
+            if conns:
+                found.setdefault(pid, {})[tid] = conns
+    traffic = tcp_traffic({inode for per_tid in found.values() for pairs in per_tid.values() for _fd, inode in pairs})
+    out: dict[int, dict[str, list[dict[str, Any]]]] = {}
+    for pid, registered in found.items():
+        for tid, pairs in registered.items():
+            tcp = [{"fd": fd, **traffic[inode]} for fd, inode in pairs if inode in traffic]
+            if tcp:
+                out.setdefault(pid, {})[tid] = tcp
+    return out

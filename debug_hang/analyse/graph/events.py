@@ -10,6 +10,7 @@ from debug_hang.analyse.graph.inprocess import is_event_loop, loop_poll_timeout_
 from debug_hang.analyse.graph.model import QUEUED_STATES, GNode, WaitGraph
 from debug_hang.analyse.graph.raycalls import reads_stream
 from debug_hang.analyse.graph.setters import class_setters, follow_async_setters, free_parties, join_skipped, set_from_thread, setter_methods
+from debug_hang.analyse.graph.sockets import loop_traffic
 from debug_hang.analyse.graph.threads import (
     cannot_signal,
     deciding_thread,
@@ -54,6 +55,16 @@ def _detect_async_await(b: Builder, key: str, verdict: ProcessVerdict) -> None:
     if not loops or any(t.active for t in loops):
         return
     doing = ", ".join(sorted({str(t.name) for t in running[key]}))
+    receiving, seen = loop_traffic(b, key, loops)
+    if receiving:
+        # A coroutine reads a connection whose peer still sends (a throttled download, a paced
+        # stream): the loop wakes as data comes, and nothing shows it is stuck.
+        node.pattern, node.state, node.receiving = "io-wait", "blocked", receiving
+        node.evidence.append(f"{doing} RUNNING, its event loop idle between reads (an awaiting coroutine has no "
+                             f"stack); {seen}: a coroutine of it reads that connection, whose peer still sends")
+        return
+    if seen:
+        node.evidence.append(seen)
     timer = loop_timer(loops[0])
     due = next((d for d in map(timer_due, loops) if d is not None), None)
     info = b.inp.info.get(verdict.process.ref)

@@ -12,7 +12,7 @@ from debug_hang.analyse.graph.builder import Builder, follows
 from debug_hang.analyse.graph.model import GNode
 from debug_hang.analyse.graph.threads import deciding_thread
 from debug_hang.facts import SOCKET_READ_FRAME
-from debug_hang.model import ProcessRef
+from debug_hang.model import ProcessRef, Thread
 from debug_hang.snapshot import DRIVER_TASK_PREFIX
 from debug_hang.untrusted import strip_controls
 
@@ -129,6 +129,32 @@ def note_traffic(b: Builder, key: str) -> None:
     if ago < RECENT_RECV_S:
         node.receiving = (f"reads a TCP connection (fd {conn['fd']}) that received data {ago:.1f}s ago "
                           f"({_amount(received)} so far)")
+
+
+def loop_traffic(b: Builder, key: str, loops: list[Thread]) -> tuple[str, str]:
+    """(receiving, seen) for an async actor whose event loop is idle: the TCP connections registered
+    in its loop's epoll (the probe's `loop_sockets`, tcp_info). `receiving` names one that received
+    data within RECENT_RECV_S ("" when none did): a coroutine reads it, and its peer still sends.
+    `seen` says what was read of them, for the evidence ("" when none is registered)."""
+    found = b.inp.info.get(b.g.nodes[key].ref, {}).get("loop_sockets")
+    if not isinstance(found, dict):
+        return "", ""
+    tids = {str(t.os_thread_id) for t in loops}
+    conns = [c for tid, per in found.items() if tid in tids and isinstance(per, list) for c in per
+             if isinstance(c, dict) and all(isinstance(c.get(k), int) for k in ("fd", "bytes_received", "last_recv_ms"))]
+    if not conns:
+        return "", ""
+    fresh = sorted((c for c in conns if c["bytes_received"] > 0), key=lambda c: c["last_recv_ms"])
+    seen = (f"its event loop waits on {len(conns)} TCP connection(s) (its epoll, kernel tcp_info): "
+            + ", ".join(f"fd {c['fd']} " + (f"{_amount(c['bytes_received'])} received, the last {c['last_recv_ms'] / 1000:.1f}s ago"
+                                             if c["bytes_received"] else
+                                             f"nothing received since it was made {c['last_recv_ms'] / 1000:.1f}s ago")
+                        for c in conns[:3]))
+    if fresh and fresh[0]["last_recv_ms"] / 1000.0 < RECENT_RECV_S:
+        c = fresh[0]
+        return (f"awaits in an event loop whose TCP connection (fd {c['fd']}) received data "
+                f"{c['last_recv_ms'] / 1000:.1f}s ago ({_amount(c['bytes_received'])} so far)"), seen
+    return "", seen
 
 
 def _amount(n: int) -> str:
