@@ -11,6 +11,9 @@ real captures (tests/data/captures/README.md):
   actor awaiting `reader.read`: its loop idle in epoll_wait, the TCP connections registered in that
   epoll read by the probe (`loop_sockets`; graph/sockets.py `loop_traffic`). Before: hang,
   async-await-stuck 0.95 on the healthy one.
+- `healthy_curl_detached_trickle/`, `curl_registry_never_answers/`: a task waiting on a curl child
+  (no Python stack) whose connection the probe reads (`tcp_conns`; graph/sockets.py `child_traffic`).
+  Before: hang, child-process-hang 0.93 on the healthy one.
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ TRICKLE = CAPTURES / "healthy_detached_trickle_download"
 WEDGED = CAPTURES / "detached_registry_never_sends"
 ASYNC_TRICKLE = CAPTURES / "healthy_async_detached_trickle_download"
 ASYNC_WEDGED = CAPTURES / "async_registry_never_sends"
+TIMEOUT = CAPTURES / "healthy_detached_trickle_timeout"
+CURL = CAPTURES / "healthy_curl_detached_trickle"
+CURL_WEDGED = CAPTURES / "curl_registry_never_answers"
 
 
 def _answer(folder: Path) -> tuple[str, str, list[str], dict[str, Any]]:
@@ -50,6 +56,14 @@ def test_a_read_whose_connection_received_data_a_second_ago_is_inconclusive() ->
     # THEN its peer still sends: inconclusive, naming the connection's traffic, never hang
     assert (verdict, pattern, culprits) == ("inconclusive", "io-wait", ["fetch_shard"]), doc["summary"]
     assert "received data 1.3s ago (28.0 KiB so far)" in doc["summary"]
+
+
+def test_a_read_through_a_socket_timeouts_poll_is_read_too() -> None:
+    # GIVEN the same download with a 60 s socket timeout: the thread sleeps in poll(), not recv()
+    verdict, pattern, culprits, doc = _answer(TIMEOUT)
+    # THEN its connection is found from the pollfd array: inconclusive, never hang
+    assert (verdict, pattern, culprits) == ("inconclusive", "io-wait", ["fetch_shard"]), doc["summary"]
+    assert "that received data 2.1s ago" in doc["summary"]
 
 
 def test_a_read_whose_connection_never_received_data_stays_hung() -> None:
@@ -73,6 +87,21 @@ def test_an_idle_event_loop_whose_connection_never_received_data_stays_hung() ->
     verdict, pattern, culprits, doc = _answer(ASYNC_WEDGED)
     assert (verdict, pattern, culprits) == ("hang", "async-await-stuck", ["ShardCache"]), doc["summary"]
     assert "fd 43 nothing received since it was made" in str(doc["root_causes"][0])
+
+
+def test_a_native_child_whose_connection_receives_data_is_inconclusive() -> None:
+    # GIVEN fetch_shard in subprocess.run on curl, curl's one TCP connection 28 KiB in, the last data 2 s ago
+    verdict, pattern, culprits, doc = _answer(CURL)
+    # THEN the child still downloads: inconclusive, never child-process-hang's hang
+    assert (verdict, pattern) == ("inconclusive", "child-process-hang"), doc["summary"]
+    assert culprits[0].startswith("child of fetch_shard: curl -sS -o")
+    assert "that received data 2.0s ago" in doc["summary"]
+
+
+def test_a_native_child_whose_connection_never_received_data_stays_hung() -> None:
+    verdict, pattern, _culprits, doc = _answer(CURL_WEDGED)
+    assert (verdict, pattern) == ("hang", "child-process-hang"), doc["summary"]
+    assert "fd 5 nothing received since it was made" in str(doc["root_causes"][0])
 
 
 def _loop_last_data(ago_ms: int) -> Any:
@@ -146,6 +175,33 @@ def test_the_probe_lists_the_tcp_connections_an_epoll_waits_on() -> None:
             fd = client.fileno()
     # THEN its traffic is read by the socket's inode
     assert [(c["fd"], c["bytes_received"]) for c in found[os.getpid()]["1"]] == [(fd, 10)]
+
+
+def test_a_poll_on_a_socket_with_a_timeout_is_matched_after_py_spy_paused_it(tmp_path: Path) -> None:
+    # GIVEN a real process blocked in recv on a socket with a timeout (poll), dumped by py-spy first
+    # (its stop turns the poll into restart_syscall)
+    import shutil
+    import subprocess
+    import sys
+
+    script = tmp_path / "reader.py"
+    script.write_text("import os, socket\nsrv = socket.create_server(('127.0.0.1', 0))\n"
+                      "c = socket.create_connection(srv.getsockname(), timeout=60)\ns, _ = srv.accept()\n"
+                      "s.sendall(b'q' * 7)\nc.recv(7)\nprint(c.fileno(), flush=True)\nc.recv(10)\n")
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        fd = int(proc.stdout.readline()) if proc.stdout else -1
+        time.sleep(0.3)
+        if shutil.which("py-spy"):
+            subprocess.run(["py-spy", "dump", "--pid", str(proc.pid)], capture_output=True, timeout=30)
+        found = reading_sockets([{"pid": proc.pid, "threads": [{"os_thread_id": proc.pid, "frames": [
+            {"function": "<module>", "code": "c.recv(10)"}]}]}])
+    finally:
+        proc.kill()
+        proc.wait(10)
+    # THEN the socket it polls is found, and what it received
+    conn = found[proc.pid][str(proc.pid)]
+    assert conn["fd"] == fd and conn["bytes_received"] == 7
 
 
 def _in_syscall(pid: int, tid: int | None) -> bool:

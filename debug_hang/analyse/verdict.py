@@ -283,12 +283,13 @@ def _peer_decision(job_id: str | None, top: RootCause, names: str, busy: list[Bu
 
 
 def _receiving_decision(job_id: str | None, top: RootCause, names: str) -> tuple[Verdict, str] | None:
-    """A socket read whose connection still delivers data (`GNode.receiving`, the kernel's
-    tcp_info): its peer is alive and sending, slowly - a throttled download, a paced stream. Data
+    """A culprit whose connection still delivers data (`GNode.receiving`, the kernel's tcp_info: a
+    socket read, an event loop's connection, a native child's): its peer is alive and sending,
+    slowly - a throttled download, a paced stream. Data
     coming says nothing of when the read ends, and a peer may send heartbeats while what was asked
     never comes: inconclusive, never io-wait's hang. None when its connection is silent or unread."""
     culprit = top.culprits[0]
-    if top.cycle or top.pattern != "io-wait" or culprit.state != "blocked" or not culprit.receiving:
+    if top.cycle or not culprit.receiving:
         return None
     return ("inconclusive", f"Job {job_id} may be hung, but {names} {culprit.receiving}: the peer is alive and "
                             "sending, slowly (a throttled download, a paced stream). A read is a hang only once its "

@@ -41,7 +41,14 @@ from debug_hang.probe.pyspy import (
     validate_pid,
 )
 from debug_hang.probe.serve_batch import batch_windows
-from debug_hang.probe.socket_peers import accept_sockets, connect_targets, loop_sockets, reading_sockets, socket_peers
+from debug_hang.probe.socket_peers import (
+    accept_sockets,
+    connect_targets,
+    loop_sockets,
+    process_sockets,
+    reading_sockets,
+    socket_peers,
+)
 from debug_hang.probe.source_lines import add_awaiting, add_source_lines, job_files
 from debug_hang.redact import SECRET_NAME, Redactor
 from debug_hang.snapshot import RANK_VARS
@@ -259,6 +266,7 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     add_connect_targets(info, rounds.processes, errors)
     add_accept_sockets(info, rounds.processes, errors)
     add_reading_sockets(info, rounds.processes, errors)
+    add_child_sockets(info, errors)
     add_widowed_pipes(info, rounds.processes)
     add_batch_windows(info, all_pids)
 
@@ -500,6 +508,17 @@ def add_reading_sockets(info: dict[int, dict[str, Any]], processes: list[dict[st
                 info[pid]["reading"] = found
     except Exception as exc:  # noqa: BLE001 - a /proc or netlink oddity costs this fact, never the probe
         errors.append({"pid": None, "kind": SOCKET_PEERS_FAILED, "sample": 0, "error": f"reading sockets not read: {exc}"})
+
+
+def add_child_sockets(info: dict[int, dict[str, Any]], errors: list[dict[str, Any]]) -> None:
+    """Per child process of a target, its TCP connections' traffic (`tcp_conns`: [{fd,
+    bytes_received, last_recv_ms, ...}], probe/tcp_info.py): a native child (curl, a downloader)
+    shows no wait py-spy can read, but the kernel counts the bytes it still receives."""
+    try:
+        for pid, conns in process_sockets([pid for pid, value in info.items() if value.get("child_of") is not None]).items():
+            info[pid]["tcp_conns"] = conns
+    except Exception as exc:  # noqa: BLE001 - a /proc or netlink oddity costs this fact, never the probe
+        errors.append({"pid": None, "kind": SOCKET_PEERS_FAILED, "sample": 0, "error": f"child sockets not read: {exc}"})
 
 
 def add_batch_windows(info: dict[int, dict[str, Any]], pids: list[int]) -> None:

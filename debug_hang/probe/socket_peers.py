@@ -18,7 +18,9 @@ connection's traffic (bytes received, how long ago data last came: probe/tcp_inf
 from __future__ import annotations
 
 import os
+import platform
 import re
+import struct
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -289,11 +291,44 @@ def _reading(thread: dict[str, Any]) -> bool:
     return any(SOCKET_READ_FRAME.search(f"{f.get('function') or ''} {f.get('code') or ''}") for f in frames)
 
 
+# poll and ppoll, whose first argument points to the pollfd array: a socket with a timeout
+# (`sock.settimeout`, `requests.get(..., timeout=)`) is waited on in poll() before each recv.
+_POLLS = {"x86_64": {7, 271}, "aarch64": {73}}
+# restart_syscall: a poll with a timeout interrupted by a stop (py-spy's own dump pauses the
+# process) is resumed through it, its registers - the pollfd pointer and count - left as they were.
+_RESTART = {"x86_64": 219, "aarch64": 128}
+MAX_POLL_FDS = 16
+
+
+def _waited_fds(pid: int, call: list[str]) -> list[int]:
+    """The descriptors a thread asleep in system call `call` ([nr, arg0..]) waits on: the first
+    argument of a read or recv; for poll/ppoll, the descriptors of its pollfd array (read from the
+    process's memory, 8 bytes each, at most MAX_POLL_FDS); none when they cannot be read."""
+    try:
+        nr, arg0, arg1 = int(call[0]), int(call[1], 16), int(call[2], 16)
+    except (ValueError, IndexError):
+        return []
+    machine = platform.machine()
+    polled = nr in _POLLS.get(machine, set()) or (nr == _RESTART.get(machine) and arg0 >= 1 << 20)
+    if not polled:
+        return [arg0] if arg0 < 1 << 20 else []
+    count = min(arg1, MAX_POLL_FDS)
+    if count <= 0 or arg0 <= 0:
+        return []
+    try:
+        with open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
+            mem.seek(arg0)
+            raw = mem.read(8 * count)
+    except (OSError, ValueError, OverflowError):
+        return []
+    return [fd for (fd, _events, _revents) in struct.iter_unpack("=ihh", raw[: len(raw) // 8 * 8]) if fd >= 0]
+
+
 def reading_sockets(processes: list[dict[str, Any]]) -> dict[int, dict[str, dict[str, Any]]]:
     """{pid: {tid: {"fd", "state", "bytes_received", "bytes_sent", "last_recv_ms", "last_send_ms",
     "rqueue", "wqueue"}}}: for each thread of the samples in a read frame and asleep in a system
-    call whose first argument is a descriptor of a TCP socket (recv, recvfrom, read: not a poll,
-    whose argument is no descriptor), that connection's traffic as the kernel counts it. Read after
+    call on a TCP socket (recv, recvfrom, read: its first argument; poll/ppoll, as a socket with a
+    timeout waits: its pollfd array), that connection's traffic as the kernel counts it. Read after
     the last sample; a thread that left the call, another network namespace, or a socket the kernel
     dump does not return is left out. Read-only and bounded."""
     calls: dict[int, dict[str, tuple[int, int]]] = {}  # pid -> tid -> (fd, inode)
@@ -310,13 +345,14 @@ def reading_sockets(processes: list[dict[str, Any]]) -> dict[int, dict[str, dict
             call = thread_syscall(pid, tid)
             if call is None:
                 continue
-            try:
-                fd = int(call[1], 16)
-                link = os.readlink(f"/proc/{pid}/fd/{fd}")
-            except (ValueError, OSError):
-                continue
-            if link.startswith("socket:[") and link[8:-1].isdigit() and same_netns(pid):
-                calls.setdefault(pid, {})[str(tid)] = (fd, int(link[8:-1]))
+            for fd in _waited_fds(pid, call):
+                try:
+                    link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                except OSError:
+                    continue
+                if link.startswith("socket:[") and link[8:-1].isdigit() and same_netns(pid):
+                    calls.setdefault(pid, {})[str(tid)] = (fd, int(link[8:-1]))
+                    break
     traffic = tcp_traffic({inode for found in calls.values() for _fd, inode in found.values()})
     out: dict[int, dict[str, dict[str, Any]]] = {}
     for pid, found in calls.items():
@@ -382,4 +418,30 @@ def loop_sockets(loop_calls: dict[int, dict[str, list[str]]], machine: str) -> d
             tcp = [{"fd": fd, **traffic[inode]} for fd, inode in pairs if inode in traffic]
             if tcp:
                 out.setdefault(pid, {})[tid] = tcp
+    return out
+
+
+# ------------------------------------------------------------------ a child's connections
+MAX_CHILD_SOCKETS = 16  # sockets read per child process
+
+
+def process_sockets(pids: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """{pid: [{"fd", "state", "bytes_received", "last_recv_ms", ...}]}: the TCP connections of each
+    process (a child with no Python stack - curl, a native downloader - whose waits py-spy cannot
+    show) and their traffic (probe/tcp_info.py). Read-only, bounded."""
+    found: dict[int, list[tuple[int, int]]] = {}
+    for pid in pids:
+        if not same_netns(pid):
+            continue
+        for fd, link in fd_links(pid, MAX_FDS):
+            if link.startswith("socket:[") and link.endswith("]") and link[8:-1].isdigit():
+                found.setdefault(pid, []).append((int(fd), int(link[8:-1])))
+                if len(found[pid]) >= MAX_CHILD_SOCKETS:
+                    break
+    traffic = tcp_traffic({inode for pairs in found.values() for _fd, inode in pairs})
+    out: dict[int, list[dict[str, Any]]] = {}
+    for pid, pairs in found.items():
+        tcp = [{"fd": fd, **traffic[inode]} for fd, inode in pairs if inode in traffic]
+        if tcp:
+            out[pid] = tcp
     return out

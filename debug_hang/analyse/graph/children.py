@@ -14,6 +14,7 @@ from debug_hang.analyse.graph.forks import fork_lost_thread
 from debug_hang.analyse.graph.model import GNode
 from debug_hang.analyse.graph.raycalls import follow_submitted
 from debug_hang.analyse.graph.semlocks import at_semlock_acquire
+from debug_hang.analyse.graph.sockets import child_traffic
 from debug_hang.analyse.graph.threads import deciding_thread, frame_text, other_threads_in_job_code
 from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, is_library
@@ -106,7 +107,7 @@ def _edges_children(b: Builder, key: str, proc: Process) -> None:
         child = g.nodes[child_key]
         child.kind = "process"
         child.class_name = child.class_name or g.nodes[key].class_name  # spawned by this actor
-        child.name = f"child of {g.nodes[key].name}: {str(info.get('title') or pid)[:60]}"
+        child.name = f"child of {g.nodes[key].name}: {one_line(info.get('title') or pid)}"
         where = child.user_frame or child.frame
         if not any(e.startswith("stack: ") for e in child.evidence):
             child.evidence.append(f"its own stack: {child.pattern or child.state}"
@@ -126,6 +127,7 @@ def _edges_children(b: Builder, key: str, proc: Process) -> None:
         # kernel lists it waiting for (followed to the holder, who may be this very parent).
         if child.pattern not in ("exit-join-blocked", "fifo-open-wait", "file-lock-wait"):
             child.pattern = "child-process-hang"  # the chain ends in a child that does not exit
+            child_traffic(child, info)
         elif child.pattern == "file-lock-wait" and _waits_for_lock_of(info, proc.pid):
             choose(g.nodes[key], "file_lock_held_for_child")
         pipes = info.get("std_pipes") or {}

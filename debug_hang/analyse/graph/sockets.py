@@ -157,6 +157,26 @@ def loop_traffic(b: Builder, key: str, loops: list[Thread]) -> tuple[str, str]:
     return "", seen
 
 
+def child_traffic(node: GNode, info: dict[str, Any]) -> None:
+    """A child process's TCP connections (the probe's `tcp_conns`, tcp_info): one that received
+    data within RECENT_RECV_S says the child still downloads - a native curl or wget whose wait
+    py-spy cannot show (`GNode.receiving`); a silent one's age goes into the evidence."""
+    conns = [c for c in info.get("tcp_conns") or [] if isinstance(c, dict)
+             and all(isinstance(c.get(k), int) for k in ("fd", "bytes_received", "last_recv_ms"))]
+    if not conns:
+        return
+    fresh = sorted((c for c in conns if c["bytes_received"] > 0), key=lambda c: c["last_recv_ms"])
+    node.evidence.append(f"its {len(conns)} TCP connection(s) (kernel tcp_info): " + ", ".join(
+        f"fd {c['fd']} " + (f"{_amount(c['bytes_received'])} received, the last {c['last_recv_ms'] / 1000:.1f}s ago"
+                            if c["bytes_received"] else
+                            f"nothing received since it was made {c['last_recv_ms'] / 1000:.1f}s ago")
+        for c in conns[:3]))
+    if fresh and fresh[0]["last_recv_ms"] / 1000.0 < RECENT_RECV_S:
+        c = fresh[0]
+        node.receiving = (f"has a TCP connection (fd {c['fd']}) that received data {c['last_recv_ms'] / 1000:.1f}s ago "
+                          f"({_amount(c['bytes_received'])} so far): it is still receiving")
+
+
 def _amount(n: int) -> str:
     return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KiB" if n < 1 << 20 else f"{n / (1 << 20):.1f} MiB"
 
