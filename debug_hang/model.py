@@ -156,6 +156,10 @@ class Process:
     # awaits, read from its class's source on the node (probe/setters.py `awaited_in`):
     # {"method", "file", "line", "awaits": ["self.X"], "setters": ["Cls.m:line"]}.
     awaiting: dict[str, Any] | None = None
+    # A Ray Serve replica's deployment class, read on its node: the awaits of `.remote(` calls in its
+    # methods (probe/setters.py `remote_awaits`): [{"method", "file", "line", "code"}]. A request
+    # awaiting a handle call shows no frame; these are the lines it can be awaiting at.
+    remote_awaits: list[dict[str, Any]] | None = None
 
     @property
     def title_parts(self) -> tuple[str | None, str | None]:

@@ -42,6 +42,9 @@ POLLING_TASKS = frozenset({
     # Ray Data's stats actor, sent by the streaming executor's loop on every round, stuck or not,
     # and never waited on (ray/data/_internal/stats.py, _StatsManager.update_execution_metrics).
     "_StatsActor.update_execution_metrics",
+    # Ray Data's actor-pool operators ask the location tracker where their actors are on every
+    # scheduling round (ray/data/_internal/utils/cached_ray_internals.py, a 1 s cache), stuck or not.
+    "ActorLocationTracker.get_actor_locations",
 })
 # The actor behind ray.util.queue.Queue: its waits are followed to the queue's producers/consumers.
 QUEUE_ACTOR_CLASS = "_QueueActor"

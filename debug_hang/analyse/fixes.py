@@ -29,6 +29,10 @@ CHOSEN: dict[str, tuple[PatternId, str]] = {
     "pipe_stdin_written_first": ("pipe-full-deadlock", "proc.communicate(data)"),
     "mp_queue_joined_before_get": ("pipe-full-deadlock", "get() everything it puts"),
     "pool_taken_by_service_loops": ("executor-self-wait", "Run service loops that last until shutdown"),
+    "constructor_calls_back": ("actor-call-cycle", "Do no blocking call from __init__"),
+    "serve_handle_cycle": ("actor-call-cycle", "Between Serve deployments"),
+    "custom_resource_held": ("resource-starvation", "For a custom resource"),
+    "split_read_in_turn": ("split-consumer-left", "Give every split a consumer of its own"),
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from debug_hang.analyse.fixes import choose
 from debug_hang.analyse.graph import GNode, WaitGraph
 from debug_hang.analyse.graph.model import EdgeReason, NodeState
 from debug_hang.analyse.pattern_ids import PatternId
@@ -225,10 +226,17 @@ def _cycle_pattern(g: WaitGraph, cycle: list[str], has_resource: bool) -> tuple[
     members = [g.nodes[k] for k in cycle]
     if any(n.class_name == QUEUE_ACTOR_CLASS for n in members):
         return "queue-cycle", set()  # ray.util.queue's actors on the loop: it runs through queues
-    blocking = {n.key for n in members if n.pattern == "async-loop-blocked"}
+    # Members the loop waits on to be built: an actor whose constructor still runs (calls to it
+    # wait behind __init__), or a Serve replica a deploy waits on (serve.run waits for its
+    # constructor). What such a member's constructor waits on is the cause, however it waits.
+    built = {k for k in cycle if k in g.constructing
+             or any(e.src in inside and e.why == "serve-deploy-wait" for e in g.into(k))}
+    blocking = {n.key for n in members if n.pattern == "async-loop-blocked" and n.key not in built}
     if blocking:
         # An async actor blocks its own event loop (ray.get in a coroutine): the call back into it
         # cannot start on that loop. Awaiting instead would let it run: the cycle is the block.
+        # Not so for a constructor the loop waits on: it cannot await, and the member waiting for it
+        # to be built waits for its __init__ to return, not for a call its loop would run.
         return "async-loop-blocked", blocking
     if any(n.pattern == "lock-order-deadlock" for n in members) or all(
             n.lock_wait is not None for n in members if n.kind != "driver"):
@@ -238,7 +246,12 @@ def _cycle_pattern(g: WaitGraph, cycle: list[str], has_resource: bool) -> tuple[
     # A member still in its constructor that another member calls: that call waits until __init__
     # returns, and __init__ waits (through the loop) on that call. The constructor's wait is the
     # cause: a constructor must not block on calls that call back into the actor being built.
-    behind = {k for k in cycle if k in g.constructing and any(e.src in inside for e in g.into(k))}
+    behind = {k for k in built if any(e.src in inside for e in g.into(k))}
+    for k in behind:
+        choose(g.nodes[k], "constructor_calls_back")
+    if not behind and closing and all(e.why == "serve-response-wait" for e in closing if e.src in g.nodes):
+        # Every wait of the loop is a request at a Serve deployment: the deployments call each other.
+        choose(members[0], "serve_handle_cycle")
     return "actor-call-cycle", behind
 
 

@@ -79,6 +79,7 @@ class _Parsed:
         self.joins: list[tuple[int, str, Scope]] = []  # line, queue joined (`await x.join()`), joiner
         self.dones: list[tuple[int, str, Scope]] = []  # line, queue marked (`x.task_done()`), caller
         self.skips: dict[int, str] = {}  # line of a task_done -> what can skip it (`continue:32`, `finally`)
+        self.remote_awaits: list[tuple[int, str, Scope]] = []  # line, `await` of a `.remote(` call (a handle's), awaiter
 
 
 # Files parsed by this process, by (path, mtime, size). A plain dict, not functools.lru_cache:
@@ -131,10 +132,7 @@ def _read(path: str) -> _Parsed | None:
             if isinstance(child, ast.Assign) and isinstance(child.value, ast.Call) and _names(child.value.func) == NEW_LOOP:
                 out.loops.extend((child.lineno, ast.unparse(t), ast.unparse(child)[:200], scope) for t in child.targets)
             elif isinstance(child, ast.Await):
-                out.awaits.extend((child.lineno, text, scope) for text in _awaited(child.value))
-                for text in _joined(child.value):
-                    out.joins.append((child.lineno, text, scope))
-                    out.set_code.setdefault(child.lineno, f"await {text}.join()"[:120])
+                _await(child, scope, out)
             visit(child, inner, inner_cls, inner_prefix)
 
     visit(tree, MODULE, "", "")
@@ -143,6 +141,17 @@ def _read(path: str) -> _Parsed | None:
             out.sure.update(_sure_sets(fn))
             out.skips.update(_done_skips(fn))
     return out
+
+
+def _await(node: ast.Await, scope: Scope, out: _Parsed) -> None:
+    """What an `await` waits on: the objects it awaits, the queues it joins, a `.remote(` call."""
+    out.awaits.extend((node.lineno, text, scope) for text in _awaited(node.value))
+    if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "remote"
+           for n in ast.walk(node.value)):
+        out.remote_awaits.append((node.lineno, ast.unparse(node)[:160], scope))
+    for text in _joined(node.value):
+        out.joins.append((node.lineno, text, scope))
+        out.set_code.setdefault(node.lineno, f"await {text}.join()"[:120])
 
 
 _EXITS = {ast.Continue: "continue", ast.Break: "break", ast.Return: "return", ast.Raise: "raise"}
@@ -401,6 +410,18 @@ def calls_after(path: str, line: int) -> list[str]:
         parsed.memo["calls", line] = [f"{name}:{at}" for at, name, where in sorted(parsed.remote)
                                       if at > line and where == scope][:MAX_CALLS]
     return parsed.memo["calls", line]
+
+
+def remote_awaits(path: str, cls: str) -> list[dict[str, object]]:
+    """The awaits of a `.remote(...)` call (a Serve DeploymentHandle's, an actor's) in the methods of
+    class `cls` in the file, in line order: [{"method": "Cls.m", "file", "line", "code"}] (at most
+    MAX_CALLS). An awaiting request handler has no frame; these are the lines it can be awaiting at."""
+    parsed = _parse(path)
+    if parsed is None:
+        return []
+    return [{"method": where[2], "file": path, "line": line, "code": code}
+            for line, code, where in sorted(parsed.remote_awaits)
+            if where[3] and where[3].rsplit(".", 1)[-1] == cls][:MAX_CALLS]
 
 
 def awaited_in(path: str, cls: str, method: str) -> dict[str, object] | None:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 
 from debug_hang.model import Frame, Process, split_ray_title
-from debug_hang.probe.setters import awaited_in, calls_after, set_facts, setters_of
+from debug_hang.probe.setters import awaited_in, calls_after, remote_awaits, set_facts, setters_of
 from debug_hang.probe.withblocks import with_facts
 from debug_hang.redact import Redactor
 
@@ -182,6 +182,9 @@ def add_awaiting(proc: Process, title: str | None, files: list[str], clean: Call
     method of its class awaits and who sets it, read from the job's files (`files`, then its
     working dir's)."""
     cls, method = split_ray_title(title or proc.title)
+    if cls and cls.startswith(SERVE_REPLICA) and not method:
+        _add_remote_awaits(proc, cls.rsplit(":", 1)[-1], files, clean)
+        return
     if not cls or not method or any(not f.native and f.file.endswith(".py") and not _LIBRARY_PATH.search(f.file)
                                     and f.function.rsplit(".", 1)[-1] == method
                                     for t in proc.threads for f in t.frames):
@@ -192,4 +195,23 @@ def add_awaiting(proc: Process, title: str | None, files: list[str], clean: Call
             redact = clean or (lambda text: text)
             proc.awaiting = {k: ([redact(str(x)) for x in v] if isinstance(v, list) else
                                  redact(v) if isinstance(v, str) else v) for k, v in found.items()}
+            return
+
+
+SERVE_REPLICA = "ServeReplica:"  # a Serve replica's title: ray::ServeReplica:<app>:<deployment>
+
+
+def _add_remote_awaits(proc: Process, deployment: str, files: list[str], clean: Callable[[str], str] | None) -> None:
+    """For a Serve replica none of whose threads runs a method of its deployment's class (its
+    requests await: a coroutine has no frame): the awaits of `.remote(` calls in that class's
+    methods (the deployment's name is its class's unless renamed), read from the job's files."""
+    if any(not f.native and f.file.endswith(".py") and not _LIBRARY_PATH.search(f.file)
+           and f.function.split(".")[0] == deployment for t in proc.threads for f in t.frames):
+        return
+    redact = clean or (lambda text: text)
+    for path in [*files, *(f for f in _cwd_files(proc.pid) if f not in files)]:
+        found = remote_awaits(path, deployment)
+        if found:
+            proc.remote_awaits = [{k: redact(v) if isinstance(v, str) else v for k, v in entry.items()}
+                                  for entry in found]
             return

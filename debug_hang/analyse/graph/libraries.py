@@ -16,13 +16,16 @@ import os
 import re
 from typing import Any
 
+from debug_hang.analyse.fixes import choose
 from debug_hang.analyse.graph.builder import Builder, follows, graph_pass
+from debug_hang.analyse.graph.events import _later_callers
 from debug_hang.analyse.graph.model import GNode
 from debug_hang.analyse.graph.raycalls import follow_submitted, node_for_task
-from debug_hang.analyse.patterns import catalog
+from debug_hang.analyse.patterns import catalog, is_library
 from debug_hang.libraries import ACCESS_LINE, Dataset, Deployment, LibraryState, Operator, Replica
-from debug_hang.model import Process
+from debug_hang.model import Frame, Process
 from debug_hang.rows import TaskRow, actor_of_task
+from debug_hang.snapshot import DRIVER_TASK_PREFIX
 
 ONGOING = "ray_serve_num_ongoing_requests_at_replicas"
 QUEUED = "ray_serve_deployment_queued_queries"
@@ -132,6 +135,11 @@ def follow_serve(b: Builder, key: str) -> None:
         if not running:
             node.evidence.append(f"waits on Serve deployment {dep.label} ({counts}), which has no RUNNING replica "
                                  f"(status {dep.status}{': ' + dep.message if dep.message else ''})")
+            # Its requests wait for a replica to start: on the replicas being built (their __init__).
+            for replica in (r for r in dep.replicas if r.state == "STARTING" and (r.actor_id or r.pid)):
+                b.g.add_edge(key, replica_node(b, replica), "serve-deploy-wait",
+                             f"waits on Serve deployment {dep.label} ({counts}), which has no RUNNING replica: its "
+                             f"requests wait for replica {replica.replica_id} to start (STARTING: its constructor runs)")
             continue
         loaded = [r for r in running if (state.in_flight_at(r) or 0) > 0] or running
         for replica in loaded:
@@ -177,6 +185,27 @@ def attach_serve_callers(b: Builder) -> None:
                          for (app, dep), (ongoing, queued) in sorted(wanted.items()))
         node.evidence.append(f"has Serve requests outstanding at {text} (Serve metrics), and no thread of it shows "
                              "the wait: an awaiting coroutine has no stack")
+        _await_site(node, b.verdicts[key].process, [dep for _app, dep in wanted])
+
+
+def _await_site(node: GNode, proc: Process, deployments: list[str]) -> None:
+    """The line a caller awaiting a DeploymentResponse waits at, when its stack shows none (only the
+    idle loop: never a frame of the loop's own): the await of a `.remote(` call in its deployment
+    class's source (`Process.remote_awaits`): the only one, else the one whose text names a
+    deployment it has requests at (`self.retriever` for Retriever). None fits: no line is guessed."""
+    if node.user_frame is not None and not is_library(node.user_frame):
+        return
+    entries = [e for e in proc.remote_awaits or [] if isinstance(e.get("line"), int)]
+    names = [d.lower() for d in deployments]
+    if len(entries) > 1:
+        entries = [e for e in entries if any(n in str(e.get("code") or "").lower() for n in names)]
+    if len({(e.get("method"), e.get("line")) for e in entries}) != 1:
+        return
+    site = entries[0]
+    node.user_frame = node.frame = Frame(function=str(site.get("method") or ""), file=str(site.get("file") or ""),
+                                         line=int(site["line"]), code=str(site.get("code") or "") or None)
+    node.evidence.append(f"its request awaits at {site.get('method')} line {site['line']}: `{site.get('code')}` "
+                         "(the deployment's source: the one await of a handle call it can be at)")
 
 
 def request_log(b: Builder, key: str, replica: Replica) -> dict[str, Any] | None:
@@ -480,3 +509,81 @@ def _split_consumers_left(b: Builder, key: str, ds: Dataset) -> None:
                      f"dataset {ds.dataset}: {split.name} has no work in flight and hands blocks to each shard in turn; "
                      f"{other.label()} read its shard before and has no call in flight now (it left the iterator), while "
                      f"{len(reading - {None})} other consumer(s) wait for blocks")
+
+
+SPLIT_BARRIER = ("SplitCoordinator._barrier", "SplitCoordinator.start_epoch")  # ray/data/_internal/iterator/stream_split_iterator.py
+START_EPOCH = "SplitCoordinator.start_epoch"
+
+
+@graph_pass(after=("follow_edges",))
+def edges_split_epoch_barrier(b: Builder) -> None:
+    """A streaming_split's coordinator in its epoch barrier: `start_epoch` returns only once the
+    consumer of every split has called it ("All clients must read from the DataIterator splits at
+    the same time"). The consumers it waits for are the job's processes that could still call in;
+    when there is none - every other process waits on the consumers already in the barrier, or runs
+    nothing - the missing splits have no reader: the consumer in the barrier holds them too (it reads
+    the splits in turn, on one thread) or never handed them out. It waits on itself: that consumer.
+    Not while a call or actor of the job has yet to start: it may be the reader to come."""
+    for key, verdict in b.verdicts.items():
+        node = b.g.nodes[key]
+        if not node.actor_id or not any(f.function in SPLIT_BARRIER and "ray/data/" in f.file
+                                        for t, _m in verdict.threads for f in t.frames):
+            continue
+        waiting = [t for t in b.index.of_actor(node.actor_id) if t.name == START_EPOCH and not t.done]
+        consumers = sorted({k for t in waiting if (k := _caller_of(b, t)) and k != key})
+        if not waiting or not consumers or _later_callers(b, key):
+            continue
+        if any(not t.done and t.state != "RUNNING" and t.name != START_EPOCH for t in b.inp.tasks):
+            continue  # a call or actor of the job not started yet (pending, queued) may be the reader to come
+        names = ", ".join(b.g.nodes[k].label() for k in consumers)
+        head = (f"its epoch barrier waits for the consumer of every split to call start_epoch; only {len(waiting)} "
+                f"call(s) came, from {names}, and no other process of the job could still make one (each waits on "
+                "those already in the barrier, or runs nothing): the other splits are read by nobody - ")
+        in_turn = [k for k in consumers if _reads_in_turn(b.verdicts[k].threads)]
+        creation = next((t for t in b.index.of_actor(node.actor_id) if t.type == "ACTOR_CREATION_TASK"), None)
+        creator = _caller_of(b, creation) if creation is not None else None
+        if in_turn or creator is None or creator == key:
+            for k in in_turn or consumers:
+                choose(b.g.nodes[k], "split_read_in_turn")
+                how = (f"{b.g.nodes[k].label()} reads them one after another: {_reads_in_turn(b.verdicts[k].threads)}"
+                       if k in in_turn else f"{b.g.nodes[k].label()} holds them (reading the splits in turn) or they were "
+                       "never handed out")
+                b.g.add_edge(key, k, "split-consumer-left", head + how)
+            continue
+        choose(b.g.nodes[creator], "split_read_in_turn")
+        b.g.add_edge(key, creator, "split-consumer-left",
+                     head + f"{b.g.nodes[creator].label()}, which made the split (streaming_split), handed no other split to "
+                     "a reader that runs now")
+
+
+def _caller_of(b: Builder, task: TaskRow) -> str | None:
+    """The node of the process whose running call (or driver) made `task`."""
+    parent = str(task.parent_task_id or "")
+    if parent.startswith(DRIVER_TASK_PREFIX):
+        drivers = [k for k, n in b.g.nodes.items() if n.kind == "driver"]
+        return drivers[0] if len(drivers) == 1 else None
+    by_task = next((k for k, tasks in b.running.items() for t in tasks if str(t.task_id) == parent), None)
+    aid = actor_of_task(parent)
+    return by_task or (b.actor_node.get(aid) if aid else None)
+
+
+_ITERATE = re.compile(r"\b([A-Za-z_]\w*)\.(?:iter_batches|iter_rows|iter_torch_batches|iter_tf_batches)\(")
+_FOR = re.compile(r"^(\s*)(?:async\s+)?for\s+(.+?)\s+in\s")
+
+
+def _reads_in_turn(threads: list[tuple[Any, Any]]) -> str:
+    """The job's line that iterates a split inside a loop over several (`for shard in splits:` then
+    `shard.iter_batches()`), read from its frame's source context; "" when none shows."""
+    for thread, _m in threads:
+        for frame in thread.frames:
+            found = _ITERATE.search(frame.code or "") if not is_library(frame) else None
+            if found is None or not frame.context:
+                continue
+            lines = [(int(n), text) for n, _, text in (c.partition(":") for c in frame.context if c.partition(":")[0].isdigit())]
+            here = next((text for n, text in lines if n == frame.line), "")
+            indent = len(here) - len(here.lstrip())
+            for n, text in reversed([x for x in lines if x[0] < (frame.line or 0)]):
+                m = _FOR.match(text)
+                if m and len(m.group(1)) < indent and found.group(1) in re.findall(r"\w+", m.group(2)):
+                    return f"line {n} `{text.strip()}` around line {frame.line} `{(frame.code or '').strip()}`"
+    return ""

@@ -240,7 +240,28 @@ def index_running_tasks(b: Builder) -> None:
                                  "between frames (dump again with --samples 5)")
 
 
-@graph_pass(after=("index_running_tasks",))  # its line follows the running-call note
+@graph_pass(after=("index_running_tasks",))
+def note_definition_loads(b: Builder) -> None:
+    """A worker waiting for the definition of the function it must run (function-definition-wait)
+    whose function other workers of the job ran to the end (a call of that name FINISHED): the GCS
+    answers definitions, so this worker is starting its call (a new worker, on a loaded node), not
+    stuck on the GCS. Its wait ends by itself: no cause of its own, at most where a chain stops."""
+    finished = {t.name for t in b.tasks if t.state == "FINISHED"}
+    for key in b.verdicts:
+        node = b.g.nodes[key]
+        if node.pattern != "function-definition-wait":
+            continue
+        ran = sorted({t.name for t in b.running.get(key, [])} & finished)
+        if not ran:
+            continue
+        node.pattern, node.state = None, "unknown"
+        node.release = (f"a worker loading the definition of {ran[0]}, a function other workers of the job ran to "
+                        "the end (the GCS answers): its call starts once it is loaded")
+        node.evidence.append(f"waits for the definition of {ran[0]}, whose other calls FINISHED: the GCS answers "
+                             "definitions; this worker is starting its call, not stuck")
+
+
+@graph_pass(after=("note_definition_loads",))  # its line follows the running-call note
 def add_last_calls(b: Builder) -> None:
     """Record each actor's last finished/failed call as evidence (a rank that finished early)."""
     last: dict[str, TaskRow] = {}

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 
 from debug_hang.analyse.capacity import Capacity, Claim, bundles_with_room, claims, describe, fits, group_fits, group_of, norm, pin_of
+from debug_hang.analyse.fixes import choose
 from debug_hang.analyse.graph.builder import Builder, follows, graph_pass
 from debug_hang.analyse.graph.model import GNode, NodeKind, NodeState, WaitGraph
 from debug_hang.analyse.holders import Holder, idle_actors, leaked_placement_groups, live_creators, status_reserved_line
@@ -361,12 +362,24 @@ def _follow_holders(b: Builder, key: str, held: list[Claim], never: dict[str, Ho
                 g.add_edge(key, h.key, "held-by", f"{target.name} holds {amounts}; it {h.how}: may free them when done{note}")
         elif target.state in ("blocked", "busy", "unknown") and target.kind != "placement_group":
             g.add_edge(key, h.key, "resource-starvation", f"{target.name} holds {amounts}{note}")
+            if (short := _short(cap, need, wanted)) and not short & _BUILTIN:
+                choose(target, "custom_resource_held")  # a licence seat, an accelerator: not num_cpus=0
         elif target.kind == "placement_group" and target.state == "blocked":
             who = "its creator" if any(e.why == "placement-group-hold-and-wait" for e in g.out(h.key)) else "its members"
             g.add_edge(key, h.key, "resource-starvation", f"{target.name} reserves {amounts} for {who}{note}")
         else:
             g.add_edge(key, h.key, "held-by", f"needs {describe({r: need[r] for r in wanted})}; "
                        f"{target.name} holds {amounts} and nothing uses it{note}")
+
+
+_BUILTIN = frozenset({"CPU", "GPU", "memory", "object_store_memory"})
+
+
+def _short(cap: Capacity, need: dict[str, float], wanted: set[str]) -> set[str]:
+    """The resources of a request that no node has free enough of now (empty when the load report is missing)."""
+    if cap.free is None:
+        return set()
+    return {r for r in wanted if not any(room.get(norm(r), 0.0) + 1e-6 >= need[r] for room in cap.free.values())}
 
 
 def _pinned_to_a_full_bundle(b: Builder, key: str, need: dict[str, float], held: list[Claim], mine: list[Claim],
