@@ -156,6 +156,10 @@ class Process:
     # awaits, read from its class's source on the node (probe/setters.py `awaited_in`):
     # {"method", "file", "line", "awaits": ["self.X"], "setters": ["Cls.m:line"]}.
     awaiting: dict[str, Any] | None = None
+    # When `awaiting` found nothing: where that method's source first awaits, followed into the
+    # methods of its class it awaits (probe/setters.py `await_site`): {"method", "file", "line",
+    # "code", "via"}. Its first await, not a reading of where the coroutine is suspended.
+    await_at: dict[str, Any] | None = None
 
     @property
     def title_parts(self) -> tuple[str | None, str | None]:

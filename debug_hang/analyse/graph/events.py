@@ -18,6 +18,7 @@ from debug_hang.analyse.graph.threads import (
     other_threads_in_job_code,
     pending_timers,
     reachable_from,
+    rewait_loop,
     timed_wait,
     timed_wait_text,
     timer_release,
@@ -123,10 +124,27 @@ def _await_line(node: GNode, verdict: ProcessVerdict) -> None:
                                 line=line, code=code)
         node.frame = node.user_frame
         return
+    site = verdict.process.await_at
+    line = site.get("line") if isinstance(site, dict) else None
+    if isinstance(site, dict) and isinstance(line, int) and line > 0:
+        node.user_frame = Frame(function=str(site.get("method") or ""), file=str(site.get("file") or ""),
+                                line=line, code=str(site.get("code") or "") or None)
+        node.frame = node.user_frame
+        if _ACQUIRES.search(str(site.get("code") or "")):
+            choose(node, "asyncio_permit_leaked")  # a lock or semaphore whose permit nobody gives back
+        via = [str(v) for v in site.get("via") or []]
+        node.evidence.append(f"line from the source: the running method's first await, {site.get('method')}:{line} "
+                             f"`{site.get('code')}`" + (f" (reached through {' → '.join(via)})" if via else "")
+                             + "; the awaiting coroutine is on no stack, so where it is suspended is not seen")
+        return
     if node.frame is not None and is_library(node.frame):
         node.frame = node.user_frame = None
         node.evidence.append("line not visible: the awaiting coroutine is on no stack (the dump shows only the idle "
                              "event loop), and its method's source showed no await the probe reads")
+
+
+# An await that takes a lock or a semaphore: `await self.sem.acquire()`, `async with self.lock:`.
+_ACQUIRES = re.compile(r"^await [\w.\[\]]+\.acquire\(\)|^async with ")
 
 
 # Edges that wait for a process to act - to call in, read on, take its turn - rather than for the
@@ -193,6 +211,8 @@ def detect_event_waits(b: Builder) -> None:
         if key in b.in_process:
             continue  # its threads' waits were followed by identity (inprocess.py)
         if _detect_async_slots_taken(b, key, verdict):
+            if b.g.nodes[key].pattern == "event-setter-queued":
+                _await_line(b.g.nodes[key], verdict)  # never the idle loop's selector line
             continue
         _detect_event_wait(b, key, verdict)
         if b.g.nodes[key].pattern == "event-never-set":
@@ -295,9 +315,14 @@ def _detect_event_wait(b: Builder, key: str, verdict: ProcessVerdict) -> None:
                              f"behind it ({names}): they cannot start until it returns, so none of them can signal it")
         return
     waiter = deciding_thread(verdict)
-    if waiter is not None and (timed := timed_wait(waiter)) is not None:
+    rewait = rewait_loop(waiter) if waiter is not None else None
+    if waiter is not None and (timed := timed_wait(waiter)) is not None and rewait is None:
         node.evidence.append(timed_wait_text(where, timed))
         return
+    if rewait is not None:
+        node.evidence.append(f"waits at {where} with a timeout, but the loop at line {rewait.line} only waits again "
+                             "when it times out (its body only logs): it returns only when signalled, as an untimed "
+                             "wait does")
     timers = pending_timers(verdict, waiter)
     if timers:
         node.release = timer_release(timers, verdict.main.user_frame or verdict.main.frame)
