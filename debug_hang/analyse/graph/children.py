@@ -92,6 +92,7 @@ def _edges_children(b: Builder, key: str, proc: Process) -> None:
     """Edges to the child processes of `proc` (read on its node), each marked as the chain's end."""
     g = b.g
     gone: list[int | None] = []
+    zombies: list[int | None] = []
     for (node_id, pid), info in b.inp.info.items():
         if info.get("child_of") != proc.pid or node_id != proc.node_id:
             continue
@@ -100,6 +101,9 @@ def _edges_children(b: Builder, key: str, proc: Process) -> None:
         run_state = info.get("run_state")
         if isinstance(run_state, list) and len(run_state) > 1 and run_state[-1] is None:
             gone.append(pid)  # it exited during the window: not a child that never exits
+            continue
+        if isinstance(run_state, list) and run_state and all(s == "Z" for s in run_state):
+            zombies.append(pid)  # it has exited (not reaped yet): whatever the parent waits on, not its exit
             continue
         child_key = b.by_pid.get(ProcessRef(proc.node_id, pid))
         if child_key is None:
@@ -146,6 +150,13 @@ def _edges_children(b: Builder, key: str, proc: Process) -> None:
             "first reading and gone at the last: children that exit, not children that never exit; a pool whose "
             "workers die and are replaced (an initializer or a task that kills them) shows so, its traceback in this "
             "process's log")
+    if zombies:
+        g.nodes[key].evidence.append(
+            f"its child process(es) pid {', '.join(str(p) for p in sorted(zombies, key=str)[:6])} have exited (zombie, "
+            "state Z in every reading: not reaped until the parent's wait returns): it does not wait for them to exit. "
+            "A communicate() (subprocess.run with capture_output) reads their pipes to end-of-file, which comes only "
+            "when every write end is closed: a process that inherited them (a daemon grandchild the child started) "
+            "keeps them open")
     _semlock_held_by_no_live_process(b, key)
 
 

@@ -22,8 +22,9 @@ from debug_hang.analyse.graph.threads import (
     timed_wait,
     timed_wait_text,
     timer_release,
+    waits_with_timeout,
 )
-from debug_hang.analyse.patterns import ProcessVerdict, is_library
+from debug_hang.analyse.patterns import ProcessVerdict, catalog, is_library
 from debug_hang.model import Frame, Thread
 from debug_hang.rows import TaskRow
 from debug_hang.snapshot import DONE_STATES, DRIVER_TASK_PREFIX, POLLING_TASKS
@@ -209,7 +210,8 @@ def detect_event_waits(b: Builder) -> None:
         if _set_reached_another(b, key, verdict):
             continue
         if key in b.in_process:
-            continue  # its threads' waits were followed by identity (inprocess.py)
+            _detect_join_cycle(b, key, verdict)  # (else its threads' waits were followed by identity, inprocess.py)
+            continue
         if _detect_async_slots_taken(b, key, verdict):
             if b.g.nodes[key].pattern == "event-setter-queued":
                 _await_line(b.g.nodes[key], verdict)  # never the idle loop's selector line
@@ -329,10 +331,20 @@ def _detect_event_wait(b: Builder, key: str, verdict: ProcessVerdict) -> None:
         node.evidence.append(f"waits at {where} inside {doing}; {node.release}: a setter that has not run yet")
         return
     others = [t for t in other_threads_in_job_code(verdict, waiter) if not cannot_signal(t, verdict.main.user_frame)]
+    joiners = [(t, text) for t in other_threads_in_job_code(verdict, waiter)
+               if (text := _joins_before_setting(b, key, t, waiter))]  # (a joiner counts as unable to signal)
     idle_pollers = [text for t in others if (text := _poll_cannot_act(b, key, t, waiter, others))]
-    if len(idle_pollers) < len(others):
+    if len(idle_pollers) + len([t for t, _x in joiners if t in others]) < len(others):
         return
     node.pattern, node.state = "event-never-set", "blocked"
+    if joiners:
+        thread, text = joiners[0]
+        at = job_frame(thread)
+        node.evidence.append(f"waits at {where} inside {doing}; {none_queued} and it waits on no Ray task; {text}")
+        node.frame = node.user_frame = at  # the line to change: the join before the set
+        b.deciding[key] = thread
+        choose(node, "set_after_join")
+        return
     if idle_pollers:
         node.evidence.append(f"waits at {where} inside {doing}; {none_queued} and it waits on no Ray task; "
                              "the only other thread of this process in job code cannot set it:")
@@ -424,6 +436,66 @@ def _event_set_by_paused_generator(b: Builder, key: str) -> None:
             g.add_edge(gen_key, consumer, "generator-backpressure",
                        f"paused mid-stream until {g.nodes[consumer].label()} reads the next item (it waits at {where})")
             return
+
+
+def _detect_join_cycle(b: Builder, key: str, verdict: ProcessVerdict) -> None:
+    """An in-process cycle of two waits and no lock: a thread waits on an Event or Condition that
+    the thread joining it would set, and that joiner's source sets it only after its join
+    (`_joins_before_setting`): event-never-set at the joiner's join, the line to change."""
+    node, found = b.g.nodes[key], b.in_process[key]
+    if node.pattern != "event-wait" or found.end is not None or b.g.out(key):
+        return
+    if any(e.kind in ("lock", "semaphore") for e in found.cycle):
+        return
+    for join in (e for e in found.cycle if e.kind == "join"):
+        waits = [e for e in found.cycle if e.src is join.dst and e.dst is join.src and e.kind in ("event", "condition")]
+        text = _joins_before_setting(b, key, join.src, join.dst) if waits else ""
+        if not text:
+            continue
+        if any(t is not join.src and t is not join.dst for t in other_threads_in_job_code(verdict, join.dst)):
+            return  # a third thread in job code may still act
+        node.pattern, node.state = "event-never-set", "blocked"
+        node.evidence.append(f"thread {name_of(join.dst)} waits at {frame_text(job_frame(join.dst))}; {text}")
+        node.frame = node.user_frame = job_frame(join.src)
+        b.deciding[key] = join.src
+        choose(node, "set_after_join")
+        return
+
+
+def _benign(pattern: str) -> bool:
+    """A thread reading of the catalog's benign kind (Ray's housekeeping, an idle worker loop)."""
+    found = catalog().get(pattern) if pattern != "unknown" else None
+    return found is not None and found.kind == "benign"
+
+
+_THREAD_JOIN = re.compile(r"(^|/)threading\.py$")
+
+
+def _joins_before_setting(b: Builder, key: str, thread: Thread, waiter: Thread | None) -> str:
+    """Why `thread` cannot set what `waiter` waits on ("" when it may): it is idle in an untimed
+    Thread.join inside the very function whose later line sets it (the waiter's setters, read
+    from the source: `Exporter.export:36`), at an earlier line. It sets only once the join
+    returns, and the join returns only once the joined thread ends - and no other thread of the
+    process but the waiter runs job code, so the thread it joins is the waiter (or one that
+    waits on it): each waits for the other."""
+    frame = job_frame(thread)
+    wanted = job_frame(waiter) if waiter is not None else None
+    if frame is None or wanted is None or frame.line is None or runs(thread, b.inp.info.get(b.g.nodes[key].ref)):
+        return ""
+    if waits_with_timeout(thread) or not any(f.name == "join" and _THREAD_JOIN.search(f.file)
+                                             for f in thread.frames if not f.native):
+        return ""
+    verdict = b.verdicts[key]
+    if any(t is not thread and t is not waiter and not _benign(m.pattern) for t, m in verdict.threads):
+        return ""  # a third thread (in a library's code, say a download) may be the one it joins: it ends
+    for entry in wanted.setters or []:
+        name, _, line = entry.rpartition(":")
+        if name == frame.function and line.isdigit() and frame.line < int(line) and frame.file == wanted.file:
+            return (f"the only thread that could set it, {name_of(thread)}, joins a thread at {frame_text(frame)} "
+                    f"(no timeout) and sets it only later in the same function (line {line}): the join returns only "
+                    "once the joined thread ends, and the thread it joins is the waiter (no other thread of this "
+                    "process runs job code) - each waits for the other")
+    return ""
 
 
 def _poll_cannot_act(b: Builder, key: str, thread: Thread, waiter: Thread | None, others: list[Thread]) -> str:
