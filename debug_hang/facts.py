@@ -122,6 +122,9 @@ def reduce_locals(local_reprs: Mapping[str, str]) -> Facts:
 
 
 # A frame that opens a connection (`socket.create_connection`, a job's `connect(host, port)`).
+# A frame that reads a socket or a stream over one (socket.recv*, a job line calling `.recv(`,
+# http.client's response reads): the probe reads that connection's traffic (probe/tcp_info.py).
+SOCKET_READ_FRAME = re.compile(r"\b(recv\w*|readinto|read|_read_status|begin|getresponse|readline)\b")
 CONNECT_FRAME = re.compile(r"(^|\.)(create_connection|connect|connect_ex)$")
 LOOPBACK_FACT = "loopback(host)"
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})

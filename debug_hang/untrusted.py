@@ -41,6 +41,13 @@ def strip_controls(text: str, newlines: bool = True) -> str:
 _MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|#~!"})
 
 
+def one_line(text: object, limit: int = 60) -> str:
+    """A command line or title as a short one-line name: control characters dropped, every run of
+    whitespace (a `python -c` script's newlines) one space, cut to `limit` characters with "…"."""
+    flat = " ".join(strip_controls(str(text or "")).split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
 def md_cell(text: object, limit: int | None = None) -> str:
     """Untrusted text as one Markdown table cell (or list item): one line, every character that
     could start emphasis, code, a link, an image, HTML or a new column escaped."""

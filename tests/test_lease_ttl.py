@@ -136,3 +136,13 @@ def test_wall_times_in_seconds_or_milliseconds_are_times_and_monotonic_values_ar
     assert _wall_time((now + 80) * 1000, now) == pytest.approx(now + 80)
     assert _wall_time(64_911.2, now) is None  # seconds since boot
     assert _wall_time(True, now) is None and _wall_time("1796418252", now) is None
+
+
+def test_a_poll_whose_expiry_only_the_polled_actor_keeps_is_never_called_hung() -> None:
+    # GIVEN a real capture (tests/data/captures/healthy_lease_retry_ttl_in_holder): the retry polls
+    # `while not ray.get(table.try_acquire.remote(...))`, a bare bool; the TTL lives in the table's state
+    verdict, pattern, culprits, summary = _answer(CAPTURES / "healthy_lease_retry_ttl_in_holder")
+    # THEN with no holder named and no expiry visible, it stays inconclusive, the retry as the candidate
+    assert (verdict, pattern) == ("inconclusive", "poll-never-satisfied"), summary
+    assert culprits == ["compact_table"]
+    assert "freed by a TTL" in summary

@@ -11,6 +11,11 @@ real captures (tests/data/captures/README.md):
   `self.flushed.wait()` in the one slot of its group, `flush` (the setter) queued behind it: the
   queued call IS the setter, event-setter-queued stays; so does the recorded case
   `coordinator_waits_for_registrations` (`register` queued behind `wait_for_workers`).
+- `async_waiters_queued_behind_waiter/`, `async_waiters_queued_no_setter_caller/` (the async twins,
+  redteam/async_waiters_queued_*.py): the two slots of an async FeatureStore hold `lookup` coroutines
+  suspended at `await self.warm.wait()` (an asyncio.Event; no stack), four more queued; the probe reads
+  what `lookup` awaits and who sets it from the class's source (`Process.awaiting`,
+  graph/events.py `_queued_async_setters`).
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ pytestmark = pytest.mark.unit
 CAPTURES = ROOT / "tests" / "data" / "captures"
 BEHIND = CAPTURES / "waiters_queued_behind_waiter"
 NO_CALLER = CAPTURES / "waiters_queued_no_setter_caller"
+ASYNC_BEHIND = CAPTURES / "async_waiters_queued_behind_waiter"
+ASYNC_NO_CALLER = CAPTURES / "async_waiters_queued_no_setter_caller"
 GROUP = CAPTURES / "concurrency_group_queued"
 COORDINATOR = ROOT / "tests" / "data" / "cases" / "coordinator_waits_for_registrations"
 
@@ -94,6 +101,36 @@ def test_the_setter_queued_in_the_waiters_concurrency_group_stays_event_setter_q
     assert [c["class_name"] for c in doc["root_causes"][0]["culprits"]] == ["Checkpointer"]
     assert doc["root_causes"][0]["proof"]["deciding"]["line"] == 25
     assert "queued behind it (Checkpointer.flush)" in _evidence(GROUP, "Checkpointer")
+
+
+def test_async_waiters_queued_behind_an_awaiting_call_are_the_drivers_set_order_deadlock() -> None:
+    # GIVEN both slots of an async FeatureStore awaiting `self.warm` in `lookup` (no frame: coroutines),
+    # four more lookups queued, the driver in `ray.get(lookups)` with `mark_warm` on its next line
+    verdict, pattern, kinds, doc = _top(ASYNC_BEHIND)
+    # THEN the queued lookups are no setters: the driver's call order, not event-setter-queued
+    assert (verdict, pattern, kinds) == ("hang", "set-order-deadlock", ["driver"]), doc["summary"]
+    assert "event-setter-queued" not in str(doc["root_causes"])
+    assert "4 call(s) queued on this actor (FeatureStore.lookup x4) never resolve what its running call(s) await: " \
+           "only FeatureStore.mark_warm" in _evidence(ASYNC_BEHIND, "FeatureStore")
+
+
+def test_async_waiters_queued_with_no_caller_of_the_setter_are_async_await_stuck() -> None:
+    # GIVEN the same awaits and queued lookups, mark_warm never called (the loader task FINISHED)
+    verdict, pattern, _kinds, doc = _top(ASYNC_NO_CALLER)
+    # THEN nothing resolves the await: async-await-stuck on FeatureStore at `await self.warm`
+    top = doc["root_causes"][0]
+    assert (verdict, pattern) == ("hang", "async-await-stuck"), doc["summary"]
+    assert [c["class_name"] for c in top["culprits"]] == ["FeatureStore"]
+    assert top["proof"]["deciding"]["line"] == 35
+    assert "event-setter-queued" not in str(doc["root_causes"])
+
+
+def test_a_queued_call_of_the_async_setter_is_still_event_setter_queued(tmp_path: Path) -> None:
+    # GIVEN the async readings, but one of the queued calls is `mark_warm` (the setter)
+    variant = capture_variant(tmp_path, ASYNC_BEHIND, tasks=_queue_a_setter)
+    verdict, pattern, kinds, doc = _top(variant)
+    # THEN it cannot start until an awaiting call returns: event-setter-queued on FeatureStore
+    assert (verdict, pattern, kinds) == ("hang", "event-setter-queued", ["actor"]), doc["summary"]
 
 
 def _coordinator_setters(setter: str) -> Any:

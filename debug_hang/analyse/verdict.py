@@ -282,6 +282,20 @@ def _peer_decision(job_id: str | None, top: RootCause, names: str, busy: list[Bu
                             "that work ends, or read the connection's byte counters (`ss -tin`).")
 
 
+def _receiving_decision(job_id: str | None, top: RootCause, names: str) -> tuple[Verdict, str] | None:
+    """A socket read whose connection still delivers data (`GNode.receiving`, the kernel's
+    tcp_info): its peer is alive and sending, slowly - a throttled download, a paced stream. Data
+    coming says nothing of when the read ends, and a peer may send heartbeats while what was asked
+    never comes: inconclusive, never io-wait's hang. None when its connection is silent or unread."""
+    culprit = top.culprits[0]
+    if top.cycle or top.pattern != "io-wait" or culprit.state != "blocked" or not culprit.receiving:
+        return None
+    return ("inconclusive", f"Job {job_id} may be hung, but {names} {culprit.receiving}: the peer is alive and "
+                            "sending, slowly (a throttled download, a paced stream). A read is a hang only once its "
+                            "connection is silent: diagnose again in a minute (the last data's age grows while "
+                            "nothing comes), or watch `ss -tin` for its bytes_received.")
+
+
 def _accept_note(top: RootCause, tasks: list[TaskRow], job_id: str | None) -> str:
     """For a hang on an accept: nothing of the job could connect, and the calls that ended while
     it waited (after its own call began) without connecting: the likely client, gone."""
@@ -404,7 +418,7 @@ def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: li
     if decided is not None:
         return decided
     accepting = None if cycle else _accept_decision(job_id, top, names, busy or [], tasks or []) \
-        or _peer_decision(job_id, top, names, busy or [])
+        or _peer_decision(job_id, top, names, busy or []) or _receiving_decision(job_id, top, names)
     if accepting is not None:
         return accepting
     unfollowed = "" if spin is not None else _unfollowed_end(job_id, top, names)

@@ -41,7 +41,7 @@ from debug_hang.probe.pyspy import (
     validate_pid,
 )
 from debug_hang.probe.serve_batch import batch_windows
-from debug_hang.probe.socket_peers import accept_sockets, connect_targets, socket_peers
+from debug_hang.probe.socket_peers import accept_sockets, connect_targets, loop_sockets, reading_sockets, socket_peers
 from debug_hang.probe.source_lines import add_awaiting, add_source_lines, job_files
 from debug_hang.redact import SECRET_NAME, Redactor
 from debug_hang.snapshot import RANK_VARS
@@ -258,6 +258,7 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     add_socket_peers(info, all_pids, errors)
     add_connect_targets(info, rounds.processes, errors)
     add_accept_sockets(info, rounds.processes, errors)
+    add_reading_sockets(info, rounds.processes, errors)
     add_widowed_pipes(info, rounds.processes)
     add_batch_windows(info, all_pids)
 
@@ -488,6 +489,19 @@ def add_accept_sockets(info: dict[int, dict[str, Any]], processes: list[dict[str
         errors.append({"pid": None, "kind": SOCKET_PEERS_FAILED, "sample": 0, "error": f"accept sockets not read: {exc}"})
 
 
+def add_reading_sockets(info: dict[int, dict[str, Any]], processes: list[dict[str, Any]],
+                        errors: list[dict[str, Any]]) -> None:
+    """Per process with a thread blocked reading a TCP socket, that connection's traffic
+    (`reading`: {tid: {fd, bytes_received, last_recv_ms, ...}}, probe/tcp_info.py): whether data
+    still comes, which /proc/PID/io does not count."""
+    try:
+        for pid, found in reading_sockets(processes).items():
+            if pid in info:
+                info[pid]["reading"] = found
+    except Exception as exc:  # noqa: BLE001 - a /proc or netlink oddity costs this fact, never the probe
+        errors.append({"pid": None, "kind": SOCKET_PEERS_FAILED, "sample": 0, "error": f"reading sockets not read: {exc}"})
+
+
 def add_batch_windows(info: dict[int, dict[str, Any]], pids: list[int]) -> None:
     """Per Serve replica, the @serve.batch windows its deployment code declares (`batch_windows`,
     probe/serve_batch.py): a batch waits up to batch_wait_timeout_s for max_batch_size requests."""
@@ -603,7 +617,8 @@ def add_loop_syscalls(info: dict[int, dict[str, Any]], processes: list[dict[str,
     thread sleeps in with its arguments (`loop_syscalls`: {tid: [nr, arg0..arg3]}) and the
     machine they are numbered for (`machine`). An idle loop sleeps in epoll_wait, whose timeout
     argument says whether a timer is due (an asyncio.sleep, a wait_for timeout) or none is (-1):
-    what a loop written in C (uvloop) shows of its timers, which py-spy cannot read."""
+    what a loop written in C (uvloop) shows of its timers, which py-spy cannot read. With it, the
+    TCP connections registered in that epoll and their traffic (`loop_sockets`, socket_peers.py)."""
     for proc in processes:
         pid = proc.get("pid")
         if not isinstance(pid, int) or pid not in info:
@@ -616,6 +631,12 @@ def add_loop_syscalls(info: dict[int, dict[str, Any]], processes: list[dict[str,
             if found is not None:
                 info[pid].setdefault("loop_syscalls", {})[str(tid)] = found
                 info[pid]["machine"] = platform.machine()
+    calls = {pid: value["loop_syscalls"] for pid, value in info.items() if value.get("loop_syscalls")}
+    try:
+        for pid, conns in loop_sockets(calls, platform.machine()).items():
+            info[pid]["loop_sockets"] = conns
+    except Exception:  # noqa: BLE001, S110 - a /proc or netlink oddity costs this fact, never the probe
+        pass
 
 
 def _left(start: float, budget_s: float) -> float:

@@ -11,7 +11,8 @@ and how many; what they mean is for the analysis. Only /proc entries are read (f
 For a thread retrying a connect, `connect_targets` says whether anything listens on the port it
 dials, in the process's own network namespace (a loopback port with no listener refuses at once).
 For a thread in accept, `accept_sockets` names the listening socket it waits on (port or path),
-from the call's descriptor argument.
+from the call's descriptor argument; for a thread in a socket read, `reading_sockets` gives that
+connection's traffic (bytes received, how long ago data last came: probe/tcp_info.py).
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from debug_hang.facts import CONNECT_FRAME, LOOPBACK_FACT
+from debug_hang.facts import CONNECT_FRAME, LOOPBACK_FACT, SOCKET_READ_FRAME
 from debug_hang.probe.file_locks import thread_syscall
 from debug_hang.probe.procfd import MAX_FDS, fd_links
+from debug_hang.probe.tcp_info import same_netns, tcp_traffic
 
 MAX_ROWS = 50_000  # rows read per /proc/net/tcp table
 MAX_PEERS = 16  # peers kept per target (the most connected first)
@@ -278,4 +280,106 @@ def accept_sockets(processes: list[dict[str, Any]]) -> dict[int, dict[str, dict[
                 out.setdefault(pid, {})[str(tid)] = {"fd": fd, **sock}
             if len(out.get(pid, {})) >= MAX_TARGETS:
                 break
+    return out
+
+
+# ------------------------------------------------------------------ the connection a read waits on
+def _reading(thread: dict[str, Any]) -> bool:
+    frames = [f for f in thread.get("frames") or [] if isinstance(f, dict)][:6]
+    return any(SOCKET_READ_FRAME.search(f"{f.get('function') or ''} {f.get('code') or ''}") for f in frames)
+
+
+def reading_sockets(processes: list[dict[str, Any]]) -> dict[int, dict[str, dict[str, Any]]]:
+    """{pid: {tid: {"fd", "state", "bytes_received", "bytes_sent", "last_recv_ms", "last_send_ms",
+    "rqueue", "wqueue"}}}: for each thread of the samples in a read frame and asleep in a system
+    call whose first argument is a descriptor of a TCP socket (recv, recvfrom, read: not a poll,
+    whose argument is no descriptor), that connection's traffic as the kernel counts it. Read after
+    the last sample; a thread that left the call, another network namespace, or a socket the kernel
+    dump does not return is left out. Read-only and bounded."""
+    calls: dict[int, dict[str, tuple[int, int]]] = {}  # pid -> tid -> (fd, inode)
+    for proc in processes:
+        pid = proc.get("pid")
+        if not isinstance(pid, int):
+            continue
+        for thread in proc.get("threads") or []:
+            tid = thread.get("os_thread_id")
+            if not isinstance(tid, int) or not _reading(thread) or str(tid) in calls.get(pid, {}):
+                continue
+            if len(calls.get(pid, {})) >= MAX_TARGETS:
+                break
+            call = thread_syscall(pid, tid)
+            if call is None:
+                continue
+            try:
+                fd = int(call[1], 16)
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except (ValueError, OSError):
+                continue
+            if link.startswith("socket:[") and link[8:-1].isdigit() and same_netns(pid):
+                calls.setdefault(pid, {})[str(tid)] = (fd, int(link[8:-1]))
+    traffic = tcp_traffic({inode for found in calls.values() for _fd, inode in found.values()})
+    out: dict[int, dict[str, dict[str, Any]]] = {}
+    for pid, found in calls.items():
+        for tid, (fd, inode) in found.items():
+            if inode in traffic:
+                out.setdefault(pid, {})[tid] = {"fd": fd, **traffic[inode]}
+    return out
+
+
+# ------------------------------------------------------------------ the connections an event loop waits on
+_EPOLL_WAITS = {"x86_64": {232, 281, 441}, "aarch64": {22, 441}}  # epoll_wait, epoll_pwait, epoll_pwait2
+MAX_LOOP_FDS = 64  # descriptors read per epoll instance
+
+
+def epoll_fds(pid: int, epfd: int, max_fds: int = MAX_LOOP_FDS) -> list[int]:
+    """The descriptors registered in `pid`'s epoll instance `epfd` (the `tfd:` lines of
+    /proc/PID/fdinfo/EPFD); empty when it cannot be read or is no epoll."""
+    out: list[int] = []
+    try:
+        with open(f"/proc/{pid}/fdinfo/{epfd}", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                parts = line.split()
+                if len(parts) > 1 and parts[0] == "tfd:" and parts[1].isdigit():
+                    out.append(int(parts[1]))
+                    if len(out) >= max_fds:
+                        break
+    except OSError:
+        return []
+    return out
+
+
+def loop_sockets(loop_calls: dict[int, dict[str, list[str]]], machine: str) -> dict[int, dict[str, list[dict[str, Any]]]]:
+    """{pid: {tid: [{"fd", "state", "bytes_received", "last_recv_ms", ...}]}}: for each event-loop
+    thread asleep in epoll_wait (`loop_calls`: {pid: {tid: [nr, arg0..]}}, add_loop_syscalls), the
+    TCP connections registered in that epoll instance and their traffic (probe/tcp_info.py): what an
+    idle loop's awaiting coroutines may be reading, which py-spy cannot show. Read-only, bounded."""
+    waits = _EPOLL_WAITS.get(machine, set())
+    found: dict[int, dict[str, list[tuple[int, int]]]] = {}
+    for pid, calls in loop_calls.items():
+        if not same_netns(pid):
+            continue
+        for tid, call in calls.items():
+            try:
+                nr, epfd = int(call[0]), int(call[1], 16)
+            except (ValueError, IndexError):
+                continue
+            if nr not in waits:
+                continue
+            conns = []
+            for fd in epoll_fds(pid, epfd):
+                try:
+                    link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                except OSError:
+                    continue
+                if link.startswith("socket:[") and link[8:-1].isdigit():
+                    conns.append((fd, int(link[8:-1])))
+            if conns:
+                found.setdefault(pid, {})[tid] = conns
+    traffic = tcp_traffic({inode for per_tid in found.values() for pairs in per_tid.values() for _fd, inode in pairs})
+    out: dict[int, dict[str, list[dict[str, Any]]]] = {}
+    for pid, registered in found.items():
+        for tid, pairs in registered.items():
+            tcp = [{"fd": fd, **traffic[inode]} for fd, inode in pairs if inode in traffic]
+            if tcp:
+                out.setdefault(pid, {})[tid] = tcp
     return out

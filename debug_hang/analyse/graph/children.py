@@ -24,6 +24,7 @@ from debug_hang.analyse.graph.threads import (
 from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, is_library
 from debug_hang.model import Frame, Process, ProcessRef
+from debug_hang.untrusted import one_line
 
 
 @follows("child-process", decides=("child-process-hang", "pipe-write-wait", "pipe-read-wait", "pool-task-lost"))
@@ -108,7 +109,7 @@ def _edges_children(b: Builder, key: str, proc: Process) -> None:
         child_key = b.by_pid.get(ProcessRef(proc.node_id, pid))
         if child_key is None:
             child_key = f"proc:{proc.node_id}:{pid}"
-            g.nodes[child_key] = GNode(key=child_key, kind="process", name=str(info.get("title") or f"pid {pid}"),
+            g.nodes[child_key] = GNode(key=child_key, kind="process", name=one_line(info.get("title") or f"pid {pid}"),
                                        state="unknown", pid=pid, node_id=proc.node_id,
                                        evidence=["child process (no Python stack: not a Python process "
                                                  "or not dumpable)"])

@@ -9,7 +9,8 @@ from debug_hang.analyse.graph.builder import Builder, graph_pass
 from debug_hang.analyse.graph.inprocess import is_event_loop, loop_poll_timeout_ms, loop_timer, name_of, owners, runs, timer_due
 from debug_hang.analyse.graph.model import QUEUED_STATES, GNode, WaitGraph
 from debug_hang.analyse.graph.raycalls import reads_stream
-from debug_hang.analyse.graph.setters import follow_async_setters, free_parties, join_skipped, set_from_thread, setter_methods
+from debug_hang.analyse.graph.setters import class_setters, follow_async_setters, free_parties, join_skipped, set_from_thread, setter_methods
+from debug_hang.analyse.graph.sockets import loop_traffic
 from debug_hang.analyse.graph.threads import (
     cannot_signal,
     deciding_thread,
@@ -56,6 +57,16 @@ def _detect_async_await(b: Builder, key: str, verdict: ProcessVerdict) -> None:
     if not loops or any(t.active for t in loops):
         return
     doing = ", ".join(sorted({str(t.name) for t in running[key]}))
+    receiving, seen = loop_traffic(b, key, loops)
+    if receiving:
+        # A coroutine reads a connection whose peer still sends (a throttled download, a paced
+        # stream): the loop wakes as data comes, and nothing shows it is stuck.
+        node.pattern, node.state, node.receiving = "io-wait", "blocked", receiving
+        node.evidence.append(f"{doing} RUNNING, its event loop idle between reads (an awaiting coroutine has no "
+                             f"stack); {seen}: a coroutine of it reads that connection, whose peer still sends")
+        return
+    if seen:
+        node.evidence.append(seen)
     timer = loop_timer(loops[0])
     due = next((d for d in map(timer_due, loops) if d is not None), None)
     info = b.inp.info.get(verdict.process.ref)
@@ -236,7 +247,8 @@ def _detect_async_slots_taken(b: Builder, key: str, verdict: ProcessVerdict) -> 
         return False
     if any(not is_event_loop(t) for t in other_threads_in_job_code(verdict, None)):
         return False
-    queued = [t for t in b.index.of_actor(node.actor_id) if t.state in QUEUED_STATES and not t.worker_pid]
+    queued = _queued_async_setters(b, key, verdict, running, [
+        t for t in b.index.of_actor(node.actor_id) if t.state in QUEUED_STATES and not t.worker_pid])
     if not queued:
         return False
     turned = _slot_turned_over(b.index.of_actor(node.actor_id), running)
@@ -264,6 +276,33 @@ def _detect_async_slots_taken(b: Builder, key: str, verdict: ProcessVerdict) -> 
         f"at most max_concurrency calls at once, awaiting ones included, so these - the only other code of this actor "
         f"that could set what the {len(running)} running call(s) await - cannot start until one of them returns")
     return True
+
+
+def _queued_async_setters(b: Builder, key: str, verdict: ProcessVerdict, running: list[TaskRow],
+                          queued: list[TaskRow]) -> list[TaskRow]:
+    """The queued calls that could resolve what the running (awaiting) calls await: when the probe
+    read from the class's source what the running method awaits and which methods of the class set
+    it (`Process.awaiting`), only the queued calls of those methods - more calls of the awaiting
+    method would await too. All of them when that was not read (any might be a setter). When none
+    is kept, the await goes on to who could call a setter (detect_async_await: the driver after its
+    wait, set-order-deadlock; nobody, async-await-stuck)."""
+    node, facts = b.g.nodes[key], verdict.process.awaiting
+    if not queued or not isinstance(facts, dict):
+        return queued
+    method = str(facts.get("method", "")).rsplit(".", 1)[-1]
+    if method not in {_method(t.name) for t in running}:
+        return queued  # read for another call than the one running
+    methods = class_setters(node, [str(x) for x in facts.get("setters") or []])
+    if not methods:
+        return queued
+    kept = [t for t in queued if _method(t.name) in methods]
+    if not kept:
+        short = str(facts.get("file", "")).rsplit("/", 1)[-1]
+        names = ", ".join(f"{n} x{c}" if c > 1 else n for n, c in _counted(queued))
+        sets = ", ".join(f"{node.class_name}.{m} ({short}:{line})" for m, line in sorted(methods.items()))
+        node.evidence.append(f"{len(queued)} call(s) queued on this actor ({names}) never resolve what its running "
+                             f"call(s) await: only {sets} does")
+    return kept
 
 
 def _slot_turned_over(calls: list[TaskRow], running: list[TaskRow]) -> str:

@@ -16,6 +16,7 @@ from debug_hang.analyse.graph.threads import deciding_thread, frame_text, other_
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, is_library
 from debug_hang.analyse.progress import rules
 from debug_hang.model import Frame, ProcessRef, Thread
+from debug_hang.untrusted import one_line
 
 
 @graph_pass(after=("follow_threads", "detect_import_lock_waits"),
@@ -426,7 +427,7 @@ def lock_holder_node(g: WaitGraph, node_id: str | None, holder: dict[str, Any], 
     """A node for a holder of a lock (or of what `holds` says) that is not one of the job's dumped processes."""
     key = f"proc:{node_id}:{holder.get('pid')}"
     if key not in g.nodes:
-        g.nodes[key] = GNode(key=key, kind="process", name=str(holder.get("title") or f"pid {holder.get('pid')}")[:80],
+        g.nodes[key] = GNode(key=key, kind="process", name=one_line(holder.get("title") or f"pid {holder.get('pid')}", 80),
                              state="unknown", pid=holder.get("pid"), node_id=node_id,
                              evidence=[f"holds {holds}; not a process of this job that was dumped"])
     return key

@@ -64,6 +64,9 @@ class GNode:
     listening: str = ""  # an accept's listening socket, as the probe read it ("port 46769")
     fix_key: str = ""  # which of its pattern's fixes fits (analyse/fixes.py), set by the deciding rule
     release: str = ""  # a wait whose release is scheduled (a threading.Timer, an event loop's timer): how
+    # A socket read whose connection still delivers data (bytes received, the last a short while
+    # ago: sockets.note_traffic): its peer sends, slowly; the verdict never calls it hung.
+    receiving: str = ""
 
     @property
     def ref(self) -> ProcessRef:

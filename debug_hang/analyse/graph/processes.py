@@ -15,6 +15,7 @@ from debug_hang.analyse.patterns import ProcessVerdict, settings
 from debug_hang.model import Process, ProcessRef
 from debug_hang.rows import ActorRow, TaskRow
 from debug_hang.snapshot import DONE_STATES, POLLING_TASKS
+from debug_hang.untrusted import one_line
 
 _PROCESS_STATE: dict[str, NodeState] = {"blocked": "blocked", "busy": "busy", "idle": "idle"}
 
@@ -55,9 +56,9 @@ def _process_node(b: Builder, verdict: ProcessVerdict) -> GNode:
     proc = verdict.process
     actor = b.actors.get(proc.actor_id or "")
     kind: NodeKind = _ROLE_KIND.get(proc.role or "", "process")
-    name = proc.actor_class or proc.task_name or (proc.title or f"pid {proc.pid}")
+    name = proc.actor_class or proc.task_name or (one_line(proc.title) if proc.title else f"pid {proc.pid}")
     if proc.role == "driver":
-        name = f"driver ({(proc.title or '').strip()[:60]})"
+        name = f"driver ({one_line(proc.title)})"
     rank = _rank_of(proc, actor)
     node = GNode(
         key=proc_key(proc), kind="rank" if rank is not None else kind, name=name, pid=proc.pid,

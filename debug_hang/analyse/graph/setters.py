@@ -44,8 +44,13 @@ def _entries(items: list[str] | None) -> list[tuple[str, int]]:
 
 def setter_methods(node: GNode, frame: Frame) -> dict[str, int]:
     """The methods of the actor's own class that set what the frame waits on: name -> line of the set."""
+    return class_setters(node, frame.setters)
+
+
+def class_setters(node: GNode, entries: list[str] | None) -> dict[str, int]:
+    """Of setters read on the node (`Cls.m:line`), the methods of the actor's own class: name -> line."""
     out: dict[str, int] = {}
-    for qualname, line in _entries(frame.setters):
+    for qualname, line in _entries(entries):
         cls, _, method = qualname.rpartition(".")
         if cls and cls.rsplit(".", 1)[-1] == node.class_name and "<locals>" not in qualname:
             out.setdefault(method, line)
@@ -173,11 +178,7 @@ def follow_async_setters(b: Builder, key: str, verdict: ProcessVerdict, doing: s
     running = {str(t.name) for t in b.running.get(key, [])}
     if not isinstance(facts, dict) or _tail(str(facts.get("method", ""))) not in {_tail(n) for n in running}:
         return False  # read for another call than the one running
-    methods: dict[str, int] = {}
-    for qualname, line in _entries([str(x) for x in facts.get("setters") or []]):
-        cls, _, method = qualname.rpartition(".")
-        if cls and cls.rsplit(".", 1)[-1] == node.class_name and "<locals>" not in qualname:
-            methods.setdefault(method, line)
+    methods = class_setters(node, [str(x) for x in facts.get("setters") or []])
     if not methods:
         return False
     waiting = _waiting_on(b, key)

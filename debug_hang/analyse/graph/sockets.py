@@ -10,13 +10,15 @@ from typing import Any
 
 from debug_hang.analyse.graph.builder import Builder, follows
 from debug_hang.analyse.graph.model import GNode
-from debug_hang.model import ProcessRef
+from debug_hang.analyse.graph.threads import deciding_thread
+from debug_hang.facts import SOCKET_READ_FRAME
+from debug_hang.model import ProcessRef, Thread
 from debug_hang.snapshot import DRIVER_TASK_PREFIX
 from debug_hang.untrusted import strip_controls
 
 # A socket *read* (a reply awaited from the other end); accept/connect/sendall and file locks
 # wait for no one process at the end of an established connection.
-_READ = re.compile(r"\b(recv\w*|readinto|read|_read_status|begin|getresponse|readline)\b")
+_READ = SOCKET_READ_FRAME
 # A wait for a connection on a listening socket: socket.accept (or its C `_accept`), a job line
 # calling `.accept()` (multiprocessing's Listener.accept, a raw socket's: the C call shows no frame).
 _ACCEPT_FN = re.compile(r"(^|\.)_?accept$")
@@ -74,6 +76,7 @@ def follow_socket_peer(b: Builder, key: str) -> None:
         return
     if not any(f is not None and _READ.search(f"{f.function} {f.code or ''}") for f in (node.frame, node.user_frame)):
         return
+    note_traffic(b, key)
     linked = ray_linked(b, [key])
     peers = [p for p in socket_peers_of(b, key)
              if p["pid"] != node.pid and ProcessRef(node.node_id, p["pid"]) not in linked]
@@ -92,6 +95,70 @@ def follow_socket_peer(b: Builder, key: str) -> None:
         return
     g.add_edge(key, dst, "io-wait", f"reads a TCP connection whose other end is {g.nodes[dst].name} (pid {peer['pid']}), "
                "its only peer on the node that no Ray call links to it")
+
+
+RECENT_RECV_S = 60.0  # data that came this recently on the connection a read waits on: its peer still sends
+
+
+def note_traffic(b: Builder, key: str) -> None:
+    """What the kernel counts on the connection the reading thread waits on (the probe's `reading`,
+    tcp_info): bytes received and how long ago the last came (since it connected, when none did).
+    Data within RECENT_RECV_S says the peer is alive and sending - a throttled download, a paced
+    stream - which /proc/PID/io cannot show (it counts no socket bytes): `GNode.receiving`."""
+    node = b.g.nodes[key]
+    verdict = b.verdicts.get(key)
+    found = b.inp.info.get(node.ref, {}).get("reading")
+    if verdict is None or not isinstance(found, dict):
+        return
+    waiter = deciding_thread(verdict)
+    conns = [c for tid, c in found.items() if isinstance(c, dict) and (waiter is None or tid == str(waiter.os_thread_id))]
+    conn = conns[0] if conns else None
+    if conn is None or not all(isinstance(conn.get(k), int) for k in ("fd", "bytes_received", "last_recv_ms")):
+        return
+    received, ago = int(conn["bytes_received"]), int(conn["last_recv_ms"]) / 1000.0
+    sent = conn.get("bytes_sent")
+    sent_ago = conn.get("last_send_ms")
+    tail = (f"; {_amount(int(sent))} sent, the last {int(sent_ago) / 1000.0:.1f}s ago"
+            if isinstance(sent, int) and isinstance(sent_ago, int) and sent > 0 else "")
+    if received == 0:
+        node.evidence.append(f"the TCP connection it reads (fd {conn['fd']}, kernel tcp_info) has received no data "
+                             f"since it was made {ago:.1f}s ago{tail}")
+        return
+    node.evidence.append(f"the TCP connection it reads (fd {conn['fd']}, kernel tcp_info) has received "
+                         f"{_amount(received)}, the last data {ago:.1f}s ago{tail}")
+    if ago < RECENT_RECV_S:
+        node.receiving = (f"reads a TCP connection (fd {conn['fd']}) that received data {ago:.1f}s ago "
+                          f"({_amount(received)} so far)")
+
+
+def loop_traffic(b: Builder, key: str, loops: list[Thread]) -> tuple[str, str]:
+    """(receiving, seen) for an async actor whose event loop is idle: the TCP connections registered
+    in its loop's epoll (the probe's `loop_sockets`, tcp_info). `receiving` names one that received
+    data within RECENT_RECV_S ("" when none did): a coroutine reads it, and its peer still sends.
+    `seen` says what was read of them, for the evidence ("" when none is registered)."""
+    found = b.inp.info.get(b.g.nodes[key].ref, {}).get("loop_sockets")
+    if not isinstance(found, dict):
+        return "", ""
+    tids = {str(t.os_thread_id) for t in loops}
+    conns = [c for tid, per in found.items() if tid in tids and isinstance(per, list) for c in per
+             if isinstance(c, dict) and all(isinstance(c.get(k), int) for k in ("fd", "bytes_received", "last_recv_ms"))]
+    if not conns:
+        return "", ""
+    fresh = sorted((c for c in conns if c["bytes_received"] > 0), key=lambda c: c["last_recv_ms"])
+    seen = (f"its event loop waits on {len(conns)} TCP connection(s) (its epoll, kernel tcp_info): "
+            + ", ".join(f"fd {c['fd']} " + (f"{_amount(c['bytes_received'])} received, the last {c['last_recv_ms'] / 1000:.1f}s ago"
+                                             if c["bytes_received"] else
+                                             f"nothing received since it was made {c['last_recv_ms'] / 1000:.1f}s ago")
+                        for c in conns[:3]))
+    if fresh and fresh[0]["last_recv_ms"] / 1000.0 < RECENT_RECV_S:
+        c = fresh[0]
+        return (f"awaits in an event loop whose TCP connection (fd {c['fd']}) received data "
+                f"{c['last_recv_ms'] / 1000:.1f}s ago ({_amount(c['bytes_received'])} so far)"), seen
+    return "", seen
+
+
+def _amount(n: int) -> str:
+    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KiB" if n < 1 << 20 else f"{n / (1 << 20):.1f} MiB"
 
 
 def _note_accept(b: Builder, node: GNode) -> None:
