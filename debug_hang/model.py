@@ -160,6 +160,10 @@ class Process:
     # methods (probe/setters.py `remote_awaits`): [{"method", "file", "line", "code"}]. A request
     # awaiting a handle call shows no frame; these are the lines it can be awaiting at.
     remote_awaits: list[dict[str, Any]] | None = None
+    # When `awaiting` found nothing: where that method's source first awaits, followed into the
+    # methods of its class it awaits (probe/setters.py `await_site`): {"method", "file", "line",
+    # "code", "via"}. Its first await, not a reading of where the coroutine is suspended.
+    await_at: dict[str, Any] | None = None
 
     @property
     def title_parts(self) -> tuple[str | None, str | None]:

@@ -20,7 +20,9 @@ if TYPE_CHECKING:  # the graph's modules import this one
 CHOSEN: dict[str, tuple[PatternId, str]] = {
     "asyncio_set_from_thread": ("async-await-stuck", "call_soon_threadsafe"),
     "asyncio_task_done_skipped": ("async-await-stuck", "task_done() in a `finally`"),
+    "asyncio_permit_leaked": ("async-await-stuck", "Take asyncio locks and semaphores with `async with x:`"),
     "event_in_thread_local": ("event-never-set", "threading.local"),
+    "set_after_join": ("event-never-set", "before joining the thread"),
     "lease_held_by_dead_owner": ("poll-never-satisfied", "TTL or heartbeat"),
     "ray_in_fork_child": ("child-process-hang", "Make Ray calls in the parent"),
     "file_lock_taken_twice": ("lock-self-deadlock", "file lock taken twice"),
@@ -28,6 +30,7 @@ CHOSEN: dict[str, tuple[PatternId, str]] = {
     "file_lock_held_for_child": ("file-lock-deadlock", "For a child that takes the lock its parent holds"),
     "pipe_stdin_written_first": ("pipe-full-deadlock", "proc.communicate(data)"),
     "mp_queue_joined_before_get": ("pipe-full-deadlock", "get() everything it puts"),
+    "mp_sent_after_join": ("pipe-full-deadlock", "send it before join()"),
     "pool_taken_by_service_loops": ("executor-self-wait", "Run service loops that last until shutdown"),
     "constructor_calls_back": ("actor-call-cycle", "Do no blocking call from __init__"),
     "serve_handle_cycle": ("actor-call-cycle", "Between Serve deployments"),

@@ -80,6 +80,7 @@ class _Parsed:
         self.dones: list[tuple[int, str, Scope]] = []  # line, queue marked (`x.task_done()`), caller
         self.skips: dict[int, str] = {}  # line of a task_done -> what can skip it (`continue:32`, `finally`)
         self.remote_awaits: list[tuple[int, str, Scope]] = []  # line, `await` of a `.remote(` call (a handle's), awaiter
+        self.await_sites: list[tuple[int, str, Scope]] = []  # line, each await (`await x`, `async with x:`), awaiter
 
 
 # Files parsed by this process, by (path, mtime, size). A plain dict, not functools.lru_cache:
@@ -131,7 +132,7 @@ def _read(path: str) -> _Parsed | None:
                 _assign(child, scope, out)
             if isinstance(child, ast.Assign) and isinstance(child.value, ast.Call) and _names(child.value.func) == NEW_LOOP:
                 out.loops.extend((child.lineno, ast.unparse(t), ast.unparse(child)[:200], scope) for t in child.targets)
-            elif isinstance(child, ast.Await):
+            elif isinstance(child, (ast.Await, ast.AsyncWith)):
                 _await(child, scope, out)
             visit(child, inner, inner_cls, inner_prefix)
 
@@ -141,17 +142,6 @@ def _read(path: str) -> _Parsed | None:
             out.sure.update(_sure_sets(fn))
             out.skips.update(_done_skips(fn))
     return out
-
-
-def _await(node: ast.Await, scope: Scope, out: _Parsed) -> None:
-    """What an `await` waits on: the objects it awaits, the queues it joins, a `.remote(` call."""
-    out.awaits.extend((node.lineno, text, scope) for text in _awaited(node.value))
-    if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "remote"
-           for n in ast.walk(node.value)):
-        out.remote_awaits.append((node.lineno, ast.unparse(node)[:160], scope))
-    for text in _joined(node.value):
-        out.joins.append((node.lineno, text, scope))
-        out.set_code.setdefault(node.lineno, f"await {text}.join()"[:120])
 
 
 _EXITS = {ast.Continue: "continue", ast.Break: "break", ast.Return: "return", ast.Raise: "raise"}
@@ -255,6 +245,22 @@ def _own_nodes(fn: ast.AST) -> list[ast.AST]:
             out.append(node)
             todo.extend(ast.iter_child_nodes(node))
     return out
+
+
+def _await(node: ast.Await | ast.AsyncWith, scope: Scope, out: _Parsed) -> None:
+    """An `await x` (what it awaits, the queue it joins, a `.remote(` call) or an `async with x:`, in its function."""
+    if isinstance(node, ast.AsyncWith):
+        out.await_sites.extend((node.lineno, f"async with {ast.unparse(item.context_expr)}:"[:120], scope)
+                               for item in node.items[:1])
+        return
+    out.await_sites.append((node.lineno, f"await {ast.unparse(node.value)}"[:120], scope))
+    out.awaits.extend((node.lineno, text, scope) for text in _awaited(node.value))
+    if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "remote"
+           for n in ast.walk(node.value)):
+        out.remote_awaits.append((node.lineno, ast.unparse(node)[:160], scope))
+    for text in _joined(node.value):
+        out.joins.append((node.lineno, text, scope))
+        out.set_code.setdefault(node.lineno, f"await {text}.join()"[:120])
 
 
 def _call(call: ast.Call, func: ast.Attribute, scope: Scope, out: _Parsed) -> None:
@@ -461,6 +467,38 @@ def awaited_in(path: str, cls: str, method: str) -> dict[str, object] | None:
     if threaded := _from_threads(parsed, scope[3], setters):
         out["threads"] = threaded
     return out
+
+
+MAX_AWAIT_DEPTH = 3
+
+
+def await_site(path: str, cls: str, method: str) -> dict[str, object] | None:
+    """The first await of method `method` of class `cls`, followed into the methods of the class it
+    awaits (`await self._guarded(k)` -> `_guarded`'s first await), at most MAX_AWAIT_DEPTH deep:
+    {"method": "Cls.m", "file", "line", "code": "await self.sem.acquire()", "via": ["Cls.f:47"]}.
+    A suspended coroutine is on no stack: this is where its source first awaits, not a reading of
+    where it is suspended. None when the method is not in the file or awaits nothing."""
+    parsed = _parse(path)
+    if parsed is None:
+        return None
+    via: list[str] = []
+    found: dict[str, object] | None = None
+    for _depth in range(MAX_AWAIT_DEPTH):
+        scope = next((s for s in parsed.scopes if s[3] and s[3].rsplit(".", 1)[-1] == cls
+                      and s[2] == f"{s[3]}.{method}"), None)
+        if scope is None:
+            break
+        sites = sorted((at, code) for at, code, where in parsed.await_sites if where == scope)
+        if not sites:
+            break
+        at, code = sites[0]
+        found = {"method": scope[2], "file": path, "line": at, "code": code, "via": list(via)}
+        callee = code.removeprefix("await ").split("(", 1)[0]
+        if not code.startswith("await self.") or callee.count(".") != 1 or "(" not in code:
+            break
+        via.append(f"{scope[2]}:{at}")
+        method = callee.split(".", 1)[1]
+    return found
 
 
 def _joins(parsed: _Parsed, scope: Scope) -> dict[str, object]:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 
 from debug_hang.model import Frame, Process, split_ray_title
-from debug_hang.probe.setters import awaited_in, calls_after, remote_awaits, set_facts, setters_of
+from debug_hang.probe.setters import await_site, awaited_in, calls_after, remote_awaits, set_facts, setters_of
 from debug_hang.probe.withblocks import with_facts
 from debug_hang.redact import Redactor
 
@@ -189,12 +189,19 @@ def add_awaiting(proc: Process, title: str | None, files: list[str], clean: Call
                                     and f.function.rsplit(".", 1)[-1] == method
                                     for t in proc.threads for f in t.frames):
         return
-    for path in [*files, *(f for f in _cwd_files(proc.pid) if f not in files)]:
+    redact = clean or (lambda text: text)
+    paths = [*files, *(f for f in _cwd_files(proc.pid) if f not in files)]
+    for path in paths:
         found = awaited_in(path, cls, method)
         if found is not None:
-            redact = clean or (lambda text: text)
             proc.awaiting = {k: ([redact(str(x)) for x in v] if isinstance(v, list) else
                                  redact(v) if isinstance(v, str) else v) for k, v in found.items()}
+            return
+    for path in paths:
+        site = await_site(path, cls, method)
+        if site is not None:
+            proc.await_at = {k: ([redact(str(x)) for x in v] if isinstance(v, list) else
+                                 redact(v) if isinstance(v, str) else v) for k, v in site.items()}
             return
 
 

@@ -15,7 +15,13 @@ from debug_hang.analyse.graph.model import GNode
 from debug_hang.analyse.graph.raycalls import follow_submitted
 from debug_hang.analyse.graph.semlocks import at_semlock_acquire
 from debug_hang.analyse.graph.sockets import child_traffic
-from debug_hang.analyse.graph.threads import deciding_thread, frame_text, other_threads_in_job_code
+from debug_hang.analyse.graph.threads import (
+    deciding_thread,
+    frame_text,
+    job_frame,
+    other_threads_in_job_code,
+    waits_with_timeout,
+)
 from debug_hang.analyse.pattern_ids import PatternId
 from debug_hang.analyse.patterns import ProcessVerdict, catalog, is_library
 from debug_hang.model import Frame, Process, ProcessRef
@@ -88,6 +94,7 @@ def _edges_children(b: Builder, key: str, proc: Process) -> None:
     """Edges to the child processes of `proc` (read on its node), each marked as the chain's end."""
     g = b.g
     gone: list[int | None] = []
+    zombies: list[int | None] = []
     for (node_id, pid), info in b.inp.info.items():
         if info.get("child_of") != proc.pid or node_id != proc.node_id:
             continue
@@ -96,6 +103,9 @@ def _edges_children(b: Builder, key: str, proc: Process) -> None:
         run_state = info.get("run_state")
         if isinstance(run_state, list) and len(run_state) > 1 and run_state[-1] is None:
             gone.append(pid)  # it exited during the window: not a child that never exits
+            continue
+        if isinstance(run_state, list) and run_state and all(s == "Z" for s in run_state):
+            zombies.append(pid)  # it has exited (not reaped yet): whatever the parent waits on, not its exit
             continue
         child_key = b.by_pid.get(ProcessRef(proc.node_id, pid))
         if child_key is None:
@@ -136,12 +146,20 @@ def _edges_children(b: Builder, key: str, proc: Process) -> None:
                    f"reads child pid {pid}'s {read}" if read else
                    f"writes child pid {pid}'s {write}" if write else f"waits for child pid {pid}")
         _edge_pipe_back(b, key, child_key, info)
+        _edge_sent_after_join(b, key, child_key)
     if gone:
         g.nodes[key].evidence.append(
             f"{len(gone)} child process(es) of it (pid {', '.join(str(p) for p in sorted(gone, key=str)[:6])}) were alive at the "
             "first reading and gone at the last: children that exit, not children that never exit; a pool whose "
             "workers die and are replaced (an initializer or a task that kills them) shows so, its traceback in this "
             "process's log")
+    if zombies:
+        g.nodes[key].evidence.append(
+            f"its child process(es) pid {', '.join(str(p) for p in sorted(zombies, key=str)[:6])} have exited (zombie, "
+            "state Z in every reading: not reaped until the parent's wait returns): it does not wait for them to exit. "
+            "A communicate() (subprocess.run with capture_output) reads their pipes to end-of-file, which comes only "
+            "when every write end is closed: a process that inherited them (a daemon grandchild the child started) "
+            "keeps them open")
     _semlock_held_by_no_live_process(b, key)
 
 
@@ -371,3 +389,74 @@ def _edge_prompt(b: Builder, parent_key: str, child_key: str, where: str, asleep
     b.g.add_edge(child_key, parent_key, "child-awaits-input",
                  f"blocked reading {where}: it waits for input (the answer to a prompt) that only the parent could "
                  f"write, and the parent reads this child's {read} instead of writing or closing stdin")
+
+
+# A multiprocessing child's blocking read of what its parent sends: `conn.recv()` on an mp.Pipe
+# end, `q.get()` on a multiprocessing.Queue (both read the pipe or socket the parent made).
+_MP_RECEIVES = {("multiprocessing/connection.py", "recv"), ("multiprocessing/connection.py", "recv_bytes"),
+                ("multiprocessing/queues.py", "get")}
+# The parent's wait for the child to exit: Process.join (os.waitpid under it), Popen.wait.
+_CHILD_EXIT_WAITS = {("multiprocessing/process.py", "join"), ("multiprocessing/popen_fork.py", "wait"),
+                     ("subprocess.py", "wait")}
+_SENDS = re.compile(r"(?P<obj>[\w.\[\]]+)\.(?:send|send_bytes|put)\(")
+_NUMBERED_LINE = re.compile(r"^(?P<no>\d+):\s?(?P<code>.*)$")
+
+
+def _calls_in(frame: Frame, names: set[tuple[str, str]]) -> bool:
+    return any(frame.file.endswith(path) and frame.name == name for path, name in names)
+
+
+def _sends_after(frame: Frame) -> str | None:
+    """The first later line of `frame`'s function, in its source context, that sends or puts
+    into a connection or queue (`parent_conn.send(cfg)`), or None."""
+    lines = [(int(m.group("no")), m.group("code")) for text in frame.context or []
+             if (m := _NUMBERED_LINE.match(text))]
+    here = next((c for no, c in lines if no == frame.line), None)
+    if here is None or frame.line is None:
+        return None
+    indent = len(here) - len(here.lstrip())
+    for no, code in lines:
+        if no <= frame.line or not code.strip():
+            continue
+        if len(code) - len(code.lstrip()) < indent or code.lstrip().startswith(("def ", "class ")):
+            return None  # out of the block the wait is in: what follows may not run after it
+        if _SENDS.search(code):
+            return f"line {no} `{code.strip()}`"
+    return None
+
+
+def _edge_sent_after_join(b: Builder, parent_key: str, child_key: str) -> None:
+    """A child blocked, with no timeout, reading a multiprocessing Pipe or Queue (`conn.recv()`)
+    while its parent waits for it to exit (Process.join, Popen.wait) at a line its source follows
+    with a send or put (`proc.join()` then `parent_conn.send(cfg)`): the child waits for what only
+    the parent would send, and the parent sends only once the child has exited. The wait closes
+    into a cycle (pipe-full-deadlock), the parent's join the line to change."""
+    child_v, parent_v = b.verdicts.get(child_key), b.verdicts.get(parent_key)
+    if child_v is None or parent_v is None or any(e.dst == parent_key for e in b.g.out(child_key)):
+        return
+    reader = b.deciding.get(child_key) or deciding_thread(child_v)
+    joiner = b.deciding.get(parent_key) or deciding_thread(parent_v)
+    if reader is None or joiner is None or reader.active or joiner.active:
+        return
+    if other_threads_in_job_code(child_v, reader) or other_threads_in_job_code(parent_v, joiner):
+        return  # another thread of either may send, or exit the child
+    lib = [f for f in reader.frames if not f.native]
+    if not lib or not any(_calls_in(f, _MP_RECEIVES) for f in lib[:4]) or waits_with_timeout(reader):
+        return
+    if not any(_calls_in(f, _CHILD_EXIT_WAITS) for f in joiner.frames if not f.native):
+        return
+    at = job_frame(joiner)
+    if at is None or (sent := _sends_after(at)) is None:
+        return
+    child, parent = b.g.nodes[child_key], b.g.nodes[parent_key]
+    where = job_frame(reader)
+    child.pattern, child.state = "pipe-read-wait", "blocked"
+    child.evidence.append("blocked reading a multiprocessing connection with no timeout"
+                          + (f" at {frame_text(where)}" if where else "")
+                          + f": it waits for what its parent {parent.label()} sends")
+    parent.evidence.append(f"waits for child pid {child.pid} to exit at {frame_text(at)}, and sends to it only after "
+                           f"that ({sent}): the child waits for that send")
+    choose(parent, "mp_sent_after_join")
+    b.g.add_edge(child_key, parent_key, "pipe-read-wait",
+                 f"blocked in a multiprocessing receive for what only the parent sends, and the parent sends it "
+                 f"only after this child exits ({sent})")

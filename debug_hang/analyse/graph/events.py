@@ -19,11 +19,13 @@ from debug_hang.analyse.graph.threads import (
     other_threads_in_job_code,
     pending_timers,
     reachable_from,
+    rewait_loop,
     timed_wait,
     timed_wait_text,
     timer_release,
+    waits_with_timeout,
 )
-from debug_hang.analyse.patterns import ProcessVerdict, is_library
+from debug_hang.analyse.patterns import ProcessVerdict, catalog, is_library
 from debug_hang.model import Frame, Thread
 from debug_hang.rows import TaskRow
 from debug_hang.snapshot import DONE_STATES, DRIVER_TASK_PREFIX, POLLING_TASKS
@@ -134,10 +136,27 @@ def _await_line(node: GNode, verdict: ProcessVerdict) -> None:
                                 line=line, code=code)
         node.frame = node.user_frame
         return
+    site = verdict.process.await_at
+    line = site.get("line") if isinstance(site, dict) else None
+    if isinstance(site, dict) and isinstance(line, int) and line > 0:
+        node.user_frame = Frame(function=str(site.get("method") or ""), file=str(site.get("file") or ""),
+                                line=line, code=str(site.get("code") or "") or None)
+        node.frame = node.user_frame
+        if _ACQUIRES.search(str(site.get("code") or "")):
+            choose(node, "asyncio_permit_leaked")  # a lock or semaphore whose permit nobody gives back
+        via = [str(v) for v in site.get("via") or []]
+        node.evidence.append(f"line from the source: the running method's first await, {site.get('method')}:{line} "
+                             f"`{site.get('code')}`" + (f" (reached through {' → '.join(via)})" if via else "")
+                             + "; the awaiting coroutine is on no stack, so where it is suspended is not seen")
+        return
     if node.frame is not None and is_library(node.frame):
         node.frame = node.user_frame = None
         node.evidence.append("line not visible: the awaiting coroutine is on no stack (the dump shows only the idle "
                              "event loop), and its method's source showed no await the probe reads")
+
+
+# An await that takes a lock or a semaphore: `await self.sem.acquire()`, `async with self.lock:`.
+_ACQUIRES = re.compile(r"^await [\w.\[\]]+\.acquire\(\)|^async with ")
 
 
 # Edges that wait for a process to act - to call in, read on, take its turn - rather than for the
@@ -202,8 +221,11 @@ def detect_event_waits(b: Builder) -> None:
         if _set_reached_another(b, key, verdict):
             continue
         if key in b.in_process:
-            continue  # its threads' waits were followed by identity (inprocess.py)
+            _detect_join_cycle(b, key, verdict)  # (else its threads' waits were followed by identity, inprocess.py)
+            continue
         if _detect_async_slots_taken(b, key, verdict):
+            if b.g.nodes[key].pattern == "event-setter-queued":
+                _await_line(b.g.nodes[key], verdict)  # never the idle loop's selector line
             continue
         _detect_event_wait(b, key, verdict)
         if b.g.nodes[key].pattern == "event-never-set":
@@ -334,19 +356,34 @@ def _detect_event_wait(b: Builder, key: str, verdict: ProcessVerdict) -> None:
                              f"behind it ({names}): they cannot start until it returns, so none of them can signal it")
         return
     waiter = deciding_thread(verdict)
-    if waiter is not None and (timed := timed_wait(waiter)) is not None:
+    rewait = rewait_loop(waiter) if waiter is not None else None
+    if waiter is not None and (timed := timed_wait(waiter)) is not None and rewait is None:
         node.evidence.append(timed_wait_text(where, timed))
         return
+    if rewait is not None:
+        node.evidence.append(f"waits at {where} with a timeout, but the loop at line {rewait.line} only waits again "
+                             "when it times out (its body only logs): it returns only when signalled, as an untimed "
+                             "wait does")
     timers = pending_timers(verdict, waiter)
     if timers:
         node.release = timer_release(timers, verdict.main.user_frame or verdict.main.frame)
         node.evidence.append(f"waits at {where} inside {doing}; {node.release}: a setter that has not run yet")
         return
     others = [t for t in other_threads_in_job_code(verdict, waiter) if not cannot_signal(t, verdict.main.user_frame)]
+    joiners = [(t, text) for t in other_threads_in_job_code(verdict, waiter)
+               if (text := _joins_before_setting(b, key, t, waiter))]  # (a joiner counts as unable to signal)
     idle_pollers = [text for t in others if (text := _poll_cannot_act(b, key, t, waiter, others))]
-    if len(idle_pollers) < len(others):
+    if len(idle_pollers) + len([t for t, _x in joiners if t in others]) < len(others):
         return
     node.pattern, node.state = "event-never-set", "blocked"
+    if joiners:
+        thread, text = joiners[0]
+        at = job_frame(thread)
+        node.evidence.append(f"waits at {where} inside {doing}; {none_queued} and it waits on no Ray task; {text}")
+        node.frame = node.user_frame = at  # the line to change: the join before the set
+        b.deciding[key] = thread
+        choose(node, "set_after_join")
+        return
     if idle_pollers:
         node.evidence.append(f"waits at {where} inside {doing}; {none_queued} and it waits on no Ray task; "
                              "the only other thread of this process in job code cannot set it:")
@@ -438,6 +475,66 @@ def _event_set_by_paused_generator(b: Builder, key: str) -> None:
             g.add_edge(gen_key, consumer, "generator-backpressure",
                        f"paused mid-stream until {g.nodes[consumer].label()} reads the next item (it waits at {where})")
             return
+
+
+def _detect_join_cycle(b: Builder, key: str, verdict: ProcessVerdict) -> None:
+    """An in-process cycle of two waits and no lock: a thread waits on an Event or Condition that
+    the thread joining it would set, and that joiner's source sets it only after its join
+    (`_joins_before_setting`): event-never-set at the joiner's join, the line to change."""
+    node, found = b.g.nodes[key], b.in_process[key]
+    if node.pattern != "event-wait" or found.end is not None or b.g.out(key):
+        return
+    if any(e.kind in ("lock", "semaphore") for e in found.cycle):
+        return
+    for join in (e for e in found.cycle if e.kind == "join"):
+        waits = [e for e in found.cycle if e.src is join.dst and e.dst is join.src and e.kind in ("event", "condition")]
+        text = _joins_before_setting(b, key, join.src, join.dst) if waits else ""
+        if not text:
+            continue
+        if any(t is not join.src and t is not join.dst for t in other_threads_in_job_code(verdict, join.dst)):
+            return  # a third thread in job code may still act
+        node.pattern, node.state = "event-never-set", "blocked"
+        node.evidence.append(f"thread {name_of(join.dst)} waits at {frame_text(job_frame(join.dst))}; {text}")
+        node.frame = node.user_frame = job_frame(join.src)
+        b.deciding[key] = join.src
+        choose(node, "set_after_join")
+        return
+
+
+def _benign(pattern: str) -> bool:
+    """A thread reading of the catalog's benign kind (Ray's housekeeping, an idle worker loop)."""
+    found = catalog().get(pattern) if pattern != "unknown" else None
+    return found is not None and found.kind == "benign"
+
+
+_THREAD_JOIN = re.compile(r"(^|/)threading\.py$")
+
+
+def _joins_before_setting(b: Builder, key: str, thread: Thread, waiter: Thread | None) -> str:
+    """Why `thread` cannot set what `waiter` waits on ("" when it may): it is idle in an untimed
+    Thread.join inside the very function whose later line sets it (the waiter's setters, read
+    from the source: `Exporter.export:36`), at an earlier line. It sets only once the join
+    returns, and the join returns only once the joined thread ends - and no other thread of the
+    process but the waiter runs job code, so the thread it joins is the waiter (or one that
+    waits on it): each waits for the other."""
+    frame = job_frame(thread)
+    wanted = job_frame(waiter) if waiter is not None else None
+    if frame is None or wanted is None or frame.line is None or runs(thread, b.inp.info.get(b.g.nodes[key].ref)):
+        return ""
+    if waits_with_timeout(thread) or not any(f.name == "join" and _THREAD_JOIN.search(f.file)
+                                             for f in thread.frames if not f.native):
+        return ""
+    verdict = b.verdicts[key]
+    if any(t is not thread and t is not waiter and not _benign(m.pattern) for t, m in verdict.threads):
+        return ""  # a third thread (in a library's code, say a download) may be the one it joins: it ends
+    for entry in wanted.setters or []:
+        name, _, line = entry.rpartition(":")
+        if name == frame.function and line.isdigit() and frame.line < int(line) and frame.file == wanted.file:
+            return (f"the only thread that could set it, {name_of(thread)}, joins a thread at {frame_text(frame)} "
+                    f"(no timeout) and sets it only later in the same function (line {line}): the join returns only "
+                    "once the joined thread ends, and the thread it joins is the waiter (no other thread of this "
+                    "process runs job code) - each waits for the other")
+    return ""
 
 
 def _poll_cannot_act(b: Builder, key: str, thread: Thread, waiter: Thread | None, others: list[Thread]) -> str:

@@ -55,7 +55,10 @@ def _detect_lock_cycle(b: Builder, key: str) -> bool:
     # A join inside a `with` block on the lock the joined thread waits for: the joiner's line is
     # the one that holds the lock across the wait (the thread it joins cannot end without it).
     joiner = next((e for e in edges if e.kind == "join"), None)
-    first = graph.waits.get(id((joiner or edges[0]).src))
+    # One lock in the ring, its holder waiting on something else (a queue, a Future, a condition):
+    # the holder's wait is the line that holds the lock across it, whoever waits for the lock.
+    holder = _holder_across_wait(edges) if joiner is None and own is None else None
+    first = graph.waits.get(id((joiner or holder or edges[0]).src))
     node.pattern, node.state = ("lock-self-deadlock" if own is not None else "lock-order-deadlock"), "blocked"
     if first is not None:
         node.frame = node.user_frame = first.where or first.frame
@@ -74,6 +77,16 @@ def _detect_lock_cycle(b: Builder, key: str) -> bool:
             node.evidence.append(f"{describe(graph, edge.src)}: a victim, it waits for the deadlocked thread "
                                  f"{own.src.name or own.src.os_thread_id} ({edge.text})")
     return True
+
+
+def _holder_across_wait(edges: list[ThreadEdge]) -> ThreadEdge | None:
+    """The wait of the thread holding the ring's only lock, when that wait is no lock wait (it
+    waits, holding the lock, for a thread that needs the lock first); None otherwise."""
+    locks = [e for e in edges if e.kind == "lock"]
+    if len(locks) != 1:
+        return None
+    held = next((e for e in edges if e.src is locks[0].dst), None)
+    return held if held is not None and held.kind != "lock" else None
 
 
 def _ring(edges: list[ThreadEdge]) -> list[ThreadEdge]:

@@ -175,3 +175,44 @@ def joins(thread: Thread) -> bool:
 def job_frame(thread: Thread) -> Frame | None:
     """The thread's innermost frame of job code (not library), if any."""
     return next((f for f in thread.frames if not f.native and not is_library(f)), None)
+
+
+# A loop whose test is the wait itself (`while not self.ready.wait(5):`,
+# `while not cond.wait_for(pred, timeout=5):`): its timeout ends one round, never the loop.
+_REWAIT_TEST = re.compile(r"^(?P<indent>\s*)while\s+not\s+[\w.\[\]]+\.wait(?:_for)?\(")
+# Statements that change nothing the wait tests: a log line, a pass, a continue.
+_HEARTBEAT_STMT = re.compile(r"^(?:print\(|(?:self\.)?(?:_?log(?:ger)?|logging|warnings)\.\w+\(|pass\b|continue\b)")
+_NUMBERED = re.compile(r"^(?P<no>\d+):\s?(?P<code>.*)$")
+
+
+def rewait_loop(thread: Thread) -> Frame | None:
+    """The job frame whose line is a loop that only waits again when its timed wait times out:
+    its test is the wait (`while not X.wait(timeout):`) and its body, read whole from the
+    frame's source context, only logs (print, a logger call, pass, continue). Such a loop returns
+    only when the wait is signalled - its timeout is a heartbeat, not an end - so the wait is as
+    untimed as `X.wait()`. None when the line is no such loop or its body is not seen whole."""
+    frame = job_frame(thread)
+    if frame is None or frame.line is None or not frame.context:
+        return None
+    lines: list[tuple[int, str]] = []
+    for text in frame.context:
+        m = _NUMBERED.match(text)
+        if m:
+            lines.append((int(m.group("no")), m.group("code")))
+    at = next((i for i, (no, _c) in enumerate(lines) if no == frame.line), None)
+    if at is None:
+        return None
+    test = _REWAIT_TEST.match(lines[at][1])
+    if test is None or not lines[at][1].rstrip().endswith(":"):
+        return None
+    indent, body, depth = len(test.group("indent")), 0, 0
+    for _no, code in lines[at + 1:]:
+        if not code.strip() or code.strip().startswith("#"):
+            continue
+        if depth == 0 and len(code) - len(code.lstrip()) <= indent:
+            return frame if body else None  # the loop ended inside the context: its body is whole
+        if depth == 0 and not _HEARTBEAT_STMT.match(code.strip()):
+            return None  # the body does work: a ticker between its rounds
+        body += 1
+        depth = max(0, depth + code.count("(") + code.count("[") - code.count(")") - code.count("]"))
+    return None
