@@ -40,6 +40,7 @@ WEDGED = CAPTURES / "detached_registry_never_sends"
 ASYNC_TRICKLE = CAPTURES / "healthy_async_detached_trickle_download"
 ASYNC_WEDGED = CAPTURES / "async_registry_never_sends"
 TIMEOUT = CAPTURES / "healthy_detached_trickle_timeout"
+JOINER = CAPTURES / "healthy_joiner_sets_after_download"
 CURL = CAPTURES / "healthy_curl_detached_trickle"
 CURL_WEDGED = CAPTURES / "curl_registry_never_answers"
 
@@ -64,6 +65,15 @@ def test_a_read_through_a_socket_timeouts_poll_is_read_too() -> None:
     # THEN its connection is found from the pollfd array: inconclusive, never hang
     assert (verdict, pattern, culprits) == ("inconclusive", "io-wait", ["fetch_shard"]), doc["summary"]
     assert "that received data 2.1s ago" in doc["summary"]
+
+
+def test_an_event_whose_setter_waits_on_a_download_thread_reads_that_threads_connection() -> None:
+    # GIVEN get_weights in Event.wait, followed in-process to the download thread in urllib's socket
+    # read (its coordinator joins it, then sets the event); that thread's connection got data 2.9 s ago
+    verdict, pattern, culprits, doc = _answer(JOINER)
+    # THEN the connection read by the other thread spares the wait: inconclusive, never hang
+    assert (verdict, pattern, culprits) == ("inconclusive", "io-wait", ["ModelStore"]), doc["summary"]
+    assert "received data 2.9s ago" in doc["summary"]
 
 
 def test_a_read_whose_connection_never_received_data_stays_hung() -> None:
@@ -191,9 +201,10 @@ def test_a_poll_on_a_socket_with_a_timeout_is_matched_after_py_spy_paused_it(tmp
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
     try:
         fd = int(proc.stdout.readline()) if proc.stdout else -1
-        time.sleep(0.3)
+        _settle_in_syscall(proc.pid)
         if shutil.which("py-spy"):
             subprocess.run(["py-spy", "dump", "--pid", str(proc.pid)], capture_output=True, timeout=30)
+            _settle_in_syscall(proc.pid)
         found = reading_sockets([{"pid": proc.pid, "threads": [{"os_thread_id": proc.pid, "frames": [
             {"function": "<module>", "code": "c.recv(10)"}]}]}])
     finally:
@@ -202,6 +213,14 @@ def test_a_poll_on_a_socket_with_a_timeout_is_matched_after_py_spy_paused_it(tmp
     # THEN the socket it polls is found, and what it received
     conn = found[proc.pid][str(proc.pid)]
     assert conn["fd"] == fd and conn["bytes_received"] == 7
+
+
+def _settle_in_syscall(pid: int) -> None:
+    """Wait (at most 10 s, the machine may be loaded) until the process's main thread sleeps in a call."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not _in_syscall(pid, pid):
+        time.sleep(0.05)
+    time.sleep(0.1)
 
 
 def _in_syscall(pid: int, tid: int | None) -> bool:

@@ -110,8 +110,11 @@ def note_traffic(b: Builder, key: str) -> None:
     found = b.inp.info.get(node.ref, {}).get("reading")
     if verdict is None or not isinstance(found, dict):
         return
+    # The deciding thread's connection; else one another thread of it reads (the node's wait was
+    # followed in-process to a thread in a socket read: an Event its download thread will set).
     waiter = deciding_thread(verdict)
-    conns = [c for tid, c in found.items() if isinstance(c, dict) and (waiter is None or tid == str(waiter.os_thread_id))]
+    mine = [c for tid, c in found.items() if isinstance(c, dict) and waiter is not None and tid == str(waiter.os_thread_id)]
+    conns = mine or [c for c in found.values() if isinstance(c, dict)]
     conn = conns[0] if conns else None
     if conn is None or not all(isinstance(conn.get(k), int) for k in ("fd", "bytes_received", "last_recv_ms")):
         return
