@@ -282,6 +282,18 @@ def _peer_decision(job_id: str | None, top: RootCause, names: str, busy: list[Bu
                             "that work ends, or read the connection's byte counters (`ss -tin`).")
 
 
+def _released_decision(job_id: str | None, top: RootCause, title: str, names: str) -> tuple[Verdict, str] | None:
+    """A culprit whose wait a timer ends (`GNode.release`: a child asleep in nanosleep): a scheduled
+    release, inconclusive, never a hang (None: no culprit has one)."""
+    own = catalog().get(top.pattern)
+    released = [c for c in top.culprits if c.release]
+    if not released or own is None or own.kind != "root-cause":
+        return None  # an unfollowed end with a release is told by _unfollowed_end
+    return "inconclusive", (f"Job {job_id} may be hung ({title[:1].lower() + title[1:]} — culprit {names}), but "
+                            f"{released[0].label()} waits on {released[0].release}. A wait that a timer ends is "
+                            "no hang: diagnose again once it is due (a wait still there after that is worth a look).")
+
+
 def _receiving_decision(job_id: str | None, top: RootCause, names: str) -> tuple[Verdict, str] | None:
     """A culprit whose connection still delivers data (`GNode.receiving`, the kernel's tcp_info: a
     socket read, an event loop's connection, a native child's): its peer is alive and sending,
@@ -418,7 +430,8 @@ def decide(job: JobRow, causes: list[RootCause], progress: list[str], moving: li
     decided, spin = (None, None) if cycle else _busy_decision(job_id, top, title, busy or [], tasks or [])
     if decided is not None:
         return decided
-    accepting = None if cycle else _accept_decision(job_id, top, names, busy or [], tasks or []) \
+    accepting = None if cycle else _released_decision(job_id, top, title, names) \
+        or _accept_decision(job_id, top, names, busy or [], tasks or []) \
         or _peer_decision(job_id, top, names, busy or []) or _receiving_decision(job_id, top, names)
     if accepting is not None:
         return accepting

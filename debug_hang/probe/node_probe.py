@@ -14,6 +14,7 @@ import os
 import platform
 import re
 import socket
+import struct
 import time
 from collections.abc import Callable
 from typing import Any
@@ -562,6 +563,44 @@ def add_kernel_waits(info: dict[int, dict[str, Any]], pids: list[int], errors: l
                 info[pid]["other_pipes"] = pipes["other_pipes"]
             if pipes["wchan"]:
                 info[pid].setdefault("wchan", pipes["wchan"])
+        if parent is not None and "wchan" not in info[pid]:
+            # A child's kernel sleep (a native `sleep 240` in hrtimer_nanosleep ends by itself).
+            wchans = thread_wchans(pid, max_threads=8)
+            if wchans:
+                info[pid]["wchan"] = wchans
+                asleep = {tid: secs for tid in wchans if (secs := _sleep_request_s(pid, int(tid))) is not None}
+                if asleep:
+                    info[pid]["sleep_request_s"] = asleep
+
+
+_NANOSLEEP, _CLOCK_NANOSLEEP = "35", "230"  # x86_64 system call numbers
+
+
+def _sleep_request_s(pid: int, tid: int) -> float | None:
+    """The duration a thread asleep in nanosleep/clock_nanosleep asked for (its timespec, read from
+    /proc/PID/mem at the call's request pointer), None when it is not in one, sleeps until an
+    absolute time (TIMER_ABSTIME) or the memory cannot be read. `sleep infinity` asks for years."""
+    call = thread_syscall(pid, tid)
+    if call is None or call[0] not in (_NANOSLEEP, _CLOCK_NANOSLEEP):
+        return None
+    try:
+        if call[0] == _CLOCK_NANOSLEEP:
+            if int(call[2], 16) & 1:
+                return None  # TIMER_ABSTIME
+            addr = int(call[3], 16)
+        else:
+            addr = int(call[1], 16)
+        fd = os.open(f"/proc/{pid}/mem", os.O_RDONLY)
+        try:
+            raw = os.pread(fd, 16, addr)
+        finally:
+            os.close(fd)
+    except (OSError, ValueError, OverflowError):
+        return None
+    if len(raw) != 16:
+        return None
+    sec, nsec = struct.unpack("<qq", raw)
+    return float(sec) + float(nsec) / 1e9
 
 
 _MP_SYNC_FILE = re.compile(r"(^|/)multiprocessing/synchronize\.py$")

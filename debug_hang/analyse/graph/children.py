@@ -138,6 +138,8 @@ def _edges_children(b: Builder, key: str, proc: Process) -> None:
         if child.pattern not in ("exit-join-blocked", "fifo-open-wait", "file-lock-wait"):
             child.pattern = "child-process-hang"  # the chain ends in a child that does not exit
             child_traffic(child, info)
+            if verdict is None:
+                _note_timed_sleep(child, info)
         elif child.pattern == "file-lock-wait" and _waits_for_lock_of(info, proc.pid):
             choose(g.nodes[key], "file_lock_held_for_child")
         pipes = info.get("std_pipes") or {}
@@ -460,3 +462,26 @@ def _edge_sent_after_join(b: Builder, parent_key: str, child_key: str) -> None:
     b.g.add_edge(child_key, parent_key, "pipe-read-wait",
                  f"blocked in a multiprocessing receive for what only the parent sends, and the parent sends it "
                  f"only after this child exits ({sent})")
+
+
+# Kernel functions a thread sleeps in during a timed sleep (nanosleep/clock_nanosleep): it wakes by itself.
+TIMED_SLEEP_WCHANS = frozenset({"hrtimer_nanosleep", "do_nanosleep", "clock_nanosleep", "common_nsleep"})
+MAX_TIMED_SLEEP_S = 6 * 3600.0  # a longer sleep (`sleep infinity`: years) is not a wait that ends soon
+
+
+def _note_timed_sleep(child: GNode, info: dict[str, Any]) -> None:
+    """A child with no Python stack whose every thread sleeps in a timed sleep (the probe's
+    `wchan`: hrtimer_nanosleep - a native `sleep 240`, a script's back-off): its wait ends by
+    itself, so the chain's end is a scheduled release (`GNode.release`), never a hang."""
+    wchans = info.get("wchan")
+    if not isinstance(wchans, dict) or not wchans:
+        return
+    names = {str(w) for w in wchans.values()}
+    asked = info.get("sleep_request_s")
+    if not isinstance(asked, dict) or set(asked) != set(wchans):
+        return  # how long each sleep lasts is not known (`sleep infinity` sleeps in nanosleep too)
+    longest = max(float(v) for v in asked.values())
+    if names <= TIMED_SLEEP_WCHANS and longest <= MAX_TIMED_SLEEP_S:
+        child.release = (f"a timed sleep of {longest:.0f} s: every thread of the child sleeps in the kernel's "
+                         f"{sorted(names)[0]} (nanosleep), which ends by itself")
+        child.evidence.append(f"asleep in a timed sleep ({', '.join(sorted(names))}): it wakes by itself")
