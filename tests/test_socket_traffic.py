@@ -254,3 +254,32 @@ def test_a_thread_blocked_in_recv_is_matched_to_its_connection() -> None:
     # THEN the probe names the fd the thread reads and that connection's traffic
     conn = found[os.getpid()][str(tid)]
     assert conn["fd"] == fd and conn["bytes_received"] == 100
+
+
+def test_a_childs_sockets_inherited_over_fork_are_not_its_own() -> None:
+    # GIVEN this process with a live connection, and a forked child that keeps it and opens one of its own
+    from debug_hang.probe.socket_peers import process_sockets
+
+    with socket.create_server(("127.0.0.1", 0)) as srv:
+        inherited = socket.create_connection(srv.getsockname())
+        peer, _ = srv.accept()
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: its own connection, then wait to be killed
+            own = socket.create_connection(srv.getsockname())
+            os.write(write_end, str(own.fileno()).encode())
+            time.sleep(30)
+            os._exit(0)
+        try:
+            own_fd = int(os.read(read_end, 16))
+            time.sleep(0.2)
+            found = process_sockets({pid: os.getpid()})
+        finally:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            for fd in (read_end, write_end):
+                os.close(fd)
+            inherited.close()
+            peer.close()
+    # THEN only the connection it opened itself is read (the inherited one is the parent's traffic)
+    assert [c["fd"] for c in found[pid]] == [own_fd]

@@ -516,7 +516,8 @@ def add_child_sockets(info: dict[int, dict[str, Any]], errors: list[dict[str, An
     bytes_received, last_recv_ms, ...}], probe/tcp_info.py): a native child (curl, a downloader)
     shows no wait py-spy can read, but the kernel counts the bytes it still receives."""
     try:
-        for pid, conns in process_sockets([pid for pid, value in info.items() if value.get("child_of") is not None]).items():
+        for pid, conns in process_sockets({pid: int(value["child_of"]) for pid, value in info.items()
+                                          if isinstance(value.get("child_of"), int)}).items():
             info[pid]["tcp_conns"] = conns
     except Exception as exc:  # noqa: BLE001 - a /proc or netlink oddity costs this fact, never the probe
         errors.append({"pid": None, "kind": SOCKET_PEERS_FAILED, "sample": 0, "error": f"child sockets not read: {exc}"})

@@ -425,16 +425,21 @@ def loop_sockets(loop_calls: dict[int, dict[str, list[str]]], machine: str) -> d
 MAX_CHILD_SOCKETS = 16  # sockets read per child process
 
 
-def process_sockets(pids: list[int]) -> dict[int, list[dict[str, Any]]]:
-    """{pid: [{"fd", "state", "bytes_received", "last_recv_ms", ...}]}: the TCP connections of each
-    process (a child with no Python stack - curl, a native downloader - whose waits py-spy cannot
-    show) and their traffic (probe/tcp_info.py). Read-only, bounded."""
+def process_sockets(pids: dict[int, int]) -> dict[int, list[dict[str, Any]]]:
+    """{pid: [{"fd", "state", "bytes_received", "last_recv_ms", ...}]}: the TCP connections each
+    process (`pids`: child -> its parent; a child with no Python stack - curl, a native downloader -
+    whose waits py-spy cannot show) opened itself, and their traffic (probe/tcp_info.py). A socket
+    its parent holds too was inherited over fork (a Ray worker's gRPC channels, which its forked
+    children keep open and never read): its bytes are the parent's, and it is left out. Read-only,
+    bounded."""
     found: dict[int, list[tuple[int, int]]] = {}
-    for pid in pids:
+    for pid, parent in pids.items():
         if not same_netns(pid):
             continue
+        inherited = socket_inodes(parent)
         for fd, link in fd_links(pid, MAX_FDS):
-            if link.startswith("socket:[") and link.endswith("]") and link[8:-1].isdigit():
+            if link.startswith("socket:[") and link.endswith("]") and link[8:-1].isdigit() \
+                    and int(link[8:-1]) not in inherited:
                 found.setdefault(pid, []).append((int(fd), int(link[8:-1])))
                 if len(found[pid]) >= MAX_CHILD_SOCKETS:
                     break

@@ -161,9 +161,12 @@ def loop_traffic(b: Builder, key: str, loops: list[Thread]) -> tuple[str, str]:
 
 
 def child_traffic(node: GNode, info: dict[str, Any]) -> None:
-    """A child process's TCP connections (the probe's `tcp_conns`, tcp_info): one that received
+    """A child process with no job frame of its own and its TCP connections (the probe's
+    `tcp_conns`, tcp_info, those it opened itself): one that received
     data within RECENT_RECV_S says the child still downloads - a native curl or wget whose wait
     py-spy cannot show (`GNode.receiving`); a silent one's age goes into the evidence."""
+    if node.user_frame is not None:
+        return  # its own Python wait is read (a fork-copied lock, a queue): that decides, not its sockets
     conns = [c for c in info.get("tcp_conns") or [] if isinstance(c, dict)
              and all(isinstance(c.get(k), int) for k in ("fd", "bytes_received", "last_recv_ms"))]
     if not conns:
