@@ -56,7 +56,7 @@ class WarehouseWriter:
         threading.Thread(target=self._consume, name="warehouse-consumer", daemon=True).start()
 
     def _send(self, batch: list) -> None:
-        time.sleep(0.2)  # the warehouse's round trip
+        time.sleep(0.5)  # the warehouse's round trip (slower than the submits even on a loaded node: the queue fills)
         if len(batch) > QUOTA_ROWS:
             raise ValueError(f"batch of {len(batch)} rows over the size quota")
         self.sent += len(batch)
