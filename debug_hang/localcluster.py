@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -112,6 +113,11 @@ def _start(port: int, num_cpus: int, extra: list[str] | None) -> LocalCluster:
         raise DebugHangError(f"local cluster port {port} must be in 6400-7399 (other ports are derived from it)")
     # A private range per cluster; DEBUG_HANG_WORKER_PORTS=N moves it to N..N+499
     # (sessions sharing one machine).
+    if _listening(port):
+        # Another cluster (a test run, a demo, a user's) holds the port: starting here would fail,
+        # and cleaning up after that failure would kill that cluster by its port and temp dir.
+        raise DebugHangError(f"port {port} on 127.0.0.1 is in use (another Ray cluster?): stop it, or choose "
+                             "another port (demo --port, DEBUG_HANG_TEST_PORT for the tests)")
     worker_ports = _worker_ports(base)
     temp_dir = f"/tmp/ray_dh_{port}"
     shutil.rmtree(temp_dir, ignore_errors=True)
@@ -139,6 +145,15 @@ def _start(port: int, num_cpus: int, extra: list[str] | None) -> LocalCluster:
         stop(cluster)  # a head without a dashboard is of no use here: leave nothing running
         raise DebugHangError(f"{exc} (its log: {temp_dir}/session_latest/logs/dashboard.log)") from None
     return cluster
+
+
+def _listening(port: int) -> bool:
+    """Whether something accepts TCP connections on 127.0.0.1:`port` (a GCS already there)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1.0):
+            return True
+    except OSError:
+        return False
 
 
 def stop(cluster: LocalCluster) -> None:
