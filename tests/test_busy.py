@@ -103,6 +103,7 @@ Cache().lookup(10 ** 12)
 
 def _live(tmp_path: Path, test: str) -> BusyWork:
     """A real process running the loop, sampled twice with py-spy --locals on this node."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     script = tmp_path / "loop.py"
     script.write_text(SPIN.format(test=test))
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
@@ -133,7 +134,11 @@ def test_a_counter_the_loop_does_not_test_is_no_progress(tmp_path: Path) -> None
 @needs_pyspy
 def test_a_counter_the_loop_tests_and_advances_is_work(tmp_path: Path) -> None:
     # GIVEN the same loop shape, `while spins < limit: spins += 1`
-    work = _live(tmp_path, "spins < limit")
+    # (on a loaded node py-spy may miss a sample's locals: a second real run, never a looser check)
+    for attempt in range(2):
+        work = _live(tmp_path / str(attempt), "spins < limit")
+        if work.advanced:
+            break
     # THEN the loop changes what it tests, and its locals show it advancing: work, never a spin
     assert work.loop is not None and work.loop.kind == "self-advancing" and work.loop.changes == ("spins",)
     assert work.state == "advancing" and any(a.startswith("spins ") for a in work.advanced)

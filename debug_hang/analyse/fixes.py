@@ -25,6 +25,7 @@ CHOSEN: dict[str, tuple[PatternId, str]] = {
     "set_after_join": ("event-never-set", "before joining the thread"),
     "lease_held_by_dead_owner": ("poll-never-satisfied", "TTL or heartbeat"),
     "ray_in_fork_child": ("child-process-hang", "Make Ray calls in the parent"),
+    "pipe_held_by_daemon": ("child-process-hang", "Start a background process with its stdout and stderr redirected"),
     "file_lock_taken_twice": ("lock-self-deadlock", "file lock taken twice"),
     "db_second_connection": ("lock-self-deadlock", "second connection"),
     "file_lock_held_for_child": ("file-lock-deadlock", "For a child that takes the lock its parent holds"),

@@ -290,7 +290,7 @@ def _released_decision(job_id: str | None, top: RootCause, title: str, names: st
     if not released or own is None or own.kind != "root-cause":
         return None  # an unfollowed end with a release is told by _unfollowed_end
     return "inconclusive", (f"Job {job_id} may be hung ({title[:1].lower() + title[1:]} — culprit {names}), but "
-                            f"{released[0].label()} waits on {released[0].release}. A wait that a timer ends is "
+                            f"{released[0].label()} waits on {released[0].release}. A wait that ends by itself is "
                             "no hang: diagnose again once it is due (a wait still there after that is worth a look).")
 
 
@@ -533,7 +533,7 @@ def _unfollowed_end(job_id: str | None, top: RootCause, names: str) -> str:
     if release:
         # Its waker is known and scheduled: a timer, not a missing setter (inconclusive, never a hang).
         return (f"Job {job_id} may be hung, but the chain of waits ends in {names}, {what}, and its wait is a "
-                f"scheduled release, {release}. A wait that a timer ends is no hang: diagnose again once it is due "
+                f"scheduled release, {release}. A wait that ends by itself is no hang: diagnose again once it is due "
                 "(a wait still there after that is worth a look).")
     return (f"Job {job_id} may be hung, but the chain of waits ends in {names}, {what}, and what it waits for "
             "could not be followed (an object no task row produces — a Serve request, another job's object, a "

@@ -22,11 +22,11 @@ from typing import Any
 from debug_hang.model import Process, process_to_dict
 from debug_hang.probe import progress, schedstat
 from debug_hang.probe.commands import pid_namespace, run_command
-from debug_hang.probe.file_locks import locks_of, read_locks, thread_syscall, thread_wchans
+from debug_hang.probe.file_locks import locks_of, process_title, read_locks, thread_syscall, thread_wchans
 from debug_hang.probe.flight_recorder import collect_dumps, dump_prefixes, read_fr_env
 from debug_hang.probe.kernel_objects import FIFO_WAITS, SLEEPS, fifo_opens, locks_held_by_others
 from debug_hang.probe.libraries import METRICS_TIMEOUT_S, read_serve_metrics
-from debug_hang.probe.pipes import PIPE_READ_WAIT, child_pipes, pipe_reads, widowed_pipes
+from debug_hang.probe.pipes import PIPE_READ_WAIT, child_pipes, pipe_reads, polled_pipes, widowed_pipes
 from debug_hang.probe.pyspy import (
     NOT_PYTHON,
     PROCESS_EXITED,
@@ -269,6 +269,7 @@ def probe_node(node_id: str, pids: list[int], options: dict[str, Any], samples: 
     add_reading_sockets(info, rounds.processes, errors)
     add_child_sockets(info, errors)
     add_widowed_pipes(info, rounds.processes)
+    add_pipe_holders(info, rounds.processes, redactor)
     add_batch_windows(info, all_pids)
 
     out: dict[str, Any] = {
@@ -629,6 +630,53 @@ def add_widowed_pipes(info: dict[int, dict[str, Any]], processes: list[dict[str,
             found = widowed_pipes(parent)
             if found is not None:
                 info[parent]["widowed_pipes"] = found[:32]
+def add_pipe_holders(info: dict[int, dict[str, Any]], processes: list[dict[str, Any]], redactor: Redactor) -> None:
+    """Per parent of a child that has exited but is not reaped (state Z in every reading), after
+    the last sample: the pipes its threads poll (a `communicate()` reading the child's output to
+    end-of-file) and, for each, the other processes of the node that still hold the write end,
+    with what each does (`pipe_holders`, probe/pipes.py): a daemon grandchild that inherited the
+    child's stdout keeps the read from ever ending. Only those parents: the reading walks every
+    process's descriptors."""
+    parents = {int(value["child_of"]) for value in info.values()
+               if isinstance(value.get("child_of"), int) and value.get("run_state")
+               and all(s == "Z" for s in value["run_state"])}
+    last: dict[int, dict[str, Any]] = {}
+    for proc in processes:
+        if proc.get("pid") in parents:
+            last[int(proc["pid"])] = proc
+    for parent, proc in sorted(last.items()):
+        tids = [int(t["os_thread_id"]) for t in proc.get("threads") or [] if isinstance(t.get("os_thread_id"), int)]
+        reads = polled_pipes(parent, tids)
+        for read in reads:
+            if isinstance(read.get("writers"), list):
+                read["holders"] = [_holder_facts(pid, redactor) for pid in read.pop("writers")[:8]]
+        if reads:
+            info[parent]["pipe_holders"] = reads
+
+
+def _holder_facts(pid: int, redactor: Redactor) -> dict[str, Any]:
+    """What a process holding a pipe open does, from /proc alone (it may not be Python): its
+    parent, state, CPU time and age, and the kernel function and timed-sleep length of each thread."""
+    facts: dict[str, Any] = {"pid": pid, "ppid": parent_pid(pid), "state": process_state(pid),
+                             "title": redactor.redact(process_title(pid) or "") or None}
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
+            fields = fh.read().rsplit(")", 1)[-1].split()
+        with open("/proc/uptime", encoding="ascii") as fh:
+            uptime = float(fh.read().split()[0])
+        facts["cpu_s"] = round((int(fields[11]) + int(fields[12])) / CLOCK_TICKS, 2)
+        facts["age_s"] = round(max(uptime - int(fields[19]) / CLOCK_TICKS, 0.0), 1)
+    except (OSError, IndexError, ValueError):
+        pass
+    wchans = thread_wchans(pid, max_threads=8)
+    if wchans:
+        facts["wchan"] = wchans
+        asleep = {tid: secs for tid in wchans if (secs := _sleep_request_s(pid, int(tid))) is not None}
+        if asleep:
+            facts["sleep_request_s"] = asleep
+    return facts
+
+
 def add_kernel_object_waits(info: dict[int, dict[str, Any]], processes: list[dict[str, Any]], redactor: Redactor) -> None:
     """Per process, after the last sample, from the kernel function each of its Python threads
     sleeps in (probe/kernel_objects.py): a thread blocked opening a FIFO (`fifo_opens`: the path,

@@ -16,6 +16,7 @@ from typing import Any
 
 from debug_hang.probe.file_locks import thread_syscall, thread_wchans
 from debug_hang.probe.procfd import MAX_FDS, fd_links
+from debug_hang.probe.socket_peers import waited_fds
 
 _PIPE = re.compile(r"^pipe:\[(\d+)\]$")
 STD_FDS = ("0", "1", "2")
@@ -206,3 +207,35 @@ def _pipe_inodes(pid: int) -> set[int]:
     """The pipes `pid` holds on descriptors other than stdin/stdout/stderr (a sentinel is never one
     of those; a stdin whose writer finished says nothing of a child)."""
     return {int(m.group(1)) for fd, link in fd_links(pid) if fd not in STD_FDS and (m := _PIPE.match(link))}
+
+
+MAX_POLLED_READERS = 8  # threads per process whose polled pipes are followed to their writers
+
+
+def polled_pipes(pid: int, tids: list[int]) -> list[dict[str, Any]]:
+    """For the threads `tids` of `pid` asleep in poll/ppoll, the pipes among the polled descriptors
+    whose read end `pid` holds (what `Popen.communicate` waits on: a child's stdout and stderr,
+    read to end-of-file), and the other processes of the node that hold their write end:
+    [{"tid", "fd", "inode", "writers": [pid, ...] | None}] (None: not every process of that user
+    could be read). End-of-file comes only once every write end is closed, so each writer is a
+    process the reader waits for. Read-only and bounded; [] when no thread polls a pipe."""
+    reads: list[dict[str, Any]] = []
+    for tid in tids[:MAX_POLLED_READERS]:
+        call = thread_syscall(pid, tid)
+        if call is None:
+            continue
+        for fd in waited_fds(pid, call):
+            if str(fd) in STD_FDS:
+                continue
+            try:
+                match = _PIPE.match(os.readlink(f"/proc/{pid}/fd/{fd}"))
+            except OSError:
+                continue
+            if match and "read" in pipe_ends(pid, {int(match.group(1))}).get(int(match.group(1)), []):
+                reads.append({"tid": int(tid), "fd": int(fd), "inode": int(match.group(1))})
+    if not reads:
+        return []
+    writers = pipe_writers(pid, {r["inode"] for r in reads})
+    for read in reads:
+        read["writers"] = None if writers is None else sorted(p for p in writers.get(read["inode"], []) if p != pid)
+    return reads

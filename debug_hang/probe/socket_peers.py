@@ -300,7 +300,7 @@ _RESTART = {"x86_64": 219, "aarch64": 128}
 MAX_POLL_FDS = 16
 
 
-def _waited_fds(pid: int, call: list[str]) -> list[int]:
+def waited_fds(pid: int, call: list[str]) -> list[int]:
     """The descriptors a thread asleep in system call `call` ([nr, arg0..]) waits on: the first
     argument of a read or recv; for poll/ppoll, the descriptors of its pollfd array (read from the
     process's memory, 8 bytes each, at most MAX_POLL_FDS); none when they cannot be read."""
@@ -345,7 +345,7 @@ def reading_sockets(processes: list[dict[str, Any]]) -> dict[int, dict[str, dict
             call = thread_syscall(pid, tid)
             if call is None:
                 continue
-            for fd in _waited_fds(pid, call):
+            for fd in waited_fds(pid, call):
                 try:
                     link = os.readlink(f"/proc/{pid}/fd/{fd}")
                 except OSError:

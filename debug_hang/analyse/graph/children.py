@@ -11,6 +11,7 @@ from debug_hang.analyse.crashloop import children_crash_loop
 from debug_hang.analyse.fixes import choose
 from debug_hang.analyse.graph.builder import Builder, follows
 from debug_hang.analyse.graph.forks import fork_lost_thread
+from debug_hang.analyse.graph.locks import lock_holder_node
 from debug_hang.analyse.graph.model import GNode
 from debug_hang.analyse.graph.raycalls import follow_submitted
 from debug_hang.analyse.graph.semlocks import at_semlock_acquire
@@ -162,7 +163,73 @@ def _edges_children(b: Builder, key: str, proc: Process) -> None:
             "A communicate() (subprocess.run with capture_output) reads their pipes to end-of-file, which comes only "
             "when every write end is closed: a process that inherited them (a daemon grandchild the child started) "
             "keeps them open")
+        _edges_pipe_holders(b, key, proc, zombies)
     _semlock_held_by_no_live_process(b, key)
+
+
+# A holder that used this share of a CPU over its life, or runs now, works: it may end and close the pipe.
+_HOLDER_BUSY_SHARE = 0.10
+
+
+def _edges_pipe_holders(b: Builder, key: str, proc: Process, zombies: list[int | None]) -> None:
+    """A parent whose children have exited polls pipes that other processes still hold the write
+    end of (the probe's `pipe_holders`: a `communicate()` reading a child's stdout to end-of-file):
+    each holder is what the read waits for. A process that inherited the pipe from the child (a
+    daemon grandchild started without redirecting its output) closes it only when it exits: idle
+    in an untimed wait, it never will (child-process-hang, the holder the culprit); asleep on a
+    timer or working, it may end (a release: inconclusive, the holder named)."""
+    info = b.inp.info.get(ProcessRef(proc.node_id, proc.pid)) or {}
+    g = b.g
+    for read in (r for r in info.get("pipe_holders") or [] if isinstance(r, dict)):
+        pipe = f"pipe:[{read.get('inode')}] (fd {read.get('fd')})"
+        for holder in (h for h in read.get("holders") or [] if isinstance(h, dict) and isinstance(h.get("pid"), int)):
+            pid = int(holder["pid"])
+            if pid == proc.pid or pid in zombies:
+                continue
+            dst = b.by_pid.get(ProcessRef(proc.node_id, pid)) or lock_holder_node(
+                g, proc.node_id, holder, holds=f"the write end of {pipe}, which {g.nodes[key].name} polls for "
+                                                "end-of-file (/proc/PID/fd of every process of the node)")
+            if any(e.dst == dst for e in g.out(key)):
+                continue
+            node = g.nodes[dst]
+            node.evidence.append(f"it is no child of {g.nodes[key].name} (its parent is pid {holder.get('ppid')}): it "
+                                 f"inherited the pipe from the exited child pid {', '.join(str(z) for z in zombies[:3])} "
+                                 "(a daemon started without redirecting its stdout/stderr)")
+            if node.pattern is None or node.pattern in ("idle-worker", "child-process-wait"):
+                node.pattern, node.state = "child-process-hang", "blocked"
+                _holder_outcome(node, holder)
+                choose(node, "pipe_held_by_daemon")
+            g.add_edge(key, dst, "child-process-wait", f"reads {pipe} to end-of-file; its write end is held by pid {pid}")
+
+
+def _sleeps_for_ever(holder: dict[str, Any]) -> bool:
+    """A timed sleep longer than any a job waits out (`sleep infinity` asks nanosleep for years)."""
+    asked = holder.get("sleep_request_s")
+    return isinstance(asked, dict) and any(float(v) > MAX_TIMED_SLEEP_S for v in asked.values())
+
+
+def _holder_outcome(node: GNode, holder: dict[str, Any]) -> None:
+    """Whether a pipe's holder (read from /proc alone) may yet exit: working, or asleep on a timer,
+    it may (`GNode.release`, never a hang); idle in an untimed wait, nothing ends it."""
+    cpu, age = holder.get("cpu_s"), holder.get("age_s")
+    share, life = None, "its CPU use unread"
+    if isinstance(cpu, (int, float)) and isinstance(age, (int, float)) and age > 0:
+        share, life = float(cpu) / float(age), f"{float(cpu):.2f} s of CPU in its {float(age):.0f} s"
+    wchans = holder.get("wchan")
+    names = sorted({str(w) for w in wchans.values()}) if isinstance(wchans, dict) else []
+    if holder.get("state") == "R" or (share is not None and share >= _HOLDER_BUSY_SHARE):
+        node.release = (f"its own work: it runs ({life}), and the pipe closes when it ends, if it does")
+        node.evidence.append(f"it works ({life}): it may end and close the pipe")
+    elif not names:
+        node.release = f"what it does, which /proc does not show ({life})"
+        node.evidence.append(f"where its threads sleep in the kernel could not be read ({life})")
+    elif set(names) <= TIMED_SLEEP_WCHANS and not _sleeps_for_ever(holder):
+        node.release = (f"a timed sleep ({names[0]}, {life}): it wakes by itself and may then exit and close the "
+                        "pipe, or sleep again (a daemon that naps in a loop never closes it)")
+        node.evidence.append(f"asleep in a timed sleep ({', '.join(names)}; {life}): it wakes by itself")
+    else:
+        node.evidence.append(f"idle in an untimed kernel wait ({', '.join(names)}; {life}): nothing in the job ends "
+                             "it, so it never exits and the pipe never reaches end-of-file")
 
 
 def _semlock_held_by_no_live_process(b: Builder, key: str) -> None:
