@@ -33,6 +33,7 @@ CHOSEN: dict[str, tuple[PatternId, str]] = {
     "mp_queue_joined_before_get": ("pipe-full-deadlock", "get() everything it puts"),
     "mp_sent_after_join": ("pipe-full-deadlock", "send it before join()"),
     "pool_taken_by_service_loops": ("executor-self-wait", "Run service loops that last until shutdown"),
+    "actor_pool_pending_submit": ("executor-self-wait", "With a ray.util.ActorPool"),
     "constructor_calls_back": ("actor-call-cycle", "Do no blocking call from __init__"),
     "serve_handle_cycle": ("actor-call-cycle", "Between Serve deployments"),
     "custom_resource_held": ("resource-starvation", "For a custom resource"),

@@ -159,7 +159,7 @@ CYCLE_DECIDES: frozenset[PatternId] = frozenset({"actor-call-cycle", "pipe-full-
                                                  "child-awaits-input", "set-order-deadlock"})
 # ... and those a cycle carries from its members or its closing edge, decided elsewhere.
 CYCLE_CARRIES: frozenset[PatternId] = frozenset({"resource-starvation", "generator-backpressure", "async-loop-blocked", "lock-order-deadlock",
-                                                  "rank-never-launched", "fifo-never-opened"})
+                                                  "rank-never-launched", "fifo-never-opened", "executor-self-wait"})
 END_CARRIES = frozenset(_END_PATTERN.values())
 
 # Edges that close a cycle of their own kind: (edge, the cycle's pattern, whether the process the
@@ -194,11 +194,14 @@ _CLOSING_EDGES: tuple[tuple[EdgeReason, PatternId, bool], ...] = (
     # A child blocked opening a FIFO whose only possible partner, its parent, waits for the child's
     # exit before it opens the other end: the parent's wait is the line to change (graph/kernel_objects.py).
     ("fifo-never-opened", "fifo-never-opened", True),
+    # A ray.util.ActorPool whose busy actors wait on a queue only a call still unsent in the pool
+    # would fill, while its holder waits in get_next (graph/queues.py): the submit order is the fix.
+    ("executor-self-wait", "executor-self-wait", True),
 )
 # Cycles whose closing edge's end alone is the culprit: the other members wait as designed.
 _ONLY_LEADERS: frozenset[PatternId] = frozenset({"split-consumer-left", "create-order-deadlock", "placement-group-hold-and-wait",
                                                  "child-awaits-input", "set-order-deadlock", "rank-never-launched",
-                                                 "fifo-never-opened"})
+                                                 "fifo-never-opened", "executor-self-wait"})
 
 
 def _cycle_pattern(g: WaitGraph, cycle: list[str], has_resource: bool) -> tuple[PatternId, set[str]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from debug_hang.analyse.fixes import choose
 from debug_hang.analyse.graph.builder import Builder, follows
 from debug_hang.analyse.graph.locks import lock_holder_node
 from debug_hang.analyse.graph.model import GNode
@@ -324,6 +325,8 @@ def _never_fed(b: Builder, key: str) -> bool:
             and n.state not in ("blocked", "dead")]
     if free or any(t.state != "RUNNING" or t.task_id not in by_task for t in unfinished):
         return False  # someone may still put into it
+    if _held_in_actor_pool(b, key):
+        return True
     me.pattern, me.state = "producer-gone", "blocked"
     gone = _finished_producers(b, key)
     if not gone:
@@ -336,6 +339,35 @@ def _never_fed(b: Builder, key: str) -> bool:
                      f"{b.g.nodes[producer].label()} put {items} item(s) into another queue, {other}, nobody "
                      "gets from, and finished: it fed another instance")
     return True
+
+
+# ray.util.ActorPool's waits for its results (get_next, get_next_unordered, map, map_unordered).
+_ACTOR_POOL_FILE = re.compile(r"(^|/)ray/util/actor_pool\.py$")
+
+
+def _held_in_actor_pool(b: Builder, key: str) -> bool:
+    """An empty ray.util.queue nobody alive is free to feed, while a process of the job waits for
+    a ray.util.ActorPool's results: the pool sends a call only to an idle actor, and calls
+    submitted while every actor was busy sit in `_pending_submits`, in that process's memory (no
+    stack or task row shows them). The consumers are the pool's busy actors; the call that would
+    put into the queue may be one of those unsent (executor-self-wait: the pool waits on itself).
+    An edge from the queue to each such holder; True when one was made."""
+    me = b.g.nodes[key]
+    holders = [k for k, verdict in b.verdicts.items() if k != key and b.g.nodes[k].class_name != QUEUE_ACTOR_CLASS
+               and any(_ACTOR_POOL_FILE.search(f.file) for t, _ in verdict.threads for f in t.frames if not f.native)]
+    for holder in holders:
+        node = b.g.nodes[holder]
+        frame = next(f for t, _ in b.verdicts[holder].threads for f in t.frames
+                     if not f.native and _ACTOR_POOL_FILE.search(f.file))
+        node.evidence.append(
+            f"waits for a ray.util.ActorPool's results ({frame.function}): the pool sends a call only to an idle "
+            f"actor, and every actor of the job waits on {me.label()}, which is empty and was never put into. A "
+            "call submitted to the pool after them sits unsent in its `_pending_submits`, in this process's memory "
+            "(no stack or task row shows it): the call that would put into the queue may be one of them")
+        choose(node, "actor_pool_pending_submit")  # the loop's pattern is its closing edge's (rootcause)
+        b.g.add_edge(key, holder, "executor-self-wait",
+                     f"empty, never put into; {node.label()} holds the pool whose unsent calls may feed it")
+    return bool(holders)
 
 
 def _finished_producers(b: Builder, key: str) -> dict[str, tuple[str, int]]:
