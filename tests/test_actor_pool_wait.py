@@ -44,3 +44,18 @@ def test_without_a_pool_wait_the_empty_queue_still_has_no_producer(tmp_path: Pat
     doc = to_json(reanalyse(capture_variant(tmp_path, CAPTURE, stacks=no_pool)))
     # THEN the old reading: nobody alive feeds the queue
     assert doc["root_causes"][0]["pattern"] == "producer-gone"
+
+
+SERVE_QUEUE = ROOT / "tests" / "data" / "captures" / "serve_ctor_waits_on_queue"
+
+
+def test_a_queue_actor_is_never_the_end_of_a_chain_nobody_followed() -> None:
+    # GIVEN a Serve replica's constructor in cfg_q.get(), the queue's producer unseen (a request path)
+    doc = to_json(reanalyse(SERVE_QUEUE))
+    top = doc["root_causes"][0]
+    # THEN the consumer's wait is the end: inconclusive, at its get line, not Ray's queue actor; and
+    # its own reading (a blocked event loop) is not taken for the cause of a hang
+    assert doc["verdict"] == "inconclusive"
+    assert top["pattern"] == "queue-get-wait"
+    assert all(c.get("class_name") != QUEUE_ACTOR_CLASS for c in top["culprits"]), top["culprits"]
+    assert top["proof"]["deciding"]["code"] == "self.cfg = cfg_q.get(block=True)"

@@ -269,6 +269,14 @@ def _chain_ends(g: WaitGraph, in_cycle: set[str]) -> dict[str, list[str]]:
         if any(e.dst in in_cycle for e in g.out(key)):
             continue  # waits on a cycle: a victim, not a cause
         ends[key] = _upstream(g, {key})
+    for key in [k for k in ends if _conduit(g, k)]:
+        # A queue actor serves the get it is waited on for: an end nobody could follow there is the
+        # consumers' wait (their line, their process), not Ray's queue (tests/test_actor_pool_wait.py).
+        del ends[key]
+        for src in {e.src for e in g.into(key)}:
+            if src not in in_cycle and src not in ends:
+                ends[src] = _upstream(g, {src})
+                g.queue_consumers.add(src)
     for key, node in g.nodes.items():
         # A process with a root-cause pattern is a culprit even when nobody visibly waits on it
         # (a lock-order deadlock inside one actor, a blocked event loop).
@@ -280,12 +288,25 @@ def _chain_ends(g: WaitGraph, in_cycle: set[str]) -> dict[str, list[str]]:
     return ends
 
 
+def _conduit(g: WaitGraph, key: str) -> bool:
+    """A ray.util.queue actor at a chain's end in a wait no rule followed (not producer-gone): it
+    only holds the queue, so what stops is whoever should feed it, seen from its consumers."""
+    node = g.nodes[key]
+    own = catalog().get(node.pattern or "")
+    return node.class_name == QUEUE_ACTOR_CLASS and not (own is not None and own.kind == "root-cause") \
+        and all(g.nodes[e.src].kind != "resource" for e in g.into(key))
+
+
 def _end_cause(g: WaitGraph, key: str, victims: list[str]) -> RootCause:
     """The cause a chain end stands for: its root-cause reading, or what its state says."""
     node = g.nodes[key]
     own = catalog().get(node.pattern or "")
     found = node.pattern if own is not None and own.kind == "root-cause" else _END_PATTERN.get(node.state)
-    pattern_id: Reading = found or node.pattern or "unknown"
+    if key in g.queue_consumers:
+        # What it waits for is a queue nobody was seen feeding: that wait, not its own reading of
+        # the process (a blocked loop, a busy step), is the end; who should feed it is unseen.
+        found = None
+    pattern_id: Reading = found or ("queue-get-wait" if key in g.queue_consumers else node.pattern) or "unknown"
     confidence = settings().chain_end_confidence
     if found is None:
         confidence = settings().unrecognised_end_confidence  # the chain ends in a wait we could not follow

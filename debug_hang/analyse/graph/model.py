@@ -98,6 +98,8 @@ class WaitGraph:
     crash_loops: dict[str, CrashLoop] = field(default_factory=dict)
     # actor node key -> why calls to it wait behind its constructor (its __init__ runs; processes.py)
     constructing: dict[str, str] = field(default_factory=dict)
+    # Chain ends moved from a ray.util.queue actor to its consumers (rootcause._chain_ends).
+    queue_consumers: set[str] = field(default_factory=set)
     _out: dict[str, list[Edge]] = field(default_factory=dict, repr=False)
     _in: dict[str, list[Edge]] = field(default_factory=dict, repr=False)
     _pair: dict[tuple[str, str], Edge] = field(default_factory=dict, repr=False)  # (src, dst) -> its edge
