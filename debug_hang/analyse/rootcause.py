@@ -160,7 +160,7 @@ CYCLE_DECIDES: frozenset[PatternId] = frozenset({"actor-call-cycle", "pipe-full-
 # ... and those a cycle carries from its members or its closing edge, decided elsewhere.
 CYCLE_CARRIES: frozenset[PatternId] = frozenset({"resource-starvation", "generator-backpressure", "async-loop-blocked", "lock-order-deadlock",
                                                   "rank-never-launched", "fifo-never-opened", "executor-self-wait"})
-END_CARRIES = frozenset(_END_PATTERN.values())
+END_CARRIES = frozenset(_END_PATTERN.values()) | {"queue-get-wait"}  # and a queue actor's consumers (_chain_ends)
 
 # Edges that close a cycle of their own kind: (edge, the cycle's pattern, whether the process the
 # edge leads to is where the fix goes, and so comes first among the culprits).
