@@ -267,3 +267,13 @@ def test_a_frame_of_a_generator_expression_in_the_loop_test_is_no_movement() -> 
     # THEN the loop is the caller's, and nothing moved: the spin is not called work
     assert work.function.endswith("_merge_loop") and not work.moved, work
     assert diag.verdict != "no-hang", diag.summary
+
+
+def test_a_comprehension_that_is_the_loop_advances_by_its_own_variable() -> None:
+    # GIVEN a real capture (redteam/embedding_refit.py, round 15b, healthy): a pool thread in
+    # `vals = [np.linalg.eigh(m + k * np.eye(dim))[0][-1] for k in range(n_iter)]`, the caller's
+    # locals frozen, the comprehension's `k` 34 → 38 over the samples
+    diag = reanalyse(ROOT / "tests" / "data" / "captures" / "healthy_comprehension_eigh_on_pool_thread")
+    # THEN its loop is the comprehension and it advances: no hang (before: busy-loop 0.95, a false hang)
+    assert diag.verdict != "hang", diag.summary
+    assert any(w.state == "advancing" and any(a.startswith("k (in <listcomp>)") for a in w.advanced) for w in diag.busy)

@@ -919,7 +919,7 @@ def busy_work(verdict: ProcessVerdict, samples: list[Process], info: dict[str, A
         # A loop that moves towards its end by itself, seen at other statements of it: it goes round.
         moved = f"the loop ran on, line {work.lines[0]} then {work.lines[-1]}"
     work.moved = moved
-    _read_state(work, frames_at)
+    _read_state(work, frames_at, _comprehensions(stacks, depth, loop_frame) if work.loop is None else None)
     line_code = (frames_at[0].code or "") if frames_at else ""
     calls_here = not line_code or "(" in line_code or "@" in line_code
     if (not sleeping and len(work.lines) == 1 and kind not in ("spin-wait", "endless") and calls_here
@@ -936,9 +936,29 @@ def busy_work(verdict: ProcessVerdict, samples: list[Process], info: dict[str, A
     return work
 
 
-def _read_state(work: BusyWork, frames: list[Frame]) -> None:
-    """Which scalar locals of the loop's frame changed between samples, and which did not."""
+_COMPREHENSION = re.compile(r"(^|\.)<(genexpr|listcomp|dictcomp|setcomp)>$")
+
+
+def _comprehensions(stacks: list[list[Frame]], depth: int, loop_frame: Frame) -> list[Frame | None] | None:
+    """When the loop's frame is at a statement that is no loop, the comprehension or generator
+    expression it runs there is the loop (`vals = [eigh(m + k) for k in range(n)]`): per sample,
+    that frame (its iteration variable is the loop's state), None where the sample has none;
+    None when no sample shows one."""
+    inner: list[Frame | None] = []
+    for s in stacks:
+        if len(s) > depth and s[depth].function == loop_frame.function:
+            below = s[depth + 1] if len(s) > depth + 1 else None
+            inner.append(below if below is not None and _COMPREHENSION.search(below.function) else None)
+    return inner if any(f is not None for f in inner) else None
+
+
+def _read_state(work: BusyWork, frames: list[Frame], inner: list[Frame | None] | None = None) -> None:
+    """Which scalar locals of the loop's frame changed between samples, and which did not (with
+    those of the comprehension it runs, when that is its loop: `inner`, one per frame)."""
     states = [frame_state(f) for f in frames]
+    if inner is not None and len(inner) == len(states):
+        states = [{**s, **{f"{name} (in {i.function.rsplit('.', 1)[-1]})": v for name, v in frame_state(i).items()}}
+                  if i is not None else s for s, i in zip(states, inner, strict=True)]
     states = [s for s in states if s]
     if len(states) < 2:
         return
