@@ -23,6 +23,7 @@ CHOSEN: dict[str, tuple[PatternId, str]] = {
     "asyncio_permit_leaked": ("async-await-stuck", "Take asyncio locks and semaphores with `async with x:`"),
     "event_in_thread_local": ("event-never-set", "threading.local"),
     "set_after_join": ("event-never-set", "before joining the thread"),
+    "set_after_pool_wait": ("event-never-set", "before waiting on the futures of a pool"),
     "lease_held_by_dead_owner": ("poll-never-satisfied", "TTL or heartbeat"),
     "ray_in_fork_child": ("child-process-hang", "Make Ray calls in the parent"),
     "pipe_held_by_daemon": ("child-process-hang", "Start a background process with its stdout and stderr redirected"),

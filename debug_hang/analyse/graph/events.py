@@ -6,7 +6,16 @@ import re
 
 from debug_hang.analyse.fixes import choose
 from debug_hang.analyse.graph.builder import Builder, graph_pass
-from debug_hang.analyse.graph.inprocess import is_event_loop, loop_poll_timeout_ms, loop_timer, name_of, owners, runs, timer_due
+from debug_hang.analyse.graph.inprocess import (
+    is_event_loop,
+    loop_poll_timeout_ms,
+    loop_timer,
+    name_of,
+    owners,
+    pool_of,
+    runs,
+    timer_due,
+)
 from debug_hang.analyse.graph.model import QUEUED_STATES, GNode, WaitGraph
 from debug_hang.analyse.graph.raycalls import reads_stream
 from debug_hang.analyse.graph.setters import class_setters, follow_async_setters, free_parties, join_skipped, set_from_thread, setter_methods
@@ -373,6 +382,18 @@ def _detect_event_wait(b: Builder, key: str, verdict: ProcessVerdict) -> None:
     joiners = [(t, text) for t in other_threads_in_job_code(verdict, waiter)
                if (text := _joins_before_setting(b, key, t, waiter))]  # (a joiner counts as unable to signal)
     idle_pollers = [text for t in others if (text := _poll_cannot_act(b, key, t, waiter, others))]
+    pooled = [text for t in others if (text := _pool_waits_for_later_set(b, key, t, waiter))]
+    if pooled and len(pooled) == len(others) and waiter is not None:
+        node.pattern, node.state = "event-never-set", "blocked"
+        node.evidence.append(f"waits at {where} inside {doing} for futures of a thread pool; {none_queued} and it "
+                             "waits on no Ray task; every other thread of this process in job code is a worker of a "
+                             "pool that waits for it:")
+        node.evidence.extend(f"  {text}" for text in pooled)
+        node.evidence.append("each waits for the other: the workers take no job until their wait returns, and the "
+                             "only set comes after the wait for the pool's futures")
+        b.deciding[key] = waiter
+        choose(node, "set_after_pool_wait")
+        return
     if len(idle_pollers) + len([t for t, _x in joiners if t in others]) < len(others):
         return
     node.pattern, node.state = "event-never-set", "blocked"
@@ -535,6 +556,53 @@ def _joins_before_setting(b: Builder, key: str, thread: Thread, waiter: Thread |
                     "once the joined thread ends, and the thread it joins is the waiter (no other thread of this "
                     "process runs job code) - each waits for the other")
     return ""
+
+
+_FUTURE_WAIT = re.compile(r"concurrent/futures/_base\.py$")
+
+
+def _pool_waits_for_later_set(b: Builder, key: str, thread: Thread, waiter: Thread | None) -> str:
+    """Why a ThreadPoolExecutor worker cannot complete the futures `waiter` waits on ("" when it
+    may): it is idle in an untimed Event/Condition wait in job code - in the pool's initializer
+    (no job taken yet: `_worker` calls it before its first job) or in a job - and the source names
+    as its only setter a later line of a function the waiter is in (`ReportRenderer.render:44`,
+    while the waiter waits at line 43 in Future.result / wait / as_completed, untimed). The set
+    comes only after the waiter's wait returns, and that wait returns only when the pool's
+    workers finish: each waits for the other."""
+    if waiter is None or runs(thread, b.inp.info.get(b.g.nodes[key].ref)) or thread.active:
+        return ""
+    if pool_of(thread) is None or waits_with_timeout(thread) or waits_with_timeout(waiter):
+        return ""
+    if not any(_FUTURE_WAIT.search(f.file) and f.name in ("result", "wait", "as_completed")
+               for f in waiter.frames if not f.native):
+        return ""
+    inner = next((f for f in thread.frames if not f.native), None)
+    if inner is None or not inner.file.endswith("threading.py") or not inner.name == "wait":
+        return ""  # not idle in a threading Event/Condition wait
+    frame = job_frame(thread)
+    if frame is None or not frame.setters:
+        return ""
+    mine = [f for f in waiter.frames if not f.native and not is_library(f) and f.line is not None]
+    later: list[tuple[Frame, int]] = []
+    for entry in frame.setters:
+        name, _, line = entry.rpartition(":")
+        if not line.isdigit():
+            return ""
+        hit = next((f for f in mine if f.function == name and f.file == frame.file and f.line is not None
+                    and f.line < int(line)), None)
+        if hit is None:
+            if any(f.function == name for f in mine):
+                return ""  # the waiter's own function sets it at an earlier line: a set already made
+            continue  # the method that sets it (`_load_fonts`), reached through the waiter's later call, or
+            # one another process would call in - none is queued, and the actor is busy in the waiter's call
+        later.append((hit, int(line)))
+    if not later:
+        return ""
+    at, set_line = later[0]
+    stage = "its initializer" if not any(f.name == "run" and "_WorkItem" in f.function for f in thread.frames
+                                         if not f.native) else "a job"
+    return (f"thread {name_of(thread)} (a pool worker, in {stage}) waits at {frame_text(frame)} (no timeout); what it "
+            f"waits on is set only at line {set_line} of {at.function}, after the waiter's wait at line {at.line} returns")
 
 
 def _poll_cannot_act(b: Builder, key: str, thread: Thread, waiter: Thread | None, others: list[Thread]) -> str:

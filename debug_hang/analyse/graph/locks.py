@@ -31,7 +31,7 @@ def detect_lock_waits(b: Builder) -> None:
                 or _detect_known_holder(b.g.nodes[key], verdict):
             continue
         _detect_lock_order(b.g.nodes[key], verdict)
-        _detect_lock_self(b.g.nodes[key], verdict)
+        _detect_lock_self(b.g.nodes[key], verdict, b)
 
 
 @follows("lock-holder")
@@ -163,11 +163,33 @@ def _mark_lock_abandoned(node: GNode, waiter: Thread, frame: Frame) -> None:
         "worker's .err log (Exception in thread ...)")
 
 
+_MP_LOCK = re.compile(r"(^|/)multiprocessing/synchronize\.py$")
+_MP_HELPER_CHILD = re.compile(r"multiprocessing\.(resource_tracker|forkserver)|from multiprocessing\.(resource_tracker|forkserver) import")
+
+
+def _live_children_sharing(b: Builder, verdict: ProcessVerdict, frames: list[Frame]) -> list[int]:
+    """The live child processes of the waiting process when the lock it waits for is a
+    multiprocessing one (a SemLock frame on its stack): such a lock lives in shared memory, so
+    a child forked with it can hold it; the lock is left taken only when no such child is alive."""
+    if not any(_MP_LOCK.search(f.file) for f in frames):
+        return []
+    proc = verdict.process
+    out = []
+    for (node_id, pid), info in b.inp.info.items():
+        if info.get("child_of") != proc.pid or node_id != proc.node_id or _MP_HELPER_CHILD.search(str(info.get("title") or "")):
+            continue
+        states = info.get("run_state")
+        if isinstance(states, list) and states and (states[-1] is None or all(s == "Z" for s in states)):
+            continue  # exited in the window, or a zombie: it holds nothing
+        out.append(int(pid or 0))
+    return out
+
+
 # Functions run as finalisers: by the garbage collector or when a last reference is dropped.
 _FINALISER = re.compile(r"(__del__|finaliz|_callback|callback)$|weakref")
 
 
-def _detect_lock_self(node: GNode, verdict: ProcessVerdict) -> None:
+def _detect_lock_self(node: GNode, verdict: ProcessVerdict, b: Builder | None = None) -> None:
     """One thread waits to take a lock and no other thread of the process runs job code: nobody
     else can hold it — the waiting thread holds it itself (re-entry from __del__ or a callback),
     or a thread ended without releasing it. A forked child is left to _edges_children (there
@@ -187,6 +209,14 @@ def _detect_lock_self(node: GNode, verdict: ProcessVerdict) -> None:
     at = next((i for i, f in enumerate(frames) if f is frame), 0)
     finaliser = next((f for f in frames[at:] if _FINALISER.search(f.function)), None)
     if finaliser is None and all(_CALL_MACHINERY.search(f.file) for f in frames[at + 1:]):
+        shared = _live_children_sharing(b, verdict, frames) if b is not None else []
+        if shared:
+            node.evidence.append(
+                f"thread {waiter.name or waiter.os_thread_id} waits to take a multiprocessing lock at "
+                f"{frame_text(frame)}; no thread of this process holds it, but a multiprocessing lock is shared with "
+                f"the processes forked from it, and child pid {', '.join(map(str, shared[:4]))} is alive: it may "
+                "hold it and release it when its work ends")
+            return
         _mark_lock_abandoned(node, waiter, frame)
         return
     node.pattern = "lock-self-deadlock"
